@@ -1,0 +1,30 @@
+"""Timing helpers: alternate methods across repeats and report medians (DESIGN.md 4.2)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def time_alternating(
+    methods: Mapping[str, Callable[[], Any]], repeats: int = 3
+) -> dict[str, dict[str, Any]]:
+    """Run each method ``repeats`` times, round-robin, and time every call.
+
+    Returns ``{name: {"times": [...], "median_s": float, "result": last_result}}``. Alternating
+    (A B C A B C ...) rather than batching (A A A B B B) spreads machine noise over all methods.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be >= 1, got {repeats}")
+    out: dict[str, dict[str, Any]] = {name: {"times": [], "result": None} for name in methods}
+    for _ in range(repeats):
+        for name, fn in methods.items():
+            start = time.perf_counter()
+            result = fn()
+            out[name]["times"].append(time.perf_counter() - start)
+            out[name]["result"] = result
+    for entry in out.values():
+        entry["median_s"] = statistics.median(entry["times"])
+    return out

@@ -1,0 +1,65 @@
+"""Ising models on the Boolean hypercube {-1, 1}^d (Beyler & Bach, Sec. 1.2).
+
+f(x) = sum_i h_i x_i + sum_{i<j} J_ij x_i x_j, at temperature epsilon, with the uniform base
+measure q(x) = 2^-d of the paper, so that the log-partition function of eq. (5) is
+
+    Phi_eps(f) = eps * log( 2^-d * sum_x exp(f(x) / eps) ).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class IsingModel:
+    """Pairwise model: ``h`` (d,) node fields, ``J`` (d, d) symmetric couplings, zero diagonal.
+
+    Each pair enters f once: f(x) = h @ x + sum_{i<j} J[i, j] x_i x_j = h @ x + x @ J @ x / 2.
+    """
+
+    h: np.ndarray
+    J: np.ndarray
+    epsilon: float = 1.0
+
+    def __post_init__(self):
+        h = np.asarray(self.h, dtype=np.float64)
+        J = np.asarray(self.J, dtype=np.float64)
+        if h.ndim != 1:
+            raise ValueError(f"h must be 1-D (d,), got shape {h.shape}")
+        d = h.shape[0]
+        if d < 1:
+            raise ValueError("an Ising model needs at least one variable")
+        if J.shape != (d, d):
+            raise ValueError(f"J must have shape ({d}, {d}) to match h, got {J.shape}")
+        if not (np.all(np.isfinite(h)) and np.all(np.isfinite(J))):
+            raise ValueError("Ising parameters h and J must be finite (found NaN or inf)")
+        if not np.allclose(J, J.T, rtol=0, atol=1e-12 * max(1.0, np.abs(J).max())):
+            raise ValueError("J must be symmetric")
+        if np.any(np.diag(J) != 0):
+            raise ValueError("J must have a zero diagonal (x_i^2 = 1 is a constant)")
+        eps = float(self.epsilon)
+        if not np.isfinite(eps) or eps < 0:
+            raise ValueError(f"epsilon must be finite and >= 0, got {self.epsilon}")
+        object.__setattr__(self, "h", h)
+        object.__setattr__(self, "J", 0.5 * (J + J.T))
+        object.__setattr__(self, "epsilon", eps)
+
+    @property
+    def d(self) -> int:
+        return self.h.shape[0]
+
+    def with_epsilon(self, epsilon: float) -> IsingModel:
+        return IsingModel(self.h, self.J, epsilon)
+
+    def energy(self, x: np.ndarray) -> np.ndarray:
+        """f(x) for x of shape (..., d) with entries in {-1, 1}."""
+        x = np.asarray(x, dtype=np.float64)
+        return x @ self.h + 0.5 * np.einsum("...i,ij,...j->...", x, self.J, x)
+
+    def edges(self) -> np.ndarray:
+        """(m, 2) array of pairs i < j with nonzero coupling."""
+        i, j = np.nonzero(np.triu(self.J, 1))
+        return np.stack([i, j], axis=1)
