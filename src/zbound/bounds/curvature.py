@@ -1,0 +1,201 @@
+"""Curvature operators: symmetric PSD matrices with the structure a bound or Hessian gives.
+
+Every operator has ``shape``, ``matvec(v)``, ``diagonal()``, ``to_dense()`` and
+``solve(rhs, method=...)``, so solvers never care which structure they hold (STYLE.md).
+
+- :class:`DenseCurvature`: an explicit (p, p) matrix (Alg. 1 on explicit configurations).
+- :class:`KroneckerCurvature`: sum_j B_j (x) x_j x_j^T + reg * I, the multinomial structure of
+  DESIGN.md 3.3 (parameters ordered class-major: theta = vec(W) with W of shape (n, d)).
+- :class:`ScaledIdentity`: reg * I (the regularizer alone).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator, cg
+
+
+class Curvature:
+    """Base class: symmetric positive semi-definite operator of shape (p, p)."""
+
+    shape: tuple[int, int]
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def diagonal(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def to_dense(self) -> np.ndarray:
+        raise NotImplementedError
+
+    def quad(self, v: np.ndarray) -> float:
+        """v^T C v."""
+        return float(v @ self.matvec(v))
+
+    def as_linear_operator(self) -> LinearOperator:
+        p = self.shape[0]
+        return LinearOperator((p, p), matvec=self.matvec, dtype=np.float64)
+
+    def solve(self, rhs: np.ndarray, method: str = "cholesky", *, x0: np.ndarray | None = None,
+              rtol: float = 1e-10, maxiter: int | None = None) -> np.ndarray:
+        """Solve C x = rhs.
+
+        ``method="cholesky"`` factors the dense matrix; ``method="cg"`` runs Jacobi-preconditioned
+        conjugate gradient on matrix-vector products only. A partial CG solve from x0 = 0 still
+        decreases the quadratic majorizer (CG iterates decrease it monotonically), which keeps
+        majorization monotone (DESIGN.md 3.3).
+        """
+        rhs = np.asarray(rhs, dtype=np.float64)
+        if method == "cholesky":
+            return _cho_solve(self.to_dense(), rhs)
+        if method == "cg":
+            diag = self.diagonal()
+            inv = np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0)
+            p = self.shape[0]
+            precond = LinearOperator((p, p), matvec=lambda v: inv * v, dtype=np.float64)
+            x, _ = cg(self.as_linear_operator(), rhs, x0=x0, rtol=rtol, atol=0.0,
+                      maxiter=maxiter if maxiter is not None else 10 * p, M=precond)
+            return x
+        raise ValueError(f"unknown solve method {method!r}; use 'cholesky' or 'cg'")
+
+    def __add__(self, other):
+        if isinstance(other, int | float) and other == 0:
+            return self
+        return SumCurvature(self, other)
+
+    __radd__ = __add__
+
+
+def _cho_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    try:
+        factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=False)
+        return scipy.linalg.cho_solve(factor, rhs, check_finite=False)
+    except np.linalg.LinAlgError:
+        # Singular (no regularization and a flat direction): least-squares solution.
+        return scipy.linalg.lstsq(matrix, rhs, check_finite=False)[0]
+
+
+class DenseCurvature(Curvature):
+    """An explicit symmetric matrix, plus ``reg`` times the identity."""
+
+    def __init__(self, matrix: np.ndarray, reg: float = 0.0):
+        matrix = np.asarray(matrix, dtype=np.float64)
+        if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+            raise ValueError(f"curvature matrix must be square, got shape {matrix.shape}")
+        self.matrix = matrix
+        self.reg = float(reg)
+        self.shape = matrix.shape
+
+    def matvec(self, v):
+        return self.matrix @ v + self.reg * v
+
+    def diagonal(self):
+        return np.diag(self.matrix) + self.reg
+
+    def to_dense(self):
+        if self.reg == 0.0:
+            return self.matrix.copy()
+        out = self.matrix.copy()
+        out.flat[:: out.shape[0] + 1] += self.reg
+        return out
+
+
+class ScaledIdentity(Curvature):
+    def __init__(self, p: int, scale: float):
+        self.shape = (int(p), int(p))
+        self.scale = float(scale)
+
+    def matvec(self, v):
+        return self.scale * v
+
+    def diagonal(self):
+        return np.full(self.shape[0], self.scale)
+
+    def to_dense(self):
+        return self.scale * np.eye(self.shape[0])
+
+    def solve(self, rhs, method="cholesky", **kwargs):
+        return np.asarray(rhs, dtype=np.float64) / self.scale
+
+
+class SumCurvature(Curvature):
+    def __init__(self, *parts: Curvature):
+        shapes = {p.shape for p in parts}
+        if len(shapes) != 1:
+            raise ValueError(f"cannot add curvatures of shapes {sorted(shapes)}")
+        self.parts = parts
+        self.shape = parts[0].shape
+
+    def matvec(self, v):
+        return sum(p.matvec(v) for p in self.parts)
+
+    def diagonal(self):
+        return sum(p.diagonal() for p in self.parts)
+
+    def to_dense(self):
+        return sum(p.to_dense() for p in self.parts)
+
+
+class KroneckerCurvature(Curvature):
+    """C = sum_j B_j (x) x_j x_j^T + reg * I, never formed unless asked (DESIGN.md 3.3).
+
+    Parameters
+    ----------
+    X : (t, d) ndarray or CSR matrix
+    B : (t, n, n) ndarray, symmetric PSD per sample
+    reg : float
+
+    The parameter vector is theta = vec(W), W of shape (n, d), row-major (index a * d + i), so
+    block (a, b) of C is X^T diag(B[:, a, b]) X. A product C v costs O(t n d + t n^2).
+    """
+
+    def __init__(self, X, B: np.ndarray, reg: float = 0.0):
+        B = np.asarray(B, dtype=np.float64)
+        t = X.shape[0]
+        if B.ndim != 3 or B.shape[0] != t or B.shape[1] != B.shape[2]:
+            raise ValueError(f"B must have shape ({t}, n, n), got {B.shape}")
+        self.X = X
+        self.B = B
+        self.reg = float(reg)
+        self.n = B.shape[1]
+        self.d = X.shape[1]
+        p = self.n * self.d
+        self.shape = (p, p)
+
+    def matvec(self, v):
+        V = np.asarray(v, dtype=np.float64).reshape(self.n, self.d)
+        U = self.X @ V.T                                  # (t, n): x_j^T v_a
+        R = np.einsum("jab,jb->ja", self.B, U)            # (t, n): B_j u_j
+        out = np.asarray(self.X.T @ R).T                  # (n, d)
+        return out.ravel() + self.reg * v
+
+    def diagonal(self):
+        if sp.issparse(self.X):
+            sq = self.X.multiply(self.X)
+            diag = np.asarray((sq.T @ np.diagonal(self.B, axis1=1, axis2=2))).T
+        else:
+            diag = (np.diagonal(self.B, axis1=1, axis2=2).T @ (self.X * self.X))
+        return diag.ravel() + self.reg
+
+    def to_dense(self):
+        n, d = self.n, self.d
+        X = self.X
+        out = np.empty((n, d, n, d))
+        for a in range(n):
+            # Row-block a: X^T diag(B[:, a, b]) X for every b in one product.
+            if sp.issparse(X):
+                for b in range(a, n):
+                    blk = (X.T @ X.multiply(self.B[:, a, b][:, None])).toarray()
+                    out[a, :, b, :] = blk
+                    out[b, :, a, :] = blk.T
+            else:
+                weighted = self.B[:, a, :, None] * X[:, None, :]   # (t, n, d)
+                out[a] = np.einsum("ji,jbk->ibk", X, weighted)
+        dense = out.reshape(n * d, n * d)
+        dense = 0.5 * (dense + dense.T)
+        if self.reg:
+            dense.flat[:: n * d + 1] += self.reg
+        return dense
