@@ -175,7 +175,7 @@ class KroneckerCurvature(Curvature):
     def diagonal(self):
         if sp.issparse(self.X):
             sq = self.X.multiply(self.X)
-            diag = np.asarray((sq.T @ np.diagonal(self.B, axis1=1, axis2=2))).T
+            diag = np.asarray(sq.T @ np.diagonal(self.B, axis1=1, axis2=2)).T
         else:
             diag = (np.diagonal(self.B, axis1=1, axis2=2).T @ (self.X * self.X))
         return diag.ravel() + self.reg

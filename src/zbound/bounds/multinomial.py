@@ -1,0 +1,126 @@
+"""Kronecker-structured Alg. 1 for softmax models (DESIGN.md 3.3).
+
+With features f_x(y) = e_y (x) x and theta = vec(W), W of shape (n, d), the running mean of Alg. 1
+is m (x) x and every rank-one term factors: l_i = (e_{y_i} - m_{i-1}) (x) x. So the bound of sample
+j has curvature B_j (x) x_j x_j^T where B_j (n, n) is Alg. 1 run on the label vectors e_y with
+scores w_y^T x_j. The sum over samples is a :class:`KroneckerCurvature`; it is never formed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from zbound.bounds.curvature import KroneckerCurvature
+from zbound.bounds.scalar import beta, log_cumsum_exp, ordering
+
+
+def label_bound(log_alpha: np.ndarray, order: str = "descending"):
+    """Alg. 1 on the label vectors e_1..e_n with log weights ``log_alpha`` (t, n).
+
+    Returns log_z (t,), probs (t, n) (the mean, = softmax) and B (t, n, n) (the curvature).
+    Vectorized over samples and labels: with e_y features the running mean after i visits holds
+    alpha_k / z_i in the visited coordinates, so L = I - M with M strictly lower triangular.
+    """
+    log_alpha = np.asarray(log_alpha, dtype=np.float64)
+    t, n = log_alpha.shape
+    perm = ordering(log_alpha, order)
+    la = np.take_along_axis(log_alpha, perm, axis=1)
+    log_z_run = log_cumsum_exp(la, axis=1)
+    log_z = log_z_run[:, -1]
+    if np.any(log_z == -np.inf):
+        raise ValueError("a sample has zero prior weight on every class: log Z = -inf")
+    log_z_prev = np.concatenate([np.full((t, 1), -np.inf), log_z_run[:, :-1]], axis=1)
+    with np.errstate(invalid="ignore", over="ignore"):
+        # M[i, k] = alpha_k / z_{i-1} for k < i: the running mean before visiting i.
+        M = np.exp(la[:, None, :] - log_z_prev[:, :, None])
+        r = la - log_z_prev
+    M = np.where(np.tril(np.ones((n, n), dtype=bool), -1)[None], M, 0.0)
+    M = np.nan_to_num(M, nan=0.0, posinf=0.0)
+    r[:, 0] = np.inf
+    w = beta(r)
+    L = np.eye(n)[None] - M                                    # rows l_i in sorted coordinates
+    B_sorted = np.einsum("ti,tia,tib->tab", w, L, L)
+    # Undo the permutation: B[perm[a], perm[b]] = B_sorted[a, b].
+    inv = np.argsort(perm, axis=1)
+    B = np.take_along_axis(B_sorted, inv[:, :, None], axis=1)
+    B = np.take_along_axis(B, inv[:, None, :], axis=2)
+    with np.errstate(under="ignore"):
+        probs = np.exp(log_alpha - log_z[:, None])
+    return log_z, probs, B
+
+
+@dataclass
+class MultinomialBound:
+    """Per-sample bounds log Z_j(W') <= log_z_j + p_j^T u_j + 1/2 u_j^T B_j u_j, u_j = (W'-W) x_j.
+
+    Shapes: ``log_z`` (t,), ``probs`` (t, n), ``B`` (t, n, n), ``W`` (n, d), ``X`` (t, d).
+    """
+
+    log_z: np.ndarray
+    probs: np.ndarray
+    B: np.ndarray
+    W: np.ndarray
+    X: np.ndarray | sp.csr_matrix
+
+    @property
+    def mean(self) -> np.ndarray:
+        """Gradient of each log Z_j with respect to vec(W): (t, n * d) = p_j (x) x_j (dense)."""
+        X = self.X.toarray() if sp.issparse(self.X) else self.X
+        return (self.probs[:, :, None] * X[:, None, :]).reshape(X.shape[0], -1)
+
+    def grad_sum(self) -> np.ndarray:
+        """sum_j mean_j as an (n * d,) vector, without forming ``mean``."""
+        return np.asarray(self.X.T @ self.probs).T.ravel()
+
+    def curvature(self, reg: float = 0.0) -> KroneckerCurvature:
+        """sum_j B_j (x) x_j x_j^T + reg * I as a matrix-free operator."""
+        return KroneckerCurvature(self.X, self.B, reg)
+
+    def evaluate(self, W_new: np.ndarray) -> np.ndarray:
+        """Per-sample log bound (t,) at W_new of shape (n, d) or flat (n * d,)."""
+        W_new = np.asarray(W_new, dtype=np.float64).reshape(self.W.shape)
+        U = np.asarray(self.X @ (W_new - self.W).T)           # (t, n)
+        quad = np.einsum("ja,jab,jb->j", U, self.B, U)
+        return self.log_z + np.einsum("ja,ja->j", self.probs, U) + 0.5 * quad
+
+
+def multinomial_bound(X, W, log_prior=None, order: str = "descending") -> MultinomialBound:
+    """Alg. 1 for the softmax model p(y | x) ~ h(y) exp(w_y^T x), one bound per row of X.
+
+    Parameters
+    ----------
+    X : (t, d) array or CSR matrix
+    W : (n, d) array (or flat (n * d,)), n >= 1 classes
+    log_prior : (t, n) or (n,) array, optional; -inf gives a label zero weight.
+    order : {"descending", "ascending", "given"}
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        finite = np.all(np.isfinite(X.data))
+    else:
+        X = np.asarray(X, dtype=np.float64)
+        finite = np.all(np.isfinite(X))
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (t, d), got shape {X.shape}")
+    if not finite:
+        raise ValueError("X contains NaN or inf")
+    W = np.asarray(W, dtype=np.float64)
+    if W.ndim == 1:
+        if W.size % X.shape[1]:
+            raise ValueError(f"flat W of size {W.size} is not a multiple of d = {X.shape[1]}")
+        W = W.reshape(-1, X.shape[1])
+    if W.ndim != 2 or W.shape[1] != X.shape[1]:
+        raise ValueError(f"W must have shape (n, {X.shape[1]}), got {W.shape}")
+    if not np.all(np.isfinite(W)):
+        raise ValueError("W contains NaN or inf")
+    log_alpha = np.asarray(X @ W.T)
+    if log_prior is not None:
+        log_prior = np.asarray(log_prior, dtype=np.float64)
+        if np.any(np.isnan(log_prior)) or np.any(log_prior == np.inf):
+            raise ValueError("log_prior contains NaN or +inf (use -inf for zero weight)")
+        log_alpha = log_alpha + np.broadcast_to(log_prior, log_alpha.shape)
+    log_z, probs, B = label_bound(log_alpha, order)
+    return MultinomialBound(log_z, probs, B, W, X)
