@@ -1,0 +1,52 @@
+"""Data set loaders and synthetic generators.
+
+Benchmark data is read from the directory named by the environment variable ``ZBOUND_DATA``
+(CI: ``../shared/data``; provenance, formats and checksums in its ``SOURCES.md``). Nothing is
+copied into the repository. Every file's sha256 is checked against ``SOURCES.md`` the first time
+it is read in a process; a missing or corrupted file raises ``FileNotFoundError`` /
+``ValueError`` naming the file and ``ZBOUND_DATA``. The scikit-learn sets (wine, digits, iris,
+breast_cancer) and the synthetic generators need no data directory.
+
+Loaders return a :class:`Dataset` (``X`` float64 (t, d) ndarray or CSR, ``y`` int64 codes,
+``feature_names``, ``name``, ``description``, optional ``X_test``/``y_test``), or for the
+sequence corpora, lists of sentences of tuples. ``load(name)`` looks loaders up by name.
+
+Jebara & Choromanska (2012), supplement Table 3 (``TABLE3``): ``design_matrix(load(n).X)``
+with its defaults (drop constant columns, standardize, append bias) gives Bupa 345 x 7,
+Wine 178 x 14, Heart (SPECT test file) 187 x 23, Ion 351 x 34 (constant column a02 dropped),
+Hepatitis 155 x 20 (mean-imputed); see :mod:`zbound.datasets.preprocessing`.
+"""
+
+from ._base import ENV_VAR, SHA256, Dataset, DataUnavailableError, data_dir, data_file
+from .bundled import load_breast_cancer, load_digits, load_iris, load_wine
+from .preprocessing import DesignTransform, design_matrix, fit_design, impute_mean, split_dataset
+from .registry import TABLE3, available, load
+from .synthetic import make_multinomial
+from .uci import load_adult, load_bupa, load_hepatitis, load_ionosphere, load_spect
+
+__all__ = [
+    "ENV_VAR",
+    "SHA256",
+    "TABLE3",
+    "DataUnavailableError",
+    "Dataset",
+    "DesignTransform",
+    "available",
+    "data_dir",
+    "data_file",
+    "design_matrix",
+    "fit_design",
+    "impute_mean",
+    "load",
+    "load_adult",
+    "load_breast_cancer",
+    "load_bupa",
+    "load_digits",
+    "load_hepatitis",
+    "load_ionosphere",
+    "load_iris",
+    "load_spect",
+    "load_wine",
+    "make_multinomial",
+    "split_dataset",
+]
