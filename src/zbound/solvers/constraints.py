@@ -1,0 +1,181 @@
+"""Convex (linear) constraints for the majorization solvers: lb <= theta <= ub, A theta <= b.
+
+Alg. 2 of Jebara & Choromanska (2012) takes a convex hull Lambda of admissible parameters; step 3
+minimizes the quadratic majorizer over Lambda, a quadratic program. This module holds the
+constraint set (validated once), feasibility checks, the projection of a start point, and the
+step QP  min_d  0.5 d^T P d + g^T d  s.t.  theta + d in Lambda  (solved with Clarabel through
+qpsolvers).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+_FEAS_TOL = 1e-9
+
+
+def _vector(name: str, value, p: int | None, fill: float) -> np.ndarray | None:
+    if value is None:
+        return None
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim == 0:
+        if p is None:
+            raise ValueError(f"scalar {name} needs n_params to know the dimension")
+        arr = np.full(p, float(arr))
+    if arr.ndim != 1:
+        raise ValueError(f"{name} must be a 1-D array, got shape {arr.shape}")
+    if np.isnan(arr).any():
+        raise ValueError(f"{name} contains NaN")
+    return arr
+
+
+class LinearConstraints:
+    """The convex set {theta : lb <= theta <= ub, A theta <= b}.
+
+    Parameters
+    ----------
+    lb, ub : (p,) arrays or scalars, optional; -inf / +inf entries mean "unbounded".
+    A : (k, p) array, optional
+    b : (k,) array, required with ``A``
+    n_params : int, optional; needed only for scalar ``lb`` / ``ub`` without ``A``.
+
+    Raises ValueError for inconsistent shapes, NaN, lb > ub, or non-finite A / b.
+    """
+
+    def __init__(self, lb=None, ub=None, A=None, b=None, n_params: int | None = None):
+        p = n_params
+        if A is not None:
+            A = np.asarray(A.toarray() if sp.issparse(A) else A, dtype=np.float64)
+            if A.ndim == 1:
+                A = A[None, :]
+            if A.ndim != 2:
+                raise ValueError(f"A must be a 2-D array (k, p), got shape {A.shape}")
+            if not np.isfinite(A).all():
+                raise ValueError("A contains non-finite entries")
+            if b is None:
+                raise ValueError("A given without b: linear constraints are A theta <= b")
+            if p is not None and A.shape[1] != p:
+                raise ValueError(f"A has {A.shape[1]} columns but n_params = {p}")
+            p = A.shape[1]
+        elif b is not None:
+            raise ValueError("b given without A: linear constraints are A theta <= b")
+        lb = _vector("lb", lb, p, -np.inf)
+        ub = _vector("ub", ub, p, np.inf)
+        for name, arr in (("lb", lb), ("ub", ub)):
+            if arr is not None:
+                if p is not None and arr.shape[0] != p:
+                    raise ValueError(f"{name} has length {arr.shape[0]}, expected {p}")
+                p = arr.shape[0]
+        if lb is not None and np.isposinf(lb).any():
+            raise ValueError("lb contains +inf: the feasible set is empty")
+        if ub is not None and np.isneginf(ub).any():
+            raise ValueError("ub contains -inf: the feasible set is empty")
+        if lb is not None and ub is not None and (lb > ub).any():
+            i = int(np.flatnonzero(lb > ub)[0])
+            raise ValueError(f"lb > ub at index {i} ({lb[i]} > {ub[i]}): the box is empty")
+        if A is not None:
+            b = np.asarray(b, dtype=np.float64).reshape(-1)
+            if b.shape[0] != A.shape[0]:
+                raise ValueError(f"b has length {b.shape[0]} but A has {A.shape[0]} rows")
+            if not np.isfinite(b).all():
+                raise ValueError("b contains non-finite entries")
+        if p is None:
+            raise ValueError("LinearConstraints needs at least one of lb, ub, (A, b)")
+        self.n_params = int(p)
+        self.lb = lb if lb is not None else np.full(p, -np.inf)
+        self.ub = ub if ub is not None else np.full(p, np.inf)
+        self.A = A
+        self.b = b
+
+    # -- queries -----------------------------------------------------------------------------
+    @property
+    def has_box(self) -> bool:
+        return bool(np.isfinite(self.lb).any() or np.isfinite(self.ub).any())
+
+    @property
+    def has_general(self) -> bool:
+        return self.A is not None and self.A.shape[0] > 0
+
+    def check_dimension(self, p: int) -> None:
+        if self.n_params != p:
+            raise ValueError(f"constraints are for {self.n_params} parameters, model has {p}")
+
+    def violation(self, x: np.ndarray) -> float:
+        """Largest constraint violation at x (0 when feasible)."""
+        x = np.asarray(x, dtype=np.float64)
+        v = max(0.0, float(np.max(self.lb - x, initial=0.0)), float(np.max(x - self.ub,
+                                                                           initial=0.0)))
+        if self.has_general:
+            v = max(v, float(np.max(self.A @ x - self.b, initial=0.0)))
+        return v
+
+    def is_feasible(self, x: np.ndarray, tol: float = _FEAS_TOL) -> bool:
+        x = np.asarray(x, dtype=np.float64)
+        scale = max(1.0, float(np.max(np.abs(x), initial=0.0)))
+        return self.violation(x) <= tol * scale
+
+    def project(self, x: np.ndarray) -> np.ndarray:
+        """Euclidean projection of x onto the set (clip for a box; a QP otherwise)."""
+        x = np.asarray(x, dtype=np.float64)
+        if x.shape != (self.n_params,):
+            raise ValueError(f"x must have shape ({self.n_params},), got {x.shape}")
+        if not self.has_general:
+            return np.clip(x, self.lb, self.ub)
+        d = self.solve_qp(np.eye(self.n_params), np.zeros(self.n_params), x)
+        return x + d
+
+    # -- the step QP -------------------------------------------------------------------------
+    def solve_qp(self, P: np.ndarray, g: np.ndarray, theta: np.ndarray) -> np.ndarray:
+        """argmin_d 0.5 d^T P d + g^T d  s.t.  theta + d in the set (step 3 of Alg. 2).
+
+        P : (p, p) symmetric PSD, g : (p,), theta : (p,) (need not be feasible). Returns the step
+        d : (p,); box constraints are enforced exactly by clipping the solver's answer.
+        """
+        from qpsolvers import solve_qp
+
+        p = self.n_params
+        rows, rhs = [], []
+        lo = np.isfinite(self.lb)
+        hi = np.isfinite(self.ub)
+        eye = sp.identity(p, format="csr")
+        if hi.any():
+            rows.append(eye[hi])
+            rhs.append(self.ub[hi] - theta[hi])
+        if lo.any():
+            rows.append(-eye[lo])
+            rhs.append(theta[lo] - self.lb[lo])
+        if self.has_general:
+            rows.append(sp.csr_matrix(self.A))
+            rhs.append(self.b - self.A @ theta)
+        G = sp.vstack(rows, format="csc") if rows else None
+        h = np.concatenate(rhs) if rhs else None
+        P = 0.5 * (P + P.T)
+        d = solve_qp(sp.csc_matrix(P), np.asarray(g, dtype=np.float64), G=G, h=h,
+                     solver="clarabel")
+        if d is None:
+            raise RuntimeError("the QP solver (clarabel) found no solution for the step QP; "
+                               "is the feasible set empty?")
+        d = np.asarray(d, dtype=np.float64)
+        if self.has_box:
+            d = np.clip(theta + d, self.lb, self.ub) - theta
+        return d
+
+    def max_feasible_fraction(self, theta: np.ndarray, d: np.ndarray) -> float:
+        """Largest s in [0, 1] with theta + s d inside the general constraints (theta feasible).
+
+        Clarabel answers to ~1e-9; this pulls a step back onto the feasible set exactly.
+        """
+        if not self.has_general:
+            return 1.0
+        Ad = self.A @ d
+        slack = np.maximum(self.b - self.A @ theta, 0.0)
+        grow = Ad > 0
+        if not grow.any():
+            return 1.0
+        return float(min(1.0, np.min(slack[grow] / Ad[grow])))
+
+    def __repr__(self) -> str:
+        k = self.A.shape[0] if self.has_general else 0
+        nb = int(np.isfinite(self.lb).sum() + np.isfinite(self.ub).sum())
+        return f"LinearConstraints(n_params={self.n_params}, bounds={nb}, inequalities={k})"

@@ -1,0 +1,288 @@
+"""Batch bound majorization: Alg. 2 of Jebara & Choromanska (2012) and monotone accelerations.
+
+Every variant keeps the objective monotone: each accepted iterate has J <= the previous one.
+
+- :func:`bound_mm` -- Alg. 2 as published: at theta~ build the quadratic majorizer
+  J(theta~ + d) <= J + g^T d + 1/2 d^T C d from Alg. 1 (``model.majorizer``) and move to its
+  minimizer, theta~ - C^{-1} g without constraints, or the QP over the convex set with them
+  (step 3 of Alg. 2). A truncated CG solve from d = 0 still decreases the majorizer.
+- :func:`squarem` -- SQUAREM (Varadhan & Roland 2008, scheme S3) on the MM map F, with the
+  monotonicity safeguard: backtrack the extrapolation towards the plain MM step whenever the
+  extrapolated point does not decrease the objective.
+- :func:`newton_bound` -- a Newton step with the exact Hessian (the QP with the Hessian under
+  constraints), accepted only if it gives sufficient decrease; otherwise the bound step. The bound
+  is never computed when the Newton step is accepted (DESIGN.md 3.2: fastest of all).
+
+All return :class:`zbound.solvers.result.Result`; options are validated once by
+:func:`zbound.solvers._common.make_options`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from zbound.solvers._common import Options, finish, resolve_inner, stop_reason
+from zbound.solvers._linalg import cholesky_solve, curvature_solve, dense, pcg
+from zbound.solvers.result import Recorder, Result
+
+_ARMIJO = 1e-4
+# Tolerated objective increase from rounding on an MM step that the bound guarantees to descend.
+_ROUND = 1e-12
+
+
+def _norm(g: np.ndarray) -> float:
+    return float(math.sqrt(g @ g))
+
+
+def _mm_step(maj, opts: Options, inner: str) -> tuple[np.ndarray, float]:
+    """Step d minimizing the majorizer (over the constraints if any) and stationarity ||C d||.
+
+    Unconstrained: d = -C^{-1} g, stationarity ||g||_inf. Constrained: the QP of Alg. 2 step 3,
+    pulled back onto the feasible set and, if the QP answer is inexact, shortened by the exact
+    line search on the (convex) majorizer so that the majorizer surely decreases.
+    """
+    g = maj.grad
+    cons = opts.constraints
+    if cons is None:
+        return -curvature_solve(maj.curvature, g, inner, rtol=opts.extra.get("cg_rtol", 1e-8)), \
+            float(np.max(np.abs(g)))
+    C = dense(maj.curvature)
+    return _constrained_step(C, g, maj.theta, cons)
+
+
+def _constrained_step(C: np.ndarray, g: np.ndarray, theta: np.ndarray, cons):
+    d = cons.solve_qp(C, g, theta)
+    d *= cons.max_feasible_fraction(theta, d)
+    Cd = C @ d
+    gd = float(g @ d)
+    dCd = float(d @ Cd)
+    if gd >= 0.0:
+        return np.zeros_like(d), float(np.max(np.abs(Cd)))
+    if gd + 0.5 * dCd > 0.0 and dCd > 0.0:   # inexact QP answer: exact line search on majorizer
+        s = min(1.0, -gd / dCd)
+        d *= s
+        Cd *= s
+    return d, float(np.max(np.abs(Cd)))
+
+
+def bound_mm(model, x: np.ndarray, opts: Options, method: str = "bound") -> Result:
+    """Alg. 2 (batch bound majorization), one Alg. 1 bound per iteration.
+
+    model : follows :class:`zbound.models.base.Model`; x : (p,) feasible start (validated).
+    """
+    inner = resolve_inner(opts.inner, x.shape[0])
+    counts = {"bound": 0}
+    rec = Recorder()
+    maj = model.majorizer(x, opts.order)
+    counts["bound"] += 1
+    f = maj.value
+    rec.record(f, _norm(maj.grad), 1)
+    reason = None
+    nit = 0
+    f_prev = None
+    while True:
+        d, stat = _mm_step(maj, opts, inner)
+        reason = stop_reason(f, f_prev, stat, opts)
+        if reason is not None or nit >= opts.max_iter:
+            break
+        x_new = x + d
+        maj_new = model.majorizer(x_new, opts.order)
+        counts["bound"] += 1
+        f_new = maj_new.value
+        if not f_new <= f + _ROUND * max(1.0, abs(f)):
+            reason = "no decrease (numerical limit of the bound step)"
+            break
+        nit += 1
+        f_prev, f, x, maj = f, f_new, x_new, maj_new
+        rec.record(f, _norm(maj.grad), counts["bound"])
+        if opts.callback is not None and opts.callback(x, f):
+            reason = "stopped by callback"
+            break
+    return finish(method, x, f, maj.grad, rec, nit, counts, reason, opts)
+
+
+def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
+            max_backtracks: int = 2, step_factor: float = 4.0) -> Result:
+    """SQUAREM-accelerated Alg. 2 (Varadhan & Roland 2008, S3 steplength), monotone.
+
+    One cycle from x0 with majorizer M0: x1 = F(x0), x2 = F(x1), r = x1 - x0,
+    v = x2 - 2 x1 + x0, alpha = -||r|| / ||v|| clipped to [-alpha_max, -1], extrapolate
+    x' = x0 - 2 alpha r + alpha^2 v (projected onto the constraints). x' is accepted if
+    J(x') <= J(x1); otherwise alpha moves halfway to -1 (at alpha = -1, x' = x2, an MM iterate,
+    which is always accepted). The majorizer built at x' is the first MM step of the next cycle,
+    so every bound computed is used. alpha_max grows by ``step_factor`` when the clip binds
+    (the SQUAREM package's adaptive step bound). ``max_iter`` counts bound evaluations.
+    """
+    inner = resolve_inner(opts.inner, x.shape[0])
+    cons = opts.constraints
+    counts = {"bound": 0}
+    rec = Recorder()
+    maj = model.majorizer(x, opts.order)
+    counts["bound"] += 1
+    f = maj.value
+    rec.record(f, _norm(maj.grad), 1)
+    alpha_max = 1.0
+    nit = cycles = 0
+    f_prev = None
+    reason = None
+    n_extrapolated = 0
+
+    def accept(x_new, maj_new):
+        nonlocal x, maj, f, f_prev, nit
+        f_prev, f, x, maj = f, maj_new.value, x_new, maj_new
+        nit += 1
+        rec.record(f, _norm(maj.grad), counts["bound"])
+
+    while True:
+        # step 1: x1 = F(x0)
+        d0, stat = _mm_step(maj, opts, inner)
+        reason = stop_reason(f, f_prev, stat, opts)
+        if reason is not None or counts["bound"] >= opts.max_iter:
+            break
+        x0 = x
+        x1 = x0 + d0
+        maj1 = model.majorizer(x1, opts.order)
+        counts["bound"] += 1
+        if not maj1.value <= f + _ROUND * max(1.0, abs(f)):
+            reason = "no decrease (numerical limit of the bound step)"
+            break
+        accept(x1, maj1)
+        if opts.callback is not None and opts.callback(x, f):
+            reason = "stopped by callback"
+            break
+        # step 2: x2 = F(x1)
+        d1, stat = _mm_step(maj1, opts, inner)
+        reason = stop_reason(f, f_prev, stat, opts)
+        if reason is not None or counts["bound"] >= opts.max_iter:
+            break
+        r = d0
+        v = d1 - d0
+        vv = float(v @ v)
+        raw = -math.sqrt(float(r @ r) / vv) if vv > 0 else -math.inf
+        clipped = raw <= -alpha_max
+        alpha = max(-alpha_max, min(-1.0, raw))
+        cycles += 1
+        f1 = f
+        accepted = False
+        if alpha == -1.0 and clipped:
+            alpha_max *= step_factor
+        for attempt in range(max_backtracks + 1):
+            if alpha == -1.0:
+                break
+            x_ext = x0 - 2.0 * alpha * r + (alpha * alpha) * v
+            if cons is not None and not cons.is_feasible(x_ext):
+                x_ext = cons.project(x_ext)
+            if not np.isfinite(x_ext).all():
+                alpha = 0.5 * (alpha - 1.0)
+                continue
+            maj_ext = model.majorizer(x_ext, opts.order)
+            counts["bound"] += 1
+            if maj_ext.value <= f1:
+                if attempt == 0 and clipped:
+                    alpha_max *= step_factor
+                accept(x_ext, maj_ext)
+                accepted = True
+                n_extrapolated += 1
+                break
+            alpha = 0.5 * (alpha - 1.0)
+            if counts["bound"] >= opts.max_iter:
+                break
+        if not accepted:
+            # the plain MM step from x1: guaranteed descent
+            x2 = x1 + d1
+            maj2 = model.majorizer(x2, opts.order)
+            counts["bound"] += 1
+            if not maj2.value <= f + _ROUND * max(1.0, abs(f)):
+                reason = "no decrease (numerical limit of the bound step)"
+                break
+            accept(x2, maj2)
+        if opts.callback is not None and opts.callback(x, f):
+            reason = "stopped by callback"
+            break
+    return finish(method, x, f, maj.grad, rec, nit, counts, reason, opts,
+                  info={"cycles": cycles, "extrapolations_accepted": n_extrapolated})
+
+
+def _newton_direction(H, g: np.ndarray, inner: str, eta: float, maxiter: int):
+    """Newton step -H^{-1} g: dense Cholesky (None if H is not PD) or truncated PCG."""
+    if inner == "cholesky":
+        d = cholesky_solve(dense(H), g)
+        return None if d is None else -d
+    d, _ = pcg(H.matvec, g, H.diagonal(), eta, maxiter)
+    return -d
+
+
+def newton_bound(model, x: np.ndarray, opts: Options, method: str = "newton-bound") -> Result:
+    """Newton steps safeguarded by the Alg. 1 bound step (monotone).
+
+    At theta with f, g, H (one ``value_grad_hessian`` call) take d = -H^{-1} g (dense Cholesky,
+    or Hessian-free truncated PCG with a Jacobi preconditioner and forcing term
+    min(0.5, sqrt(||g|| / ||g0||)) for large p; under constraints the QP with H). Accept
+    theta + d if J(theta + d) <= J(theta) + 1e-4 * (g^T d + 1/2 d^T H d); the call that tests
+    it also returns the gradient and Hessian there, so an accepted step costs one evaluation.
+    Otherwise build the bound at theta and take its (guaranteed descent) step.
+    """
+    p = x.shape[0]
+    inner = resolve_inner(opts.inner, p)
+    cons = opts.constraints
+    counts = {"value_grad_hessian": 0, "bound": 0}
+    rec = Recorder()
+    vgh = model.value_grad_hessian
+    f, g, H = vgh(x)
+    counts["value_grad_hessian"] += 1
+    gn = _norm(g)
+    g0 = max(gn, 1e-300)
+    rec.record(f, gn, 1)
+    cg_maxiter = opts.extra.get("cg_maxiter", max(20, min(p, 250)))
+    nit = n_newton = n_bound = 0
+    f_prev = None
+    reason = None
+    while True:
+        if cons is None:
+            stat = float(np.max(np.abs(g)))
+            reason = stop_reason(f, f_prev, stat, opts)
+            if reason is not None or nit >= opts.max_iter:
+                break
+            eta = min(0.5, math.sqrt(gn / g0))
+            d = _newton_direction(H, g, inner, eta, cg_maxiter)
+            pred = None if d is None else 0.5 * float(g @ d)
+        else:
+            Hd = dense(H)
+            d, stat = _constrained_step(Hd, g, x, cons)
+            reason = stop_reason(f, f_prev, stat, opts)
+            if reason is not None or nit >= opts.max_iter:
+                break
+            pred = float(g @ d) + 0.5 * float(d @ Hd @ d)
+        accepted = False
+        if d is not None and pred < 0.0:
+            x_new = x + d
+            f_new, g_new, H_new = vgh(x_new)
+            counts["value_grad_hessian"] += 1
+            accepted = f_new <= f + _ARMIJO * pred
+        if accepted:
+            n_newton += 1
+        else:
+            maj = model.majorizer(x, opts.order)
+            counts["bound"] += 1
+            d, _ = _mm_step(maj, opts, inner)
+            x_new = x + d
+            f_new, g_new, H_new = vgh(x_new)
+            counts["value_grad_hessian"] += 1
+            if not f_new <= f + _ROUND * max(1.0, abs(f)):
+                reason = "no decrease (numerical limit of the bound step)"
+                break
+            n_bound += 1
+        nit += 1
+        f_prev, f, g, H, x = f, f_new, g_new, H_new, x_new
+        gn = _norm(g)
+        rec.record(f, gn, counts["value_grad_hessian"] + counts["bound"])
+        if opts.callback is not None and opts.callback(x, f):
+            reason = "stopped by callback"
+            break
+    return finish(method, x, f, g, rec, nit, counts, reason, opts,
+                  info={"newton_steps": n_newton, "bound_steps": n_bound, "inner": inner})
+
+
+__all__ = ["bound_mm", "squarem", "newton_bound"]

@@ -1,0 +1,110 @@
+"""One result type for every solver (STYLE.md: SciPy's ``OptimizeResult``, plus a trace).
+
+Every solver in :mod:`zbound.solvers` -- the bound majorization variants and the baselines --
+returns a :class:`Result`, so bench code never special-cases a solver. The per-iteration
+:class:`Trace` holds one row per accepted iterate (row 0 is the start point).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Per-iteration record, one row per accepted iterate (row 0 = start point).
+
+    objective : (k,) objective value J(theta_i)
+    seconds : (k,) wall seconds since the solver started
+    grad_norm : (k,) Euclidean norm of the objective's gradient at theta_i (nan where a method
+        did not compute it at that point)
+    n_evals : (k,) cumulative model evaluations (objective, gradient, Hessian or bound calls)
+    """
+
+    objective: np.ndarray
+    seconds: np.ndarray
+    grad_norm: np.ndarray
+    n_evals: np.ndarray
+
+    def __len__(self) -> int:
+        return int(self.objective.shape[0])
+
+    def time_to(self, target: float) -> float | None:
+        """Seconds at which the objective first reached ``target`` (None if never)."""
+        hit = np.flatnonzero(self.objective <= target)
+        return float(self.seconds[hit[0]]) if hit.size else None
+
+    def evals_to(self, target: float) -> int | None:
+        """Cumulative evaluations when the objective first reached ``target`` (None if never)."""
+        hit = np.flatnonzero(self.objective <= target)
+        return int(self.n_evals[hit[0]]) if hit.size else None
+
+
+@dataclass
+class Result:
+    """Outcome of :func:`zbound.solvers.minimize`, whatever the method.
+
+    x : (p,) final iterate
+    fun : objective at ``x``
+    converged : True when a stopping test (tolerance or target) was met, False when the
+        iteration limit was hit or the method failed
+    message : why it stopped
+    nit : accepted iterations
+    n_evals : model evaluations in total (objective, gradient, Hessian and bound calls each count 1)
+    method : registry name of the method that produced it
+    trace : :class:`Trace`
+    jac : (p,) gradient at ``x`` where known, else None
+    target_reached : whether ``fun <= target`` (False when no target was given)
+    counts : evaluations by kind, e.g. {"value": 3, "value_and_grad": 10, "bound": 7}
+    info : method-specific extras (e.g. accepted Newton / bound steps)
+    """
+
+    x: np.ndarray
+    fun: float
+    converged: bool
+    message: str
+    nit: int
+    n_evals: int
+    method: str
+    trace: Trace
+    jac: np.ndarray | None = None
+    target_reached: bool = False
+    counts: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        """SciPy-compatible alias of ``converged``."""
+        return self.converged
+
+    def __repr__(self) -> str:
+        return (f"Result(method={self.method!r}, fun={self.fun:.10g}, converged={self.converged}, "
+                f"nit={self.nit}, n_evals={self.n_evals}, message={self.message!r})")
+
+
+class Recorder:
+    """Collects the trace while a solver runs; cheap enough to call every iteration."""
+
+    __slots__ = ("_t0", "_f", "_s", "_g", "_e")
+
+    def __init__(self):
+        self._t0 = time.perf_counter()
+        self._f: list[float] = []
+        self._s: list[float] = []
+        self._g: list[float] = []
+        self._e: list[int] = []
+
+    def record(self, f: float, grad_norm: float, n_evals: int) -> None:
+        self._s.append(time.perf_counter() - self._t0)
+        self._f.append(f)
+        self._g.append(grad_norm)
+        self._e.append(n_evals)
+
+    def trace(self) -> Trace:
+        return Trace(objective=np.asarray(self._f, dtype=np.float64),
+                     seconds=np.asarray(self._s, dtype=np.float64),
+                     grad_norm=np.asarray(self._g, dtype=np.float64),
+                     n_evals=np.asarray(self._e, dtype=np.int64))
