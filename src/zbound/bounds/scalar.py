@@ -25,7 +25,8 @@ def beta(r: np.ndarray) -> np.ndarray:
     a2 = a[small] ** 2
     out[small] = 0.25 - a2 / 48.0 + a2 * a2 / 480.0
     mid = ~small & np.isfinite(a)
-    out[mid] = np.tanh(0.5 * a[mid]) / (2.0 * a[mid])
+    # 0.5 * (tanh / a), not tanh / (2 a): 2 a overflows for |r| > max_float / 2.
+    out[mid] = 0.5 * (np.tanh(0.5 * a[mid]) / a[mid])
     return out
 
 
