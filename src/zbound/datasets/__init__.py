@@ -11,6 +11,10 @@ Loaders return a :class:`Dataset` (``X`` float64 (t, d) ndarray or CSR, ``y`` in
 ``feature_names``, ``name``, ``description``, optional ``X_test``/``y_test``), or for the
 sequence corpora, lists of sentences of tuples. ``load(name)`` looks loaders up by name.
 
+Partial sets (SOURCES.md): KMNIST has only its 10000 test images (``load_kmnist(test_size=...)``
+splits them deterministically); Fashion-MNIST has only labels (``load_fashion_mnist`` raises
+``DataUnavailableError`` explaining this); GEMS 14_Tumors and SecStr are absent.
+
 Jebara & Choromanska (2012), supplement Table 3 (``TABLE3``): ``design_matrix(load(n).X)``
 with its defaults (drop constant columns, standardize, append bias) gives Bupa 345 x 7,
 Wine 178 x 14, Heart (SPECT test file) 187 x 23, Ion 351 x 34 (constant column a02 dropped),
@@ -19,8 +23,16 @@ Hepatitis 155 x 20 (mean-imputed); see :mod:`zbound.datasets.preprocessing`.
 
 from ._base import ENV_VAR, SHA256, Dataset, DataUnavailableError, data_dir, data_file
 from .bundled import load_breast_cancer, load_digits, load_iris, load_wine
+from .highdim import load_srbct, load_ssl_text
+from .images import (
+    load_fashion_mnist,
+    load_fashion_mnist_labels,
+    load_kmnist,
+    load_kmnist_labels,
+)
 from .preprocessing import DesignTransform, design_matrix, fit_design, impute_mean, split_dataset
 from .registry import TABLE3, available, load
+from .sequences import load_conll2000, load_conll2002, load_treebank
 from .synthetic import make_multinomial
 from .uci import load_adult, load_bupa, load_hepatitis, load_ionosphere, load_spect
 
@@ -41,11 +53,20 @@ __all__ = [
     "load_adult",
     "load_breast_cancer",
     "load_bupa",
+    "load_conll2000",
+    "load_conll2002",
     "load_digits",
+    "load_fashion_mnist",
+    "load_fashion_mnist_labels",
     "load_hepatitis",
     "load_ionosphere",
     "load_iris",
+    "load_kmnist",
+    "load_kmnist_labels",
     "load_spect",
+    "load_srbct",
+    "load_ssl_text",
+    "load_treebank",
     "load_wine",
     "make_multinomial",
     "split_dataset",

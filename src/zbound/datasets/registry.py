@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from . import bundled, synthetic, uci
+from . import bundled, highdim, images, sequences, synthetic, uci
 
 # name -> (loader, needs ZBOUND_DATA)
 _REGISTRY: dict[str, tuple[Callable, bool]] = {
@@ -18,6 +18,13 @@ _REGISTRY: dict[str, tuple[Callable, bool]] = {
     "iris": (bundled.load_iris, False),
     "breast_cancer": (bundled.load_breast_cancer, False),
     "multinomial": (synthetic.make_multinomial, False),
+    "kmnist": (images.load_kmnist, True),
+    "fashion-mnist": (images.load_fashion_mnist, True),  # raises: images unavailable
+    "srbct": (highdim.load_srbct, True),
+    "ssl-text": (highdim.load_ssl_text, True),
+    "conll2000": (sequences.load_conll2000, True),
+    "conll2002": (sequences.load_conll2002, True),
+    "treebank": (sequences.load_treebank, True),
 }
 
 _ALIASES = {
@@ -27,14 +34,14 @@ _ALIASES = {
     "heart": "spect",
     "spect-heart": "spect",
     "breast-cancer": "breast_cancer",
+    "fashion_mnist": "fashion-mnist",
+    "fashionmnist": "fashion-mnist",
+    "ssl_text": "ssl-text",
+    "text": "ssl-text",
 }
 
 #: The five data sets of Jebara & Choromanska (2012), supplement Table 3, in the table's order.
 TABLE3 = ("bupa", "wine", "spect", "ionosphere", "hepatitis")
-
-
-def _register(name: str, loader: Callable, needs_data: bool) -> None:
-    _REGISTRY[name] = (loader, needs_data)
 
 
 def available(*, needs_data: bool | None = None) -> list[str]:
@@ -48,8 +55,10 @@ def load(name: str, **kwargs):
     """Load a data set by name; keyword arguments go to its loader.
 
     ``load("ionosphere")`` is ``load_ionosphere()``. Names: see :func:`available`; aliases
-    ``liver-disorders`` (bupa), ``ion``, ``heart`` (spect), ``breast-cancer``. Classification
-    sets return a :class:`Dataset`; the sequence corpora return lists of sentences.
+    ``liver-disorders`` (bupa), ``ion``, ``heart`` (spect), ``breast-cancer``,
+    ``fashion_mnist``, ``ssl_text``/``text``. Classification sets return a :class:`Dataset`;
+    the sequence corpora (conll2000, conll2002, treebank) return lists of sentences;
+    ``fashion-mnist`` raises :class:`DataUnavailableError` (only its labels exist).
     """
     key = _ALIASES.get(name.lower(), name.lower())
     try:
