@@ -92,7 +92,11 @@ def test_split_dataset_is_deterministic_and_stratified():
 
 def test_split_dataset_counts_and_errors():
     ds = make_multinomial(101, 2, 3, random_state=0)
-    s = split_dataset(ds, test_size=25, stratify=False, random_state=0)
-    assert s.X_test.shape == (25, 2) and s.X.shape == (76, 2)
+    for stratify in (False, True):
+        s = split_dataset(ds, test_size=25, stratify=stratify, random_state=0)
+        assert s.X_test.shape == (25, 2) and s.X.shape == (76, 2)
+    # Stratified: each class within one row of its proportional share.
+    share = 25 * np.bincount(ds.y) / ds.y.size
+    assert np.all(np.abs(np.bincount(s.y_test, minlength=3) - share) < 1)
     with pytest.raises(ValueError, match="test_size"):
         split_dataset(ds, test_size=1.5)

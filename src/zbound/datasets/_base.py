@@ -97,8 +97,9 @@ class Dataset:
         Features, one row per sample, in the source's column order (no preprocessing beyond
         what the loader's docstring states; see :func:`design_matrix`).
     y : (t,) ndarray
-        Labels. Classification sets use int64 codes ``0 .. K-1``; ``target_names[k]`` is the
-        label as written in the source file for code ``k``.
+        Labels. Classification sets use int64 codes ``0 .. K-1``; ``target_names[k]`` names
+        code ``k`` (the label as written in the source file, or its documented meaning where
+        the file uses numbers for it, e.g. hepatitis ``DIE``/``LIVE``).
     feature_names : tuple of str, length d
     name : str
         Registry name (``load(name)`` returns this data set).

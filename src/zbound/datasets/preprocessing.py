@@ -213,7 +213,8 @@ def split_dataset(dataset: Dataset, test_size=0.2, random_state=0, *, stratify=T
     random_state : int or numpy Generator
         The same seed gives the same split on every machine (``numpy.random.default_rng``).
     stratify : bool
-        Keep class proportions (each class split separately, rounding per class).
+        Keep class proportions (each class split separately; per-class counts rounded so
+        that they add up to the requested test size).
 
     Returns
     -------
@@ -235,12 +236,16 @@ def split_dataset(dataset: Dataset, test_size=0.2, random_state=0, *, stratify=T
     n_test_total = int(round(frac * t))
     if stratify:
         y = np.asarray(dataset.y)
-        test_parts = []
-        for label in np.unique(y):
-            rows = np.flatnonzero(y == label)
-            n_test = int(round(frac * rows.size))
-            test_parts.append(rng.permutation(rows)[:n_test])
-        test = np.concatenate(test_parts)
+        labels, sizes = np.unique(y, return_counts=True)
+        # Largest-remainder rounding: per-class counts proportional to the class sizes that add
+        # up to exactly n_test_total.
+        quota = frac * sizes
+        n_test = np.floor(quota).astype(np.int64)
+        short = n_test_total - int(n_test.sum())
+        n_test[np.argsort(-(quota - n_test), kind="stable")[:short]] += 1
+        test = np.concatenate([
+            rng.permutation(np.flatnonzero(y == label))[:k] for label, k in zip(labels, n_test)
+        ])
     else:
         test = rng.permutation(t)[:n_test_total]
     test = np.sort(test)

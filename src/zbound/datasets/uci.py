@@ -207,7 +207,8 @@ def load_adult(encoding: str = "onehot", missing: str = "category") -> Dataset:
         category of each of the 8 categorical columns (categories as seen in the training
         file, sorted; a test category unseen in training would give an all-zero block).
         ``"ordinal"``: the 14 columns in file order, each categorical replaced by the index of
-        its category in the sorted training categories. This gives d = 14 as in Wang &
+        its category in the sorted training categories (-1 for a test category unseen in
+        training; there is none in these files). This gives d = 14 as in Wang &
         Choromanska (SGB paper), Fig. 1 (adult, T = 48842 = train + test, d = 14).
     missing : {"category", "drop"}
         ``"category"`` (default): ``?`` is kept as a category of its own (column
