@@ -23,7 +23,7 @@ def _fmt(value: Any, digits: int = 4) -> str:
 
 
 def method_table(records: list[dict[str, Any]]) -> str:
-    """One table per (task, dataset, setting): every method with its time ratio to the fastest peer."""
+    """One table per (task, dataset, setting): every method, its time ratio to the fastest peer."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
     for rec in records:
         groups[(rec["task"], rec["dataset"], rec["setting"])].append(rec)
@@ -33,8 +33,8 @@ def method_table(records: list[dict[str, Any]]) -> str:
                       and r["time_to_target_s"] is not None]
         best_peer = min(peer_times) if peer_times else None
         lines.append(f"### {task} / {dataset} / {setting}\n")
-        lines.append("| method | peer | default | reached | time to target (s) | ratio to best peer "
-                     "| evaluations | final objective | iterations |")
+        lines.append("| method | peer | default | reached | time to target (s) "
+                     "| ratio to best peer | evaluations | final objective | iterations |")
         lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for r in sorted(recs, key=lambda r: (r["time_to_target_s"] is None,
                                              r["time_to_target_s"] or 0.0)):

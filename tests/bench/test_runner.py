@@ -1,0 +1,147 @@
+"""The benchmark plumbing: records JSON contract, incremental writing, tables, timing, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from zbound import cli
+from zbound.bench import runner
+from zbound.bench.records import REQUIRED_FIELDS, RecordWriter
+from zbound.bench.report import method_table, write_report
+from zbound.bench.timing import time_alternating
+
+
+def _add(writer, method, t, peer=False, default=False, reached=True, **kw):
+    return writer.add(task="t", dataset="d", setting="s=1", method=method, peer=peer,
+                      default=default, reached=reached, time_to_target_s=t, evaluations=3,
+                      final_objective=1.0, target_objective=1.5,
+                      metrics={"iterations": 2, **kw})
+
+
+def test_writer_json_has_contract_fields(tmp_path):
+    w = RecordWriter("demo", quick=True, out=tmp_path)
+    _add(w, "ours", 0.5, default=True)
+    doc = json.loads((tmp_path / "demo.json").read_text())
+    assert doc["suite"] == "demo" and doc["quick"] is True
+    assert {"cpu_count", "python", "numpy", "scipy", "sklearn"} <= set(doc["machine"])
+    (rec,) = doc["records"]
+    assert set(REQUIRED_FIELDS) <= set(rec)
+    assert rec["default"] is True and rec["peer"] is False
+    assert rec["metrics"]["iterations"] == 2
+
+
+def test_writer_fills_neutral_values_and_cleans_numpy(tmp_path):
+    w = RecordWriter("demo", quick=False, out=tmp_path)
+    rec = w.add(task="t", dataset="d", setting="s", method="m",
+                final_objective=np.float64(2.5), metrics={"a": np.arange(3), "b": math.nan,
+                                                          "c": np.int64(4)})
+    assert rec["reached"] is False and rec["time_to_target_s"] is None
+    assert rec["evaluations"] is None and rec["peer"] is False and rec["default"] is False
+    assert rec["final_objective"] == 2.5 and type(rec["final_objective"]) is float
+    assert rec["metrics"] == {"a": [0, 1, 2], "b": None, "c": 4}
+    # the file is valid JSON (no NaN tokens)
+    json.loads((tmp_path / "demo.json").read_text(), parse_constant=pytest.fail)
+
+
+def test_writer_writes_after_every_record(tmp_path):
+    w = RecordWriter("inc", quick=False, out=tmp_path)
+    path = tmp_path / "inc.json"
+    assert json.loads(path.read_text())["records"] == []
+    for k in range(3):
+        _add(w, f"m{k}", 0.1 * (k + 1))
+        assert len(json.loads(path.read_text())["records"]) == k + 1
+    w.set_extra("elapsed_s", 1.25)
+    assert json.loads(path.read_text())["extra"] == {"elapsed_s": 1.25}
+    assert not (tmp_path / "inc.json.tmp").exists()
+
+
+def test_writer_rejects_bad_records(tmp_path):
+    w = RecordWriter("bad", quick=False, out=tmp_path)
+    with pytest.raises(ValueError, match="lacks fields"):
+        w.add(task="t", dataset="d", method="m")
+    with pytest.raises(ValueError, match="peer"):
+        w.add(task="t", dataset="d", setting="s", method="m", peer=True, default=True)
+    assert w.records == []
+
+
+def test_method_table_ratios_and_order(tmp_path):
+    w = RecordWriter("tab", quick=False, out=tmp_path)
+    _add(w, "ours", 0.5, default=True)
+    _add(w, "peer-a", 1.0, peer=True)
+    _add(w, "peer-b", 2.0, peer=True)
+    _add(w, "peer-c", None, peer=True, reached=False)
+    table = method_table(w.records)
+    lines = [ln for ln in table.splitlines() if ln.startswith("| ")]
+    assert lines[0].startswith("| method |")
+    body = lines[2:]
+    names = [ln.split("|")[1].strip() for ln in body]
+    assert names == ["**ours**", "peer-a", "peer-b", "peer-c"]  # fastest first, not reached last
+    ratio = {n: ln.split("|")[6].strip() for n, ln in zip(names, body)}
+    assert ratio["**ours**"] == "0.5" and ratio["peer-a"] == "1" and ratio["peer-b"] == "2"
+    assert ratio["peer-c"] == "-"
+    assert "### t / d / s=1" in table
+
+
+def test_write_report_puts_suite_section_first(tmp_path):
+    w = RecordWriter("rep", quick=True, out=tmp_path)
+    _add(w, "ours", 0.5, default=True)
+    path = write_report(w.to_dict(), tmp_path, extra=lambda doc, out: "## Suite section")
+    text = path.read_text()
+    assert path == tmp_path / "rep.md"
+    assert text.startswith("# Benchmark suite `rep` (quick)")
+    assert text.index("## Suite section") < text.index("## All records")
+
+
+def test_time_alternating_round_robin_and_medians():
+    calls = []
+    fns = {"a": lambda: calls.append("a") or 1, "b": lambda: calls.append("b") or 2}
+    out = time_alternating(fns, repeats=3)
+    assert calls == ["a", "b"] * 3
+    assert out["a"]["result"] == 1 and out["b"]["result"] == 2
+    for e in out.values():
+        assert len(e["times"]) == 3 and e["median_s"] == sorted(e["times"])[1]
+    with pytest.raises(ValueError):
+        time_alternating(fns, repeats=0)
+
+
+def test_run_suite_with_a_fake_suite(tmp_path, monkeypatch):
+    mod = types.ModuleType("zbound_fake_suite")
+
+    def run(ctx):
+        ctx.start("fake", total=2)
+        for k in range(2):
+            _add(ctx.writer, f"m{k}", 0.1 + k, peer=k == 1, default=k == 0)
+            ctx.advance()
+
+    mod.run = run
+    mod.report = lambda doc, out: f"## Fake report with {len(doc['records'])} records"
+    monkeypatch.setitem(sys.modules, "zbound_fake_suite", mod)
+    monkeypatch.setitem(runner.SUITES, "fake", "zbound_fake_suite")
+    doc = runner.run_suite("fake", quick=True, out=tmp_path, show_progress=False)
+    assert len(doc["records"]) == 2 and doc["extra"]["elapsed_s"] >= 0
+    on_disk = json.loads((tmp_path / "fake.json").read_text())
+    assert on_disk["records"] == doc["records"]
+    assert "## Fake report with 2 records" in (tmp_path / "fake.md").read_text()
+
+
+def test_cli_bench_list(capsys):
+    assert cli.main(["bench", "list"]) == 0
+    names = capsys.readouterr().out.split()
+    assert names == sorted(runner.SUITES) and "logreg-small" in names
+
+
+def test_cli_unknown_suite(capsys, tmp_path):
+    assert cli.main(["bench", "no-such-suite", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown benchmark suite 'no-such-suite'" in err and "logreg-small" in err
+
+
+def test_load_suite_unknown_raises():
+    with pytest.raises(ValueError, match="known suites"):
+        runner.load_suite("nope")
