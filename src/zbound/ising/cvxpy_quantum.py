@@ -1,0 +1,96 @@
+"""The quantum relaxation a_eps(F) written in CVXPY: the generic conic speed peer (DESIGN 3.6).
+
+    maximize  tr(F Sigma) + (eps / n) von_neumann_entr(Sigma)
+    s.t.      Sigma >> 0, Sigma in V (entries equal on each XOR class), diag(Sigma) = 1
+
+which is a_eps(F) of Beyler & Bach, Sec. 4.1 (K' = {Sigma >= 0, tr Sigma = n, Sigma in V}; the
+diagonal is one XOR class, so "equal diagonal and trace n" is "diagonal = 1").
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from zbound.ising.features import FeatureSet, coefficient_matrix
+from zbound.ising.quantum import _k_prime_constraints, _resolve
+
+__all__ = ["CvxpyQuantumResult", "cvxpy_quantum_bound"]
+
+_SOLVERS = ("CLARABEL", "SCS")
+
+
+@dataclass
+class CvxpyQuantumResult:
+    """bound: the solver's optimal value, or None when it failed, was inaccurate or not finite.
+
+    status: CVXPY's status string (or "solver_error: ..."); seconds: wall time of building and
+    solving; sigma: the solver's primal matrix (None on failure).
+    """
+
+    bound: float | None
+    status: str
+    seconds: float
+    sigma: np.ndarray | None
+
+
+def cvxpy_quantum_bound(
+    model,
+    features: FeatureSet | None = None,
+    solver: str = "CLARABEL",
+    time_limit: float | None = None,
+) -> CvxpyQuantumResult:
+    """a_eps(F) (Beyler & Bach, Sec. 4.1) through CVXPY's ``von_neumann_entr`` atom.
+
+    solver: "CLARABEL" or "SCS". time_limit: seconds handed to the solver (Clarabel's
+    ``time_limit``, SCS's ``time_limit_secs``); None for no limit.
+    """
+    import cvxpy as cp
+
+    start = time.perf_counter()
+    features = _resolve(model, features)
+    if not isinstance(solver, str) or solver.upper() not in _SOLVERS:
+        raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
+    solver = solver.upper()
+    if time_limit is not None:
+        if isinstance(time_limit, bool) or not isinstance(time_limit, int | float):
+            raise TypeError(f"time_limit must be a number or None, got {type(time_limit)}")
+        if not (time_limit > 0):
+            raise ValueError(f"time_limit must be > 0, got {time_limit}")
+    eps = model.epsilon
+    if eps <= 0:
+        raise ValueError("cvxpy_quantum_bound needs epsilon > 0")
+    F = coefficient_matrix(model, features)
+    n = features.n
+    S = cp.Variable((n, n), symmetric=True)
+    cons = [*_k_prime_constraints(S, features), S >> 0]
+    obj = cp.Maximize(cp.trace(F @ S) + (eps / n) * cp.von_neumann_entr(S))
+    prob = cp.Problem(obj, cons)
+    opts = {}
+    if time_limit is not None:
+        opts = {"time_limit": float(time_limit)} if solver == "CLARABEL" else {
+            "time_limit_secs": float(time_limit)
+        }
+    try:
+        with warnings.catch_warnings():
+            # an inaccurate solve is reported through ``status`` and ``bound = None``
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            prob.solve(solver=solver, **opts)
+        status = str(prob.status)
+    except (cp.error.SolverError, ValueError, ArithmeticError) as err:
+        return CvxpyQuantumResult(None, f"solver_error: {err}", time.perf_counter() - start, None)
+    value = prob.value
+    ok = status == cp.OPTIMAL and value is not None and math.isfinite(float(value))
+    if status == cp.OPTIMAL and not ok:
+        status = f"{status} (value {value})"
+    sigma = None if S.value is None else np.asarray(S.value)
+    return CvxpyQuantumResult(
+        bound=float(value) if ok else None,
+        status=status,
+        seconds=time.perf_counter() - start,
+        sigma=sigma,
+    )

@@ -1,0 +1,503 @@
+"""Quantum-entropy upper bound on the Ising log-partition function (Beyler & Bach, Sec. 4).
+
+For a feature set I of size n and F with phi(x)^T F phi(x) = f(x), the relaxation is
+
+    a_eps(F) = sup_{Sigma in K'} tr(Sigma F) - (eps / n) tr(Sigma log Sigma),
+    K' = {Sigma >= 0, tr Sigma = n, Sigma in V}                                  (Sec. 4.1)
+
+and a_eps(F) >= Phi_eps(f) = eps log E_{x~uniform} exp(f(x) / eps)  (eq. (5)).
+
+It is solved with the Chambolle-Pock algorithm (Alg. 1) on G(Sigma) = (eps / n)(tr Sigma log Sigma
+- tr Sigma + n) - tr(Sigma F) and the indicator of V cap {tr = n}. The proximal step of G is the
+spectral function s = lambda * omega(m / lambda - log lambda) of M = Sigma_0 + tau F, with
+lambda = tau eps / n and omega the Wright omega function. Every reported bound is a *dual* value,
+
+    D(W) = eps log( (1/n) tr exp(n (F - W) / eps) ),   W in V-perp   (docs/quantum.md)
+
+which is >= a_eps(F) for every W in the orthogonal complement of V, so it is a valid upper bound on
+Phi_eps whatever the state of the iterations. A feasible primal point (Sec. 4.2) gives a lower value
+on a_eps and with it the duality gap used to stop. Derivations and their numerical checks:
+``docs/quantum.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+from scipy.linalg.blas import dsyrk
+from scipy.special import wrightomega
+
+from zbound.ising.features import FeatureSet, coefficient_matrix, default_features
+
+__all__ = [
+    "QuantumResult",
+    "ZeroTemperatureResult",
+    "quantum_bound",
+    "solve_quantum",
+    "entropy_prox",
+    "dual_value",
+    "feasible_primal",
+    "zero_temperature_bound",
+]
+
+
+@dataclass
+class QuantumResult:
+    """Outcome of :func:`quantum_bound`.
+
+    bound: guaranteed upper bound on a_eps(F), hence on Phi_eps (a dual value, not an iterate's).
+    primal: value of the feasible primal point ``sigma`` (a lower value on a_eps(F)).
+    gap: relative duality gap (bound - primal) / max(|bound|, |primal|, eps); abs_gap unscaled.
+    marginals: (d,) approximate E[x_i] read from ``sigma`` (NaN where x_i is not representable).
+    sigma: (n, n) feasible primal matrix in K'. dual: (n, n) dual iterate (for warm starts).
+    """
+
+    bound: float
+    primal: float
+    gap: float
+    abs_gap: float
+    iterations: int
+    converged: bool
+    seconds: float
+    marginals: np.ndarray
+    sigma: np.ndarray
+    dual: np.ndarray
+    features: FeatureSet
+    epsilon: float
+    history: list[tuple[int, float, float]] = field(default_factory=list, repr=False)
+
+
+def _check_positive(name: str, value, allow_zero: bool = False) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__}")
+    v = float(value)
+    if not math.isfinite(v) or v < 0 or (v == 0 and not allow_zero):
+        raise ValueError(f"{name} must be finite and {'>=' if allow_zero else '>'} 0, got {value}")
+    return v
+
+
+def _check_int(name: str, value, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return int(value)
+
+
+def _resolve(model, features) -> FeatureSet:
+    from zbound.ising.model import IsingModel
+
+    if not isinstance(model, IsingModel):
+        raise TypeError(f"model must be an IsingModel, got {type(model).__name__}")
+    if features is None:
+        return default_features(model.d)
+    if not isinstance(features, FeatureSet):
+        raise TypeError(f"features must be a FeatureSet or None, got {type(features).__name__}")
+    if features.d != model.d:
+        raise ValueError(f"feature set is for d={features.d}, model has d={model.d}")
+    return features
+
+
+def entropy_prox(m: np.ndarray, lam: float) -> np.ndarray:
+    """Eigenvalues of (I + tau dG)^{-1} (Sec. 4.2): s = lam * omega(m / lam - log lam).
+
+    s > 0 solves log s + s / lam = m / lam, the first-order condition of
+    min_s (eps/n)(s log s - s) + (s - m)^2 / (2 tau) with lam = tau eps / n; ``m`` are the
+    eigenvalues of Sigma_0 + tau F. omega is the Wright omega function (w + log w = z), which
+    is ~z for large z and ~exp(z) for very negative z, so there is no overflow.
+    """
+    return lam * wrightomega(m / lam - math.log(lam))
+
+
+# Below this size LAPACK's threading costs more than it saves (and collapses when the cores are
+# shared with other processes); measured in scripts/bench/quantum_speed.py.
+_SINGLE_THREAD_BELOW = 256
+
+
+def _blas_threads(n: int):
+    """Context limiting BLAS/LAPACK to one thread for small matrices; no-op otherwise."""
+    from contextlib import nullcontext
+
+    if n >= _SINGLE_THREAD_BELOW:
+        return nullcontext()
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
+            return nullcontext()
+        _CONTROLLER = ThreadpoolController()  # library discovery is slow: do it once
+    return _CONTROLLER.limit(limits=1, user_api="blas")
+
+
+_CONTROLLER = None
+
+
+def _log_mean_exp(a: np.ndarray) -> float:
+    amax = a.max()
+    return float(amax + np.log(np.mean(np.exp(a - amax))))
+
+
+def dual_value(F: np.ndarray, W: np.ndarray, epsilon: float) -> float:
+    """D(W) = eps log((1/n) tr exp(n (F - W) / eps)) >= a_eps(F) for W in V-perp.
+
+    Computed from the eigenvalues of F - W with the largest one shifted out (no overflow).
+    """
+    n = F.shape[0]
+    a = scipy.linalg.eigvalsh(F - W, check_finite=False, driver="evr")
+    return epsilon * _log_mean_exp(n * a / epsilon)
+
+
+def _dual_and_gradient(F: np.ndarray, W: np.ndarray, epsilon: float):
+    """D(W) and its primal companion Sigma(W) = n exp(n (F - W) / eps) / tr exp(n (F - W) / eps).
+
+    Sigma(W) is the maximizer of tr(Sigma (F - W)) - (eps / n) tr Sigma log Sigma over
+    {Sigma >= 0, tr Sigma = n}; it lies in V exactly when W is dual optimal.
+    """
+    n = F.shape[0]
+    a, U = scipy.linalg.eigh(F - W, check_finite=False, driver="evd")
+    z = n * a / epsilon
+    zmax = z.max()
+    e = np.exp(z - zmax)
+    D = epsilon * (zmax + math.log(e.mean()))
+    w = n * e / e.sum()
+    return D, (U * w) @ U.T
+
+
+def _entropy_term(s: np.ndarray) -> float:
+    """sum_i s_i log s_i with 0 log 0 = 0."""
+    s = np.clip(s, 0.0, None)
+    pos = s > 0
+    return float(np.sum(s[pos] * np.log(s[pos])))
+
+
+def feasible_primal(Sigma: np.ndarray, features: FeatureSet):
+    """Sec. 4.2: project onto V cap {tr = n}, then mix with I until the spectrum is >= 0.
+
+    Returns (Sigma_feasible, eigenvalues of Sigma_feasible). Sigma_feasible is in K'.
+    """
+    xc = features.xor_classes
+    n = Sigma.shape[0]
+    P = xc.project(Sigma)
+    P[np.diag_indices(n)] = 1.0  # tr = n on top of V: the diagonal class is set to 1
+    mu = scipy.linalg.eigvalsh(P, check_finite=False, driver="evr")
+    lam = mu[0]
+    if lam < 0:
+        u = -lam / (1.0 - lam)
+        P *= 1.0 - u
+        P[np.diag_indices(n)] = 1.0
+        mu = (1.0 - u) * mu + u
+    return P, np.clip(mu, 0.0, None)
+
+
+def _primal_value(S: np.ndarray, s: np.ndarray, F: np.ndarray, epsilon: float) -> float:
+    n = F.shape[0]
+    return float(np.vdot(S, F)) - epsilon / n * _entropy_term(s)
+
+
+def _embed(previous, features: FeatureSet):
+    """Map a warm start (QuantumResult or (Sigma, Y)) from its feature set onto ``features``.
+
+    Sigma entries are read by XOR class (moments E[x^gamma] are what carries over); Y entries
+    are copied for pairs of features present in both sets and set to 0 elsewhere.
+    """
+    n = features.n
+    if isinstance(previous, QuantumResult):
+        old_feats, S_old, Y_old = previous.features, previous.sigma, previous.dual
+    else:
+        try:
+            S_old, Y_old = previous
+        except (TypeError, ValueError):
+            raise TypeError("warm_start must be a QuantumResult or a (Sigma, Y) pair") from None
+        S_old = np.asarray(S_old, dtype=np.float64)
+        Y_old = np.asarray(Y_old, dtype=np.float64)
+        if S_old.shape != (n, n) or Y_old.shape != (n, n):
+            raise ValueError(f"warm start matrices must be ({n}, {n})")
+        return S_old.copy(), Y_old.copy()
+    if old_feats == features:
+        return S_old.copy(), Y_old.copy()
+    if old_feats.d != features.d:
+        raise ValueError("warm start comes from a model with a different d")
+    oxc = old_feats.xor_classes
+    means = oxc.class_means(S_old)
+    nxc = features.xor_classes
+    ids = nxc.class_id(_class_masks(nxc, features.d), features.d)
+    old_ids = oxc.class_id(_class_masks(nxc, features.d), features.d)
+    del ids
+    vals = np.where(old_ids >= 0, means[np.maximum(old_ids, 0)], 0.0)
+    vals[nxc.diag] = 1.0
+    S = nxc.expand(vals)
+    pos = {m: k for k, m in enumerate(old_feats.masks)}
+    idx_new = [k for k, m in enumerate(features.masks) if m in pos]
+    idx_old = [pos[features.masks[k]] for k in idx_new]
+    Y = np.zeros((n, n))
+    Y[np.ix_(idx_new, idx_new)] = Y_old[np.ix_(idx_old, idx_old)]
+    return S, Y
+
+
+def _class_masks(xc, d: int) -> list[int]:
+    from zbound.ising.features import _unpack
+
+    return _unpack(xc.keys)
+
+
+def solve_quantum(
+    F: np.ndarray,
+    features: FeatureSet,
+    epsilon: float,
+    tol: float = 1e-6,
+    tau: float = 3.0,
+    sigma: float = 0.3,
+    max_iter: int = 20000,
+    check_every: int = 20,
+    x0: np.ndarray | None = None,
+    y0: np.ndarray | None = None,
+):
+    """Chambolle-Pock (Alg. 1, theta = 1) for a_eps(F) on a given feature set.
+
+    Returns (best dual value, best primal value, feasible Sigma, dual iterate Y, iterations,
+    converged, history). Stops when (D - P) / max(|D|, |P|, eps) <= tol, checked every
+    ``check_every`` iterations.
+    """
+    n = features.n
+    xc = features.xor_classes
+    pairs = xc.pairs_only
+    lam = tau * epsilon / n
+    tauF = tau * F
+    diag = np.diag_indices(n)
+
+    x = np.eye(n) if x0 is None else np.array(x0, dtype=np.float64)
+    y = np.zeros((n, n)) if y0 is None else np.array(y0, dtype=np.float64)
+    if pairs:
+        # For pair-only classes (e.g. (1, x)) V is "symmetric with constant diagonal", so the
+        # dual of the constraint is diagonal: y = diag(yd) and its update only reads diag(xbar).
+        yd = np.diag(y).copy()
+        x = 0.5 * (x + x.T)
+    xbar = x.copy()
+    best_D, best_P = math.inf, -math.inf
+    best_S = np.eye(n)
+    history: list[tuple[int, float, float]] = []
+    converged = False
+    it = 0
+
+    def check():
+        nonlocal best_D, best_P, best_S
+        if pairs:
+            W = np.diag(yd - yd.mean())
+            xs = np.tril(x) + np.tril(x, -1).T  # only the lower triangle of x is maintained
+        else:
+            W = xc.project_perp(y)
+            xs = x
+        D, Sw = _dual_and_gradient(F, W, epsilon)
+        if D < best_D:
+            best_D = D
+        for cand in (xs, Sw):
+            S, s = feasible_primal(cand, features)
+            P = _primal_value(S, s, F, epsilon)
+            if P > best_P:
+                best_P, best_S = P, S
+        history.append((it, best_D, best_P))
+        return (best_D - best_P) / max(abs(best_D), abs(best_P), epsilon)
+
+    for it in range(1, max_iter + 1):
+        if pairs:
+            yd += sigma * (xbar[diag] - 1.0)
+            M = tauF + x
+            M[diag] -= tau * yd
+        else:
+            Z = y + sigma * xbar
+            y = Z - xc.project(Z)
+            y[diag] -= sigma - np.trace(Z) / n
+            M = x - tau * y + tauF
+        m, U = scipy.linalg.eigh(
+            M, lower=True, check_finite=False, overwrite_a=True, driver="evd"
+        )
+        s = entropy_prox(m, lam)
+        # x = U diag(s) U^T with s > 0: a rank-n SYRK fills the lower triangle only
+        R = U * np.sqrt(s)
+        x_new = dsyrk(1.0, R.T, trans=1, lower=1)
+        if not pairs:
+            x_new = np.tril(x_new) + np.tril(x_new, -1).T
+        xbar = 2.0 * x_new - x
+        x = x_new
+        if it % check_every == 0 or it == max_iter:
+            if check() <= tol:
+                converged = True
+                break
+    if not history or history[-1][0] != it:
+        check()
+    Y = np.diag(yd) if pairs else y
+    return best_D, best_P, best_S, Y, it, converged, history
+
+
+def _marginals(S: np.ndarray, features: FeatureSet) -> np.ndarray:
+    xc = features.xor_classes
+    ids = xc.class_id([1 << i for i in range(features.d)], features.d)
+    means = xc.class_means(S)
+    return np.where(ids >= 0, means[np.maximum(ids, 0)], np.nan)
+
+
+def quantum_bound(
+    model,
+    features: FeatureSet | None = None,
+    tol: float = 1e-6,
+    tau: float = 3.0,
+    sigma: float = 0.3,
+    max_iter: int = 20000,
+    check_every: int = 20,
+    warm_start=None,
+) -> QuantumResult:
+    """Quantum relaxation a_eps(F) >= Phi_eps(f) of Beyler & Bach (Sec. 4), by Chambolle-Pock.
+
+    model: IsingModel with epsilon > 0. features: FeatureSet (default (1, x)). tol: relative
+    duality gap to stop at. tau, sigma: step sizes (tau * sigma < 1; the paper's 3 and 0.3).
+    warm_start: a previous QuantumResult (any feature set of the same d) or a (Sigma, Y) pair.
+    ``result.bound`` is a dual value and a valid upper bound even when not converged.
+    """
+    start = time.perf_counter()
+    features = _resolve(model, features)
+    eps = model.epsilon
+    if eps <= 0:
+        raise ValueError(
+            "quantum_bound needs epsilon > 0; use zero_temperature_bound for epsilon = 0"
+        )
+    tol = _check_positive("tol", tol)
+    tau = _check_positive("tau", tau)
+    sigma = _check_positive("sigma", sigma)
+    if tau * sigma >= 1:
+        raise ValueError(f"Chambolle-Pock needs tau * sigma < 1, got {tau} * {sigma}")
+    max_iter = _check_int("max_iter", max_iter, 1)
+    check_every = _check_int("check_every", check_every, 1)
+    F = coefficient_matrix(model, features)
+    x0 = y0 = None
+    if warm_start is not None:
+        x0, y0 = _embed(warm_start, features)
+    with _blas_threads(features.n):
+        D, P, S, Y, it, conv, hist = solve_quantum(
+            F, features, eps, tol, tau, sigma, max_iter, check_every, x0, y0
+        )
+    return QuantumResult(
+        bound=D,
+        primal=P,
+        gap=(D - P) / max(abs(D), abs(P), eps),
+        abs_gap=D - P,
+        iterations=it,
+        converged=conv,
+        seconds=time.perf_counter() - start,
+        marginals=_marginals(S, features),
+        sigma=S,
+        dual=Y,
+        features=features,
+        epsilon=eps,
+        history=hist,
+    )
+
+
+@dataclass
+class ZeroTemperatureResult:
+    """Outcome of :func:`zero_temperature_bound`.
+
+    bound: certified upper bound n * lambda_max(F - W) with W in V-perp from the solver's dual
+    (>= a_0(F) >= max f); value: the solver's objective tr(Sigma F); sigma: its primal matrix.
+    """
+
+    bound: float
+    value: float
+    status: str
+    seconds: float
+    sigma: np.ndarray
+    marginals: np.ndarray
+    features: FeatureSet
+
+
+def zero_temperature_bound(model, features: FeatureSet | None = None, solver: str = "CLARABEL"):
+    """a_0(F) = sup_{Sigma in K'} tr(Sigma F) (Sec. 6): the SDP relaxation of max_x f(x).
+
+    Solved with CVXPY; the returned ``bound`` is re-certified from the dual variable of the PSD
+    constraint: for Z the dual, W = proj_{V-perp}(F + Z)... see docs/quantum.md; any W in V-perp
+    gives a_0(F) <= n lambda_max(F - W).
+    """
+    import cvxpy as cp
+
+    start = time.perf_counter()
+    features = _resolve(model, features)
+    F = coefficient_matrix(model, features)
+    n = features.n
+    S = cp.Variable((n, n), symmetric=True)
+    cons = _k_prime_constraints(S, features)
+    psd = S >> 0
+    prob = cp.Problem(cp.Maximize(cp.trace(F @ S)), [*cons, psd])
+    try:
+        prob.solve(solver=solver)
+    except cp.error.SolverError as err:
+        raise RuntimeError(f"zero_temperature_bound: solver {solver} failed: {err}") from err
+    if S.value is None:
+        raise RuntimeError(f"zero_temperature_bound: solver returned status {prob.status}")
+    Sv = 0.5 * (S.value + S.value.T)
+    Z = psd.dual_value
+    xc = features.xor_classes
+    # At the optimum tI - F + W = Z' >= 0 with W in V-perp; the dual of S >> 0 in CVXPY's
+    # Lagrangian is Z' up to the V-part, so W = proj_{V-perp}(F - Z') and bound = n lmax(F - W).
+    cands = []
+    for Zs in (Z, -Z):
+        W = xc.project_perp(F - Zs) if Zs is not None else np.zeros((n, n))
+        cands.append(n * scipy.linalg.eigvalsh(F - W)[-1])
+    W0 = np.zeros((n, n))
+    cands.append(n * scipy.linalg.eigvalsh(F - W0)[-1])
+    bound = float(min(cands))
+    Sf, _ = feasible_primal(Sv, features)
+    return ZeroTemperatureResult(
+        bound=bound,
+        value=float(prob.value),
+        status=str(prob.status),
+        seconds=time.perf_counter() - start,
+        sigma=Sf,
+        marginals=_marginals(Sf, features),
+        features=features,
+    )
+
+
+def _k_prime_constraints(S, features: FeatureSet):
+    """CVXPY constraints for Sigma in V with unit diagonal (so tr Sigma = n), i.e. K' less PSD.
+
+    One sparse equality system: every upper-triangular entry equals its XOR class's first
+    entry, and the diagonal's representative equals 1.
+    """
+    import cvxpy as cp
+    import scipy.sparse as sp
+
+    n = features.n
+    xc = features.xor_classes
+    iu, ju = np.triu_indices(n)
+    cls = xc.index[iu, ju]
+    order = np.argsort(cls, kind="stable")
+    cls_sorted = cls[order]
+    first = np.ones(cls_sorted.shape[0], dtype=bool)
+    first[1:] = cls_sorted[1:] != cls_sorted[:-1]
+    rep_of_class = np.empty(xc.n_classes, dtype=np.int64)
+    rep_of_class[cls_sorted[first]] = order[first]
+    # column-major vec index of entry (i, j)
+    flat = iu + n * ju
+    others = np.flatnonzero(~first)
+    rows_e = order[others]
+    m = rows_e.shape[0]
+    A = sp.csr_matrix(
+        (
+            np.concatenate([np.ones(m), -np.ones(m)]),
+            (
+                np.concatenate([np.arange(m), np.arange(m)]),
+                np.concatenate([flat[rows_e], flat[rep_of_class[cls[rows_e]]]]),
+            ),
+        ),
+        shape=(m, n * n),
+    )
+    drep = flat[rep_of_class[xc.diag]]
+    v = cp.vec(S, order="F")
+    cons = [v[int(drep)] == 1]
+    if m:
+        cons.append(A @ v == 0)
+    return cons
