@@ -123,12 +123,12 @@ class Config:
     weak_C: tuple[float, ...] = WEAK_C
     weak_C_by_set: dict[str, tuple[float, ...]] = field(default_factory=dict)
     starts_table3: int = 10
-    starts_weak: int = 5
-    repeats: int = 3
+    starts_weak: int = 3
+    repeats: int = 5
     max_iter: int = 20000
     #: a library / solver-peer call that has not reached the target after this many seconds is
     #: stopped (through the solver callback) and counts as not reached
-    time_budget_s: float = 20.0
+    time_budget_s: float = 15.0
     sklearn_max_iter: int = 10000
     sklearn_tols: tuple[float, ...] = SKLEARN_TOLS
     #: restrict the methods (None: all); names are record names

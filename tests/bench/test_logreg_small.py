@@ -1,0 +1,201 @@
+"""Suite ``logreg-small``: objective mapping to scikit-learn, a tiny smoke run, report logic."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zbound.bench.records import REQUIRED_FIELDS
+from zbound.bench.runner import run_suite
+from zbound.bench.suites import logreg_small as L
+
+_DATA = os.environ.get("ZBOUND_DATA", "").strip()
+needs_data = pytest.mark.skipif(
+    not _DATA or not Path(_DATA).is_dir(),
+    reason="needs the shared benchmark data: set ZBOUND_DATA (CI sets it to ../shared/data)")
+
+
+def _wine(binary: bool):
+    X, y, K = L.load_design("wine")
+    if binary:
+        keep = y < 2
+        return X[keep], y[keep], 2
+    return X, y, K
+
+
+@pytest.mark.parametrize("binary", [True, False])
+@pytest.mark.parametrize("reg", [5.0, 50.0])
+def test_sklearn_objective_matches_ours(binary, reg):
+    """scikit-learn's optimum, mapped to our theta, is our optimum (the C = 2/reg rule for 2
+    classes, C = 1/reg for >= 3)."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y, K = _wine(binary)
+    prob = L.Problem("t", "wine", "s", X, y, K, reg, math.nan, math.nan, {})
+    model = prob.model()
+    ref = L.reference_optimum(model)
+    clf = LogisticRegression(C=L.sklearn_C(reg, K), fit_intercept=False, tol=1e-12,
+                             max_iter=10000).fit(X, y)
+    theta = L.sklearn_theta(clf.coef_, K)
+    assert theta.shape == (model.n_params,)
+    f_sk = model.value(theta)
+    assert abs(f_sk - ref["f_star"]) <= 1e-9 * abs(ref["f_star"])
+    np.testing.assert_allclose(theta, ref["theta_star"], atol=1e-5)
+    # the reference: BFGS and the Newton polish agree, and the polished gradient is ~0
+    assert ref["bfgs_newton_rel_diff"] < 1e-8
+    assert ref["grad_inf_norm"] < 1e-6
+
+
+def test_binary_mapping_has_opposite_rows():
+    w = np.array([[1.0, -2.0, 4.0]])
+    theta = L.sklearn_theta(w, 2)
+    W = theta.reshape(2, 3)
+    np.testing.assert_allclose(W[1] - W[0], w[0])
+    np.testing.assert_allclose(W[0] + W[1], 0.0)
+    assert L.sklearn_C(4.0, 2) == 0.5 and L.sklearn_C(4.0, 3) == 0.25
+
+
+def test_paper_table_is_complete():
+    for method, table in L.PAPER_TABLE3.items():
+        assert len(table) == 15, method
+        assert set(table) == {(d, lam) for d in L.TABLE3_SETS for lam in L.LAMBDAS}
+    assert L.PAPER_TABLE3["Bound"][("ionosphere", 1.0)] == 0.16
+    assert L.PAPER_TABLE3["SD"][("ionosphere", 1.0)] == 12.04
+    assert set(L.PAPER_TO_OURS) == set(L.PAPER_TABLE3)
+
+
+def test_cells_and_quick_config_keep_every_method():
+    full, quick = L.config(False), L.config(True)
+    assert len(L.cells(full)) == 15 + 12
+    assert full.starts_table3 == 10 and full.repeats >= 3 and quick.repeats >= 3
+    assert quick.methods is None  # --quick keeps every method and peer
+    library, solver_of, default = L.method_plan(quick)
+    assert default in library and set(L.SOLVER_PEERS) <= set(solver_of)
+    assert {"bound", "squarem", "newton-bound"} <= set(library)
+
+
+def test_start_points_shared_and_small():
+    a = L.start_points("wine", 4, 42)
+    b = L.start_points("wine", 4, 42)
+    np.testing.assert_array_equal(a, b)
+    assert a.shape == (4, 42) and 0.003 < a.std() < 0.03
+
+
+@pytest.fixture
+def tiny(monkeypatch):
+    def config(quick):
+        return L.Config(table3_sets=("wine",), lambdas=(100.0,), weak_sets=("wine",),
+                        weak_C=(1.0,), starts_table3=2, starts_weak=1, repeats=2,
+                        time_budget_s=10.0, sklearn_tols=(1e-2, 1e-4, 1e-6, 1e-8),
+                        curve_points=20)
+
+    monkeypatch.setattr(L, "config", config)
+
+
+def test_smoke_run_json_contract(tiny, tmp_path):
+    doc = run_suite("logreg-small", quick=True, out=tmp_path, show_progress=False)
+    on_disk = json.loads((tmp_path / "logreg-small.json").read_text())
+    assert on_disk["suite"] == "logreg-small" and on_disk["quick"] is True
+    assert on_disk["records"] == doc["records"]
+    recs = doc["records"]
+    library, solver_of, default = L.method_plan(L.config(True))
+    methods = set(solver_of) | set(L.SKLEARN_PEERS)
+    cells = {("table3", "wine", "lambda=100"), ("weak-l2", "wine", "C=1")}
+    assert {(r["task"], r["dataset"], r["setting"]) for r in recs} == cells
+    assert len(recs) == len(cells) * len(methods)
+    for cell in cells:
+        cell_recs = [r for r in recs if (r["task"], r["dataset"], r["setting"]) == cell]
+        assert {r["method"] for r in cell_recs} == methods
+        defaults = [r for r in cell_recs if r["default"]]
+        assert len(defaults) == 1 and defaults[0]["method"] == default
+        assert not defaults[0]["peer"]
+    for r in recs:
+        assert set(REQUIRED_FIELDS) <= set(r)
+        assert r["peer"] == (r["method"] not in library)
+        assert r["reached"], r["method"]
+        assert r["time_to_target_s"] > 0
+        assert r["final_objective"] <= r["target_objective"]
+        m = r["metrics"]
+        assert m["iterations"] >= 0 and m["n_reached"] == m["n_starts"]
+        assert len(m["time_per_start_s"]) == m["n_starts"]
+        f_star = m["f_star"]
+        assert r["target_objective"] == pytest.approx(f_star + 1e-6 * abs(f_star), rel=1e-12)
+        if r["method"].startswith("sklearn-"):
+            assert r["evaluations"] is None and m["sklearn_tol"] in (1e-2, 1e-4, 1e-6, 1e-8)
+            assert m["stops_at_target"] is False
+        else:
+            assert r["evaluations"] >= 1 and m["stops_at_target"] is True
+    extra = doc["extra"]
+    assert set(extra["references"]) == {"/".join(c) for c in cells}
+    assert extra["config"]["default_method"] == default
+    curves = extra["curves"]["table3/wine/lambda=100"]["methods"]
+    assert set(curves) == methods
+    text = (tmp_path / "logreg-small.md").read_text()
+    for heading in ("## Table 3: seconds to target", "## Default solver vs fastest peer",
+                    "## SQUAREM vs plain Alg. 2", "## Does the paper's ranking hold?",
+                    "## Convergence", "## All records"):
+        assert heading in text
+    assert (tmp_path / "logreg-small-table3-wine.png").stat().st_size > 1000
+    assert (tmp_path / "logreg-small-weak-l2-wine.png").stat().st_size > 1000
+
+
+def _rec(task, dataset, setting, method, t, peer=False, default=False, reached=True, evals=None):
+    return {"task": task, "dataset": dataset, "setting": setting, "method": method,
+            "peer": peer, "default": default, "reached": reached,
+            "time_to_target_s": t if reached else None,
+            "metrics": {"bound_evaluations": evals, "iterations": 1}}
+
+
+def test_ratio_verdict_counts_and_cap():
+    recs = []
+    for k, ratio in enumerate([0.4] * 12 + [0.9, 0.6, 0.7]):
+        recs += [_rec("table3", f"d{k}", "lambda=1", "newton-bound", ratio, default=True),
+                 _rec("table3", f"d{k}", "lambda=1", "newton", 1.0, peer=True),
+                 _rec("table3", f"d{k}", "lambda=1", "steepest", 2.0, peer=True)]
+    rows = L.ratio_rows(recs, "table3")
+    assert [r["peer"] for r in rows] == ["newton"] * 15
+    v = L.ratio_verdict(rows, "table3")
+    assert v["good"] == 12 and v["pass"] and v["worst"] == pytest.approx(0.9)
+    recs[-3]["time_to_target_s"] = 1.5  # one cell above the cap
+    v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
+    assert not v["pass"] and v["worst"] == pytest.approx(1.5)
+    recs[-3]["reached"] = False  # a default that misses the target fails the cap
+    v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
+    assert not v["pass"] and math.isinf(v["worst"])
+
+
+def test_squarem_rule_applies_only_above_100_bound_evaluations():
+    recs = [_rec("weak-l2", "a", "C=1", "bound", 1.0, evals=90),
+            _rec("weak-l2", "a", "C=1", "squarem", 1.0, evals=30),
+            _rec("weak-l2", "b", "C=1", "bound", 1.0, evals=500),
+            _rec("weak-l2", "b", "C=1", "squarem", 1.0, evals=99),
+            _rec("weak-l2", "c", "C=1", "bound", 1.0, evals=500),
+            _rec("weak-l2", "c", "C=1", "squarem", 1.0, evals=101)]
+    rows = {r["dataset"]: r for r in L.squarem_rows(recs)}
+    assert rows["a"]["applies"] is False and rows["a"]["pass"] is None
+    assert rows["b"]["pass"] is True and rows["c"]["pass"] is False
+
+
+def test_ranking_rows():
+    times = {"bound": 0.1, "newton": 0.2, "scipy-cg": 0.3, "scipy-bfgs": 0.5, "steepest": 0.4}
+    recs = [_rec("table3", "w", "lambda=1", m, t, peer=m != "bound") for m, t in times.items()]
+    (row,) = L.ranking_rows(recs)
+    assert row["order"] == ["Bound", "Newton", "CG", "SD", "BFGS"] and row["holds"]
+    recs[0]["time_to_target_s"] = 0.35
+    (row,) = L.ranking_rows(recs)
+    assert not row["bound_first"] and row["newton_before_cg"] and not row["holds"]
+
+
+@needs_data
+def test_table3_design_dimensions():
+    for name, dim in L.PAPER_DIMS.items():
+        X, y, K = L.load_design(name)
+        assert X.shape[1] == dim, name
+        assert K == (3 if name == "wine" else 2)
+        np.testing.assert_allclose(X[:, -1], 1.0)
+    assert L.load_design("spect")[0].shape[0] == 187
