@@ -1,0 +1,493 @@
+"""scikit-learn estimators built on the bounds and solvers (DESIGN.md 2: estimators sit on top).
+
+:class:`BoundLogisticRegression` is L2-regularized logistic regression (binary or multinomial)
+fitted by the library's solvers, with optional box constraints on the coefficients (Alg. 2 of
+Jebara & Choromanska 2012 takes a convex set of admissible parameters). It minimizes, in
+scikit-learn's convention,
+
+    J(W, b) = sum_j s_j * log-loss_j(W, b) + 1 / (2 C) * ||W||_F^2,
+
+with the intercept b unpenalized; see ``docs/estimators.md``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit, log_expit, log_softmax, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from zbound.bounds.curvature import Curvature, KroneckerCurvature
+from zbound.bounds.multinomial import label_bound
+from zbound.models.base import Majorizer
+
+try:  # the solvers' registry decides the default; keep one constant for the whole library
+    from zbound.solvers import DEFAULT_METHOD as DEFAULT_SOLVER
+except ImportError:  # pragma: no cover - only while the solvers package is incomplete
+    DEFAULT_SOLVER = "newton-bound"
+try:  # one GEMM per row chunk instead of a loop over class blocks
+    from zbound.solvers._linalg import dense as _dense
+except ImportError:  # pragma: no cover
+    def _dense(curvature):
+        return curvature.to_dense()
+
+_ORDERS = ("descending", "ascending", "given")
+
+
+# -- the objective ---------------------------------------------------------------------------
+
+
+class _PenalizedKronecker(Curvature):
+    """sum_j B_j (x) x_j x_j^T + diag(penalty) + center * u u^T, never formed unless asked.
+
+    ``penalty`` (p,) is the per-parameter L2 weight (0 on intercepts); ``u`` (p,) is the 0/1
+    indicator of the intercept entries and ``center`` >= 0 the weight of the rank-one term that
+    pins the mean intercept (see :class:`_LogisticObjective`). It wraps a
+    :class:`KroneckerCurvature` instead of subclassing it: solvers take fast paths on that type
+    that read its ``X``, ``B`` and scalar ``reg`` directly and would drop the penalty.
+    """
+
+    def __init__(self, X, B, penalty: np.ndarray, u: np.ndarray, center: float):
+        self.kron = KroneckerCurvature(X, B, 0.0)
+        self.shape = self.kron.shape
+        self.penalty = penalty
+        self.u = u
+        self.center = float(center)
+
+    def matvec(self, v):
+        out = self.kron.matvec(v) + self.penalty * v
+        if self.center:
+            out += (self.center * float(self.u @ v)) * self.u
+        return out
+
+    def diagonal(self):
+        diag = self.kron.diagonal() + self.penalty
+        if self.center:
+            diag += self.center * self.u
+        return diag
+
+    def to_dense(self):
+        dense = _dense(self.kron).copy()
+        dense.flat[:: dense.shape[0] + 1] += self.penalty
+        if self.center:
+            dense += self.center * np.outer(self.u, self.u)
+        return dense
+
+
+class _LogisticObjective:
+    """Weighted softmax log-loss with a per-parameter L2 penalty, as a zbound Model.
+
+    J(theta) = sum_j s_j [log sum_a exp(S_ja) - S_{j, y_j}] + 1/2 sum_i pen_i theta_i^2
+               + center/2 (u^T theta)^2,
+
+    theta = vec(W), W of shape (k, d) row-major, X of shape (t, d) (the intercept, if any, is a
+    column of ones in X). Multinomial: k = n_classes and S = X W^T. Binary: k = 1 and
+    S = [0, X w] (class 0 is the reference), which is exactly scikit-learn's binary logistic
+    loss. The label bound of Alg. 1 (``label_bound``) restricted to the free classes is a valid
+    majorizer of the restricted objective.
+
+    With unpenalized intercepts the multinomial objective is flat along "add c to every
+    intercept" (the Hessian and the bound curvature both annihilate it: B_j 1 = 0). The term
+    center/2 (u^T theta)^2, u the intercept indicator, is zero on the sum-zero representative and
+    makes the curvature definite without moving W or the centered intercepts; it is used only
+    when nothing else constrains the intercepts.
+    """
+
+    def __init__(self, X, y, n_classes: int, penalty: np.ndarray, sample_weight: np.ndarray,
+                 center: float = 0.0):
+        self.X = X
+        self.y = y
+        self.n_classes = n_classes
+        self.binary = n_classes == 2
+        self.k = 1 if self.binary else n_classes
+        self.d = X.shape[1]
+        self.n_params = self.k * self.d
+        self.penalty = penalty
+        self.sw = sample_weight
+        self.center = float(center)
+        self.u = np.zeros(self.n_params)
+        self.u[self.d - 1 :: self.d] = 1.0
+        self._rows = np.arange(X.shape[0])
+        self.n_evals = 0
+
+    def _scores(self, theta):
+        W = theta.reshape(self.k, self.d)
+        S = np.asarray(safe_sparse_dot(self.X, W.T, dense_output=True))
+        if self.binary:
+            S = np.hstack([np.zeros((S.shape[0], 1)), S])
+        return S
+
+    def _penalty_value(self, theta):
+        val = 0.5 * float(self.penalty @ (theta * theta))
+        if self.center:
+            val += 0.5 * self.center * float(self.u @ theta) ** 2
+        return val
+
+    def _value(self, theta, S, lse):
+        loss = float(self.sw @ (lse - S[self._rows, self.y]))
+        return loss + self._penalty_value(theta)
+
+    def _grad(self, theta, P):
+        R = P.copy()
+        R[self._rows, self.y] -= 1.0
+        R *= self.sw[:, None]
+        if self.binary:
+            R = R[:, 1:]
+        g = np.asarray(safe_sparse_dot(self.X.T, R, dense_output=True)).T.ravel()
+        g += self.penalty * theta
+        if self.center:
+            g += self.center * float(self.u @ theta) * self.u
+        return g
+
+    def _curvature(self, B):
+        if self.binary:
+            B = B[:, 1:, 1:]
+        return _PenalizedKronecker(self.X, B * self.sw[:, None, None], self.penalty,
+                                   self.u, self.center)
+
+    def _softmax(self, S):
+        m = S.max(axis=1, keepdims=True)
+        lse = (m + np.log(np.exp(S - m).sum(axis=1, keepdims=True))).ravel()
+        with np.errstate(under="ignore"):
+            P = np.exp(S - lse[:, None])
+        return lse, P
+
+    # -- Model protocol (zbound.models.base.Model) ----------------------------------------------
+    def value(self, theta):
+        self.n_evals += 1
+        S = self._scores(theta)
+        lse, _ = self._softmax(S)
+        return self._value(theta, S, lse)
+
+    def value_and_grad(self, theta):
+        self.n_evals += 1
+        S = self._scores(theta)
+        lse, P = self._softmax(S)
+        return self._value(theta, S, lse), self._grad(theta, P)
+
+    def value_grad_hessian(self, theta):
+        self.n_evals += 1
+        S = self._scores(theta)
+        lse, P = self._softmax(S)
+        H = -P[:, :, None] * P[:, None, :]
+        idx = np.arange(self.n_classes)
+        H[:, idx, idx] += P
+        return self._value(theta, S, lse), self._grad(theta, P), self._curvature(H)
+
+    def hessian(self, theta):
+        return self.value_grad_hessian(theta)[2]
+
+    def majorizer(self, theta, order: str = "descending") -> Majorizer:
+        """Alg. 1 on every sample's label vectors, weighted and summed, plus the penalty."""
+        self.n_evals += 1
+        theta = np.asarray(theta, dtype=np.float64)
+        S = self._scores(theta)
+        log_z, P, B = label_bound(S, order)
+        return Majorizer(theta, self._value(theta, S, log_z), self._grad(theta, P),
+                         self._curvature(B))
+
+
+# -- parameter checks --------------------------------------------------------------------------
+
+
+def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
+    """(lower, upper) arrays of ``shape`` from None or a (lower, upper) pair of scalars/arrays."""
+    if value is None:
+        return None
+    if not isinstance(value, tuple | list) or len(value) != 2:
+        raise ValueError(f"{name} must be None or a pair (lower, upper) of scalars or arrays "
+                         f"(None for no bound on that side), got {value!r}")
+    out = []
+    for side, fill, bad in (("lower", -np.inf, np.inf), ("upper", np.inf, -np.inf)):
+        v = value[0] if side == "lower" else value[1]
+        if v is None:
+            out.append(np.full(shape, fill))
+            continue
+        try:
+            arr = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} {side} bound must be numeric, got {v!r}") from None
+        try:
+            arr = np.broadcast_to(arr, shape).copy()
+        except ValueError:
+            raise ValueError(f"{name} {side} bound of shape {arr.shape} does not broadcast to "
+                             f"{shape}") from None
+        if np.isnan(arr).any():
+            raise ValueError(f"{name} {side} bound contains NaN")
+        if (arr == bad).any():
+            raise ValueError(f"{name} {side} bound contains {bad}: the feasible set is empty "
+                             f"(use {fill} or None for 'no bound')")
+        out.append(arr)
+    lower, upper = out
+    if (lower > upper).any():
+        i = np.unravel_index(int(np.flatnonzero(lower > upper)[0]), shape)
+        raise ValueError(f"{name}: lower > upper at index {tuple(int(j) for j in i)} "
+                         f"({lower[i]} > {upper[i]})")
+    return lower, upper
+
+
+def _available_solvers() -> list[str]:
+    from zbound.solvers import METHODS
+
+    return sorted(METHODS)
+
+
+# -- the estimator -----------------------------------------------------------------------------
+
+
+class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
+    """L2-regularized logistic regression (binary and multinomial) fitted with zbound solvers.
+
+    Minimizes ``sum_j sample_weight_j * log_loss_j + 1/(2 C) ||coef_||^2`` -- the objective of
+    ``sklearn.linear_model.LogisticRegression(C=C)`` -- with the intercept unpenalized. Binary
+    problems use the binary logistic loss (one weight vector); three or more classes the softmax
+    (multinomial) loss. Optional box constraints on the coefficients and intercepts are handled by
+    the constrained step of Alg. 2 (a QP per iteration).
+
+    Parameters
+    ----------
+    C : float > 0, default 1.0
+        Inverse regularization strength, as in scikit-learn: the penalty is 1/(2C) ||coef_||^2
+        added to the *sum* (not mean) of the per-sample log-losses.
+    fit_intercept : bool, default True
+        Add an unpenalized intercept per class.
+    solver : str, default "auto"
+        A method of :func:`zbound.solvers.minimize` ("newton-bound", "bound", "squarem",
+        "lbfgs", "bfgs", "cg", "newton", "steepest"); "auto" is the library default
+        (:data:`zbound.solvers.DEFAULT_METHOD`). With bounds, the solver must support them.
+    tol : float >= 0, default 1e-6
+        Stop when the gradient's largest entry (constrained: that of the model step's
+        curvature times the step) is <= tol * max(1, |J|).
+    max_iter : int >= 1, default 1000
+        Iteration limit; a ConvergenceWarning is raised when it is reached.
+    order : {"descending", "ascending", "given"}, default "descending"
+        Order in which Alg. 1 visits the classes (bound-based solvers only; "descending" is the
+        tightest, DESIGN.md 3.2).
+    coef_bounds : None or (lower, upper), default None
+        Box constraints lower <= coef_ <= upper; each side is None, a scalar, or an array that
+        broadcasts to coef_'s shape (1, n_features) for two classes, (n_classes, n_features)
+        otherwise. -inf / +inf mean no bound on that entry.
+    intercept_bounds : None or (lower, upper), default None
+        Box constraints on intercept_ (shape (1,) or (n_classes,)); needs fit_intercept=True.
+    verbose : int, default 0
+        1 prints a summary after fitting, 2 also prints the objective at every iteration.
+
+    Attributes
+    ----------
+    classes_ : (n_classes,) the labels, sorted (np.unique)
+    coef_ : (1, n_features) for two classes, else (n_classes, n_features)
+    intercept_ : (1,) or (n_classes,); zeros when fit_intercept is False
+    n_iter_ : (1,) int array, iterations of the solver
+    n_features_in_ : int
+    feature_names_in_ : (n_features_in_,) when X has string column names
+    solver_result_ : :class:`zbound.solvers.Result` of the fit (trace, evaluations, message)
+    """
+
+    def __init__(self, C=1.0, fit_intercept=True, solver="auto", tol=1e-6, max_iter=1000,
+                 order="descending", coef_bounds=None, intercept_bounds=None, verbose=0):
+        self.C = C
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.order = order
+        self.coef_bounds = coef_bounds
+        self.intercept_bounds = intercept_bounds
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- validation --------------------------------------------------------------------------
+    def _check_params(self) -> str:
+        from zbound.solvers import METHODS
+
+        C = self.C
+        if isinstance(C, bool) or not isinstance(C, numbers.Real) or not np.isfinite(C) or C <= 0:
+            raise ValueError(f"C must be a finite number > 0, got {C!r}")
+        tol = self.tol
+        if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (
+                np.isfinite(tol) and tol >= 0):
+            raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
+        mi = self.max_iter
+        if isinstance(mi, bool) or not isinstance(mi, numbers.Integral) or mi < 1:
+            raise ValueError(f"max_iter must be an integer >= 1, got {mi!r}")
+        if self.order not in _ORDERS:
+            raise ValueError(f"order must be one of {_ORDERS}, got {self.order!r}")
+        if not isinstance(self.fit_intercept, bool | np.bool_):
+            raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        solver = DEFAULT_SOLVER if self.solver == "auto" else self.solver
+        if not isinstance(solver, str) or solver not in METHODS:
+            raise ValueError(f"unknown solver {self.solver!r}; use 'auto' or one of "
+                             f"{sorted(METHODS)}")
+        if (self.coef_bounds is not None or self.intercept_bounds is not None) and \
+                not METHODS[solver].supports_constraints:
+            ok = sorted(k for k, v in METHODS.items() if v.supports_constraints)
+            raise ValueError(f"solver {solver!r} does not support coef_bounds / "
+                             f"intercept_bounds; use 'auto' or one of {ok}")
+        if self.intercept_bounds is not None and not self.fit_intercept:
+            raise ValueError("intercept_bounds needs fit_intercept=True")
+        return solver
+
+    @staticmethod
+    def _check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
+        if sample_weight is None:
+            return np.ones(n_samples)
+        sw = np.asarray(sample_weight, dtype=np.float64)
+        if sw.ndim == 0:
+            sw = np.full(n_samples, float(sw))
+        if sw.shape != (n_samples,):
+            raise ValueError(f"sample_weight must have shape ({n_samples},), got {sw.shape}")
+        if not np.isfinite(sw).all():
+            raise ValueError("sample_weight contains NaN or inf")
+        if (sw < 0).any():
+            raise ValueError("sample_weight must be non-negative")
+        return sw
+
+    # -- fitting -----------------------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit the model to X (t, n_features; dense or sparse) and labels y (t,).
+
+        Returns self.
+        """
+        solver = self._check_params()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             order="C", y_numeric=False)
+        check_classification_targets(y)
+        sw = self._check_sample_weight(sample_weight, X.shape[0])
+        classes, y_idx = np.unique(y, return_inverse=True)
+        present = np.unique(y_idx[sw > 0])
+        if present.size < 2:
+            which = "with positive sample_weight " if sample_weight is not None else ""
+            raise ValueError(
+                "BoundLogisticRegression needs samples of at least 2 classes "
+                f"{which}in the data; got 1 class ({classes[present[0]].item()!r})"
+                if present.size else "BoundLogisticRegression needs samples of at least 2 "
+                "classes; every sample_weight is zero")
+        self.classes_ = classes
+        n_classes = classes.size
+        k = 1 if n_classes == 2 else n_classes
+        n_features = X.shape[1]
+
+        coef_box = _check_bound_pair("coef_bounds", self.coef_bounds, (k, n_features))
+        icpt_box = _check_bound_pair("intercept_bounds", self.intercept_bounds, (k,))
+
+        if self.fit_intercept:
+            ones = np.ones((X.shape[0], 1))
+            Xa = sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
+        else:
+            Xa = X
+        d = Xa.shape[1]
+        pen = np.full((k, d), 1.0 / float(self.C))
+        if self.fit_intercept:
+            pen[:, -1] = 0.0
+        center = 0.0
+        if self.fit_intercept and k > 1 and icpt_box is None:
+            # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
+            center = float(sw.sum()) / k**2
+        model = _LogisticObjective(Xa, y_idx.astype(np.intp), n_classes, pen.ravel(), sw,
+                                   center)
+
+        constraints = None
+        x0 = np.zeros(k * d)
+        if coef_box is not None or icpt_box is not None:
+            from zbound.solvers.constraints import LinearConstraints
+
+            lb = np.full((k, d), -np.inf)
+            ub = np.full((k, d), np.inf)
+            if coef_box is not None:
+                lb[:, :n_features], ub[:, :n_features] = coef_box
+            if icpt_box is not None:
+                lb[:, -1], ub[:, -1] = icpt_box
+            constraints = LinearConstraints(lb=lb.ravel(), ub=ub.ravel())
+            x0 = np.clip(x0, constraints.lb, constraints.ub)
+
+        from zbound.solvers import minimize
+
+        callback = None
+        if self.verbose >= 2:
+            counter = [0]
+
+            def callback(x, f):
+                counter[0] += 1
+                print(f"[BoundLogisticRegression] iter {counter[0]}: objective {f:.12g}")
+                return False
+
+        result = minimize(model, x0, method=solver, constraints=constraints, tol=float(self.tol),
+                          max_iter=int(self.max_iter), order=self.order, callback=callback)
+        if self.verbose >= 1:
+            print(f"[BoundLogisticRegression] {result!r}")
+        if not result.converged:
+            warnings.warn(
+                f"BoundLogisticRegression (solver={solver!r}) did not converge in "
+                f"max_iter={self.max_iter} iterations ({result.message}); increase max_iter, "
+                "raise tol, or standardize the features.", ConvergenceWarning, stacklevel=2)
+
+        W = result.x.reshape(k, d)
+        self.coef_ = np.ascontiguousarray(W[:, :n_features])
+        if self.fit_intercept:
+            intercept = W[:, -1].copy()
+            if center:
+                intercept -= intercept.mean()   # the exact sum-zero representative
+            self.intercept_ = intercept
+        else:
+            self.intercept_ = np.zeros(k)
+        self.n_iter_ = np.array([result.nit], dtype=np.int32)
+        self.solver_result_ = result
+        return self
+
+    # -- prediction --------------------------------------------------------------------------
+    def decision_function(self, X):
+        """Scores: (t,) for two classes (log-odds of classes_[1]), else (t, n_classes)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities (t, n_classes), columns in the order of classes_."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            p1 = expit(scores)
+            return np.column_stack([1.0 - p1, p1])
+        return softmax(scores, axis=1)
+
+    def predict_log_proba(self, X):
+        """Log class probabilities (t, n_classes), computed stably in log space."""
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([log_expit(-scores), log_expit(scores)])
+        return log_softmax(scores, axis=1)
+
+    def predict(self, X):
+        """Most probable label per row of X."""
+        scores = self.decision_function(X)
+        idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[idx]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y).
+
+        Unlike scikit-learn's default, labels never seen in fit raise a ValueError: such rows
+        can never be predicted correctly, and they usually mean a label-encoding mismatch
+        (e.g. fitting on strings and scoring on integers).
+        """
+        check_is_fitted(self)
+        # Python-level membership: numpy would coerce 1 and "1" to a common dtype and match them.
+        known = set(self.classes_.tolist())
+        unknown = [v for v in dict.fromkeys(np.asarray(y).ravel().tolist()) if v not in known]
+        if unknown:
+            shown = ", ".join(repr(v) for v in unknown[:5])
+            raise ValueError(f"y contains labels not seen during fit: {shown}"
+                             f"{' ...' if len(unknown) > 5 else ''}; classes_ are "
+                             f"{self.classes_.tolist()!r}")
+        return super().score(X, y, sample_weight=sample_weight)
