@@ -20,7 +20,7 @@ import numpy as np
 import scipy.optimize
 
 from zbound.solvers._common import Options, finish, resolve_inner, stop_reason
-from zbound.solvers._linalg import cholesky_solve, dense, pcg
+from zbound.solvers._linalg import cholesky_solve, dense, jacobi, pcg
 from zbound.solvers.result import Recorder, Result
 
 _ARMIJO = 1e-4
@@ -146,7 +146,8 @@ def newton(model, x: np.ndarray, opts: Options, method: str = "newton") -> Resul
                 shift *= 10.0
             d = -d
         else:
-            d = -pcg(H.matvec, g, H.diagonal(), min(0.5, math.sqrt(gn / g0)), cg_maxiter)[0]
+            d = -pcg(H.matvec, g, jacobi(H.diagonal()), min(0.5, math.sqrt(gn / g0)),
+                     cg_maxiter)[0]
         gd = float(g @ d)
         if not gd < 0.0:
             d = -g
