@@ -68,6 +68,7 @@ class QuantumResult:
     dual: np.ndarray
     features: FeatureSet
     epsilon: float
+    newton_steps: int = 0
     history: list[tuple[int, float, float]] = field(default_factory=list, repr=False)
 
 
@@ -256,12 +257,14 @@ def solve_quantum(
     check_every: int = 20,
     x0: np.ndarray | None = None,
     y0: np.ndarray | None = None,
+    polish: bool = True,
 ):
     """Chambolle-Pock (Alg. 1, theta = 1) for a_eps(F) on a given feature set.
 
     Returns (best dual value, best primal value, feasible Sigma, dual iterate Y, iterations,
-    converged, history). Stops when (D - P) / max(|D|, |P|, eps) <= tol, checked every
-    ``check_every`` iterations.
+    converged, history, Newton steps). Stops when (D - P) / max(|D|, |P|, eps) <= tol, checked every
+    ``check_every`` iterations. ``polish``: for feature sets other than pair-only ones (where CP
+    converges slowly, Sec. 4.3) and n <= 64, finish with Newton steps on the dual.
     """
     n = features.n
     xc = features.xor_classes
@@ -283,6 +286,10 @@ def solve_quantum(
     history: list[tuple[int, float, float]] = []
     converged = False
     it = 0
+    newton = _DualNewton(F, features, epsilon) if polish and not pairs and n <= _NEWTON_MAX_N \
+        else None
+    next_polish = 0
+    newton_steps = 0
 
     def check():
         nonlocal best_D, best_P, best_S
@@ -325,13 +332,137 @@ def solve_quantum(
         xbar = 2.0 * x_new - x
         x = x_new
         if it % check_every == 0 or it == max_iter:
-            if check() <= tol:
+            gap = check()
+            if gap <= tol:
                 converged = True
                 break
+            if newton is not None and it >= next_polish and gap < 0.1:
+                D, W, P, S, steps = newton.run(xc.project_perp(y), tol, best_P)
+                newton_steps += steps
+                best_D = min(best_D, D)
+                if S is not None:
+                    best_P, best_S = P, S
+                history.append((it, best_D, best_P))
+                if (best_D - best_P) / max(abs(best_D), abs(best_P), epsilon) <= tol:
+                    converged = True
+                    break
+                # resume CP from the polished dual point, and polish again only later
+                y = W + (np.trace(y) / n) * np.eye(n)
+                next_polish = it + 10 * check_every
     if not history or history[-1][0] != it:
         check()
     Y = np.diag(yd) if pairs else y
-    return best_D, best_P, best_S, Y, it, converged, history
+    return best_D, best_P, best_S, Y, it, converged, history, newton_steps
+
+
+# Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis;
+# above this size it is not worth it (and (1, x) never needs it: CP converges linearly there).
+_NEWTON_MAX_N = 64
+
+
+class _DualNewton:
+    """Damped Newton on the smooth dual min_{W in V-perp} D(W) (docs/quantum.md, "polish").
+
+    Not part of the paper's algorithm: Chambolle-Pock's primal feasible point converges like
+    O(1/k) for general feature sets (Sec. 4.3), while a few Newton steps on D, started from CP's
+    dual iterate, make Sigma(W) = n exp(n (F - W) / eps) / tr(...) lie in V to ~1e-10, so the
+    repaired primal point closes the gap. The Hessian uses the divided differences of exp
+    (App. D, Daleckii-Krein) in the eigenbasis of F - W. Coordinates: for each XOR class with
+    upper-triangular entries u_0, u_1, ..., basis matrices E_{u_j} - E_{u_0} (Newton is
+    affine-invariant, so a non-orthogonal basis is fine).
+    """
+
+    def __init__(self, F: np.ndarray, features: FeatureSet, epsilon: float):
+        self.F, self.features, self.eps = F, features, epsilon
+        n = features.n
+        self.n = n
+        xc = features.xor_classes
+        iu, ju = np.triu_indices(n)
+        cls = xc.index[iu, ju]
+        order = np.argsort(cls, kind="stable")
+        first = np.ones(order.shape[0], dtype=bool)
+        first[1:] = cls[order][1:] != cls[order][:-1]
+        rep = np.empty(xc.n_classes, dtype=np.int64)
+        rep[cls[order][first]] = order[first]
+        self.iu, self.ju = iu, ju
+        self.k_idx = order[~first]  # upper entries that get a coordinate
+        self.k_rep = rep[cls[self.k_idx]]  # their class representative
+        self.p = self.k_idx.shape[0]
+
+    def _basis_matrix(self, coef: np.ndarray) -> np.ndarray:
+        n = self.n
+        vals = np.zeros(self.iu.shape[0])
+        np.add.at(vals, self.k_idx, coef)
+        np.add.at(vals, self.k_rep, -coef)
+        M = np.zeros((n, n))
+        M[self.iu, self.ju] = vals
+        M[self.ju, self.iu] = vals
+        return M
+
+    def evaluate(self, W: np.ndarray, hessian: bool):
+        n, eps = self.n, self.eps
+        a, U = scipy.linalg.eigh((n / eps) * (self.F - W), check_finite=False, driver="evd")
+        amax = a[-1]
+        e = np.exp(a - amax)
+        Z = e.sum()
+        D = eps * (amax + math.log(Z / n))
+        Sigma = (U * (n * e / Z)) @ U.T
+        # dD/dw_k = -<Sigma, B_k>; for an upper entry (a, b), <Sigma, E_ab> = (2 - [a = b]) S_ab
+        wgt = np.where(self.iu == self.ju, 1.0, 2.0)
+        sv = Sigma[self.iu, self.ju] * wgt
+        g = -(sv[self.k_idx] - sv[self.k_rep])
+        if not hessian:
+            return D, Sigma, g, None
+        # eigenbasis images of the basis matrices: U^T E_ab U = (r_a r_b^T + r_b r_a^T) / (1+[a=b])
+        ra, rb = U[self.iu], U[self.ju]
+        Hu = ra[:, :, None] * rb[:, None, :]
+        Hu = (Hu + Hu.transpose(0, 2, 1)) / np.where(self.iu == self.ju, 2.0, 1.0)[:, None, None]
+        Hk = (Hu[self.k_idx] - Hu[self.k_rep]).reshape(self.p, n * n)
+        da = np.abs(a[:, None] - a[None, :])
+        emax = np.maximum(e[:, None], e[None, :])
+        with np.errstate(invalid="ignore", divide="ignore"):
+            gam = np.where(da > 1e-12, emax * (-np.expm1(-da)) / da, emax)
+        q = Hk[:, :: n + 1] @ e
+        H = (Hk * gam.reshape(-1)) @ Hk.T / Z - np.outer(q, q) / Z**2
+        H *= n * n / eps
+        return D, Sigma, g, H
+
+    def run(self, W: np.ndarray, tol: float, best_P: float, max_steps: int = 40):
+        """Newton from W; returns (D, W, best primal, its Sigma or None, steps)."""
+        D, Sigma, g, H = self.evaluate(W, True)
+        best_S = None
+        for step in range(1, max_steps + 1):
+            S, s = feasible_primal(Sigma, self.features)
+            P = _primal_value(S, s, self.F, self.eps)
+            if P > best_P:
+                best_P, best_S = P, S
+            if (D - best_P) / max(abs(D), abs(best_P), self.eps) <= tol:
+                return D, W, best_P, best_S, step
+            mu = 1e-12 * max(float(np.max(np.diag(H))), 1e-300)
+            try:
+                delta = scipy.linalg.solve(H + mu * np.eye(self.p), -g, assume_a="pos",
+                                           check_finite=False)
+            except (np.linalg.LinAlgError, ValueError):
+                delta = np.linalg.lstsq(H, -g, rcond=None)[0]
+            slope = float(g @ delta)
+            if not slope < 0:
+                break
+            dW = self._basis_matrix(delta)
+            t = 1.0
+            while t > 1e-10:
+                D_new, Sig_new, g_new, _ = self.evaluate(W + t * dW, False)
+                if D_new <= D + 1e-4 * t * slope:
+                    break
+                t *= 0.5
+            else:
+                break
+            W = W + t * dW
+            D, Sigma, g, H = self.evaluate(W, True)
+        S, s = feasible_primal(Sigma, self.features)
+        P = _primal_value(S, s, self.F, self.eps)
+        if P > best_P:
+            best_P, best_S = P, S
+        return D, W, best_P, best_S, max_steps
 
 
 def _marginals(S: np.ndarray, features: FeatureSet) -> np.ndarray:
@@ -350,12 +481,15 @@ def quantum_bound(
     max_iter: int = 20000,
     check_every: int = 20,
     warm_start=None,
+    polish: bool = True,
 ) -> QuantumResult:
     """Quantum relaxation a_eps(F) >= Phi_eps(f) of Beyler & Bach (Sec. 4), by Chambolle-Pock.
 
     model: IsingModel with epsilon > 0. features: FeatureSet (default (1, x)). tol: relative
     duality gap to stop at. tau, sigma: step sizes (tau * sigma < 1; the paper's 3 and 0.3).
     warm_start: a previous QuantumResult (any feature set of the same d) or a (Sigma, Y) pair.
+    polish: finish with Newton steps on the dual for general feature sets with n <= 64 (not in
+    the paper; CP alone converges like O(1/k) there, see docs/quantum.md).
     ``result.bound`` is a dual value and a valid upper bound even when not converged.
     """
     start = time.perf_counter()
@@ -377,8 +511,8 @@ def quantum_bound(
     if warm_start is not None:
         x0, y0 = _embed(warm_start, features)
     with _blas_threads(features.n):
-        D, P, S, Y, it, conv, hist = solve_quantum(
-            F, features, eps, tol, tau, sigma, max_iter, check_every, x0, y0
+        D, P, S, Y, it, conv, hist, nsteps = solve_quantum(
+            F, features, eps, tol, tau, sigma, max_iter, check_every, x0, y0, polish
         )
     return QuantumResult(
         bound=D,
@@ -393,6 +527,7 @@ def quantum_bound(
         dual=Y,
         features=features,
         epsilon=eps,
+        newton_steps=nsteps,
         history=hist,
     )
 
