@@ -1,0 +1,116 @@
+"""minimize(): input validation, the method registry and the Result/trace contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _solver_problems import logistic_problem
+
+from zbound.solvers import DEFAULT_METHOD, METHODS, LinearConstraints, Result, minimize
+
+
+@pytest.fixture
+def model():
+    return logistic_problem(30, reg=0.5)
+
+
+def test_registry_describes_every_method():
+    assert DEFAULT_METHOD in METHODS and not METHODS[DEFAULT_METHOD].peer
+    assert {"newton-bound", "bound", "squarem", "lbfgs", "bfgs", "cg", "steepest",
+            "newton"} == set(METHODS)
+    for name, info in METHODS.items():
+        assert info.name == name
+        assert info.constraints in ("none", "box", "linear")
+    assert METHODS["bound"].uses_bound and METHODS["bound"].constraints == "linear"
+    assert METHODS["lbfgs"].peer and METHODS["lbfgs"].constraints == "box"
+    assert not METHODS["bfgs"].supports_constraints
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_result_and_trace_are_uniform(model, method):
+    x0 = np.zeros(model.n_params)
+    res = minimize(model, x0, method=method, tol=1e-9, max_iter=5000)
+    assert isinstance(res, Result)
+    assert res.success == res.converged is True
+    assert res.x.shape == (model.n_params,) and res.x.dtype == np.float64
+    assert res.fun == pytest.approx(model.value(res.x), rel=1e-12)
+    tr = res.trace
+    k = len(tr)
+    assert k >= 2
+    for arr in (tr.objective, tr.seconds, tr.grad_norm, tr.n_evals):
+        assert arr.shape == (k,)
+    assert tr.objective[0] == pytest.approx(model.value(x0), rel=1e-12)
+    assert tr.objective[-1] == pytest.approx(res.fun, rel=1e-12)
+    assert np.all(np.diff(tr.seconds) >= 0) and np.all(np.diff(tr.n_evals) >= 0)
+    assert tr.n_evals[-1] <= res.n_evals == sum(res.counts.values())
+    assert np.isfinite(tr.grad_norm[0])
+    assert res.nit >= 1
+    x0_copy = x0.copy()
+    minimize(model, x0, method=method, max_iter=2)
+    np.testing.assert_array_equal(x0, x0_copy)  # the start point is not modified
+
+
+@pytest.mark.parametrize("x0,exc,match", [
+    (np.full(12, np.nan), ValueError, "non-finite"),
+    (np.r_[np.zeros(11), np.inf], ValueError, "non-finite"),
+    (np.zeros(11), ValueError, "shape"),
+    (np.zeros((3, 4)), ValueError, "shape"),
+    (["a"] * 12, TypeError, "real array"),
+])
+def test_bad_start_points_are_rejected(model, x0, exc, match):
+    assert model.n_params == 12
+    with pytest.raises(exc, match=match):
+        minimize(model, x0)
+
+
+@pytest.mark.parametrize("kwargs,exc,match", [
+    ({"method": "newton-raphson"}, ValueError, "unknown method"),
+    ({"method": None}, ValueError, "unknown method"),
+    ({"tol": -1.0}, ValueError, "tol"),
+    ({"tol": np.nan}, ValueError, "tol"),
+    ({"max_iter": -1}, ValueError, "max_iter"),
+    ({"max_iter": 2.5}, ValueError, "max_iter"),
+    ({"target": np.nan}, ValueError, "target"),
+    ({"inner": "lu"}, ValueError, "inner"),
+    ({"callback": 3}, TypeError, "callback"),
+    ({"frobnicate": 1}, TypeError, "unexpected"),
+    ({"method": "newton-bound", "fallback": "sideways"}, ValueError, "fallback"),
+])
+def test_bad_options_are_rejected(model, kwargs, exc, match):
+    with pytest.raises(exc, match=match):
+        minimize(model, np.zeros(model.n_params), **kwargs)
+
+
+def test_infeasible_start_and_unsupported_constraints_are_rejected(model):
+    p = model.n_params
+    box = LinearConstraints(lb=np.zeros(p), ub=np.ones(p))
+    with pytest.raises(ValueError, match="infeasible"):
+        minimize(model, -np.ones(p), constraints=box)
+    general = LinearConstraints(A=np.ones((1, p)), b=[1.0])
+    with pytest.raises(ValueError, match="infeasible"):
+        minimize(model, np.ones(p), method="bound", constraints=general)
+    with pytest.raises(ValueError, match="does not support constraints"):
+        minimize(model, np.full(p, 0.5), method="bfgs", constraints=box)
+    with pytest.raises(ValueError, match="only box"):
+        minimize(model, np.zeros(p), method="lbfgs", constraints=general)
+    with pytest.raises(ValueError, match="parameters"):
+        minimize(model, np.zeros(p), constraints=LinearConstraints(lb=np.zeros(3)))
+    with pytest.raises(TypeError, match="LinearConstraints"):
+        minimize(model, np.zeros(p), constraints=(np.zeros(p), np.ones(p)))
+    # projecting the start makes it acceptable
+    res = minimize(model, box.project(-np.ones(p)), constraints=box)
+    assert res.converged and box.is_feasible(res.x)
+
+
+def test_object_without_the_model_protocol_is_rejected():
+    with pytest.raises(TypeError, match="n_params"):
+        minimize(object(), np.zeros(3))
+
+
+def test_start_at_the_target_stops_immediately(model):
+    x0 = np.zeros(model.n_params)
+    f0 = model.value(x0)
+    for method in METHODS:
+        res = minimize(model, x0, method=method, target=f0 + 1.0)
+        assert res.target_reached and res.nit == 0, method
+        np.testing.assert_array_equal(res.x, x0)

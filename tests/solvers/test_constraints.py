@@ -1,0 +1,153 @@
+"""Alg. 2 with convex constraints (step 3 as a QP): box and A theta <= b, checked against CVXPY,
+SciPy L-BFGS-B (box) and the KKT conditions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _solver_problems import logistic_problem
+
+from zbound.solvers import LinearConstraints, minimize
+
+MM_METHODS = ("bound", "squarem", "newton-bound")
+
+
+def _cvxpy_solution(model, cons: LinearConstraints):
+    cp = pytest.importorskip("cvxpy")
+    n, d = model.n_classes, model.n_features
+    X, y = model.X, model.y
+    W = cp.Variable((n, d))
+    theta = cp.reshape(W, (n * d,), order="C")
+    S = X @ W.T
+    Y = np.zeros((X.shape[0], n))
+    Y[np.arange(X.shape[0]), y] = 1.0
+    obj = cp.sum(cp.log_sum_exp(S, axis=1)) - cp.sum(cp.multiply(Y, S)) \
+        + 0.5 * model.reg * cp.sum_squares(W)
+    constraints = []
+    lo, hi = np.isfinite(cons.lb), np.isfinite(cons.ub)
+    if lo.any():
+        constraints.append(theta[np.flatnonzero(lo)] >= cons.lb[lo])
+    if hi.any():
+        constraints.append(theta[np.flatnonzero(hi)] <= cons.ub[hi])
+    if cons.has_general:
+        constraints.append(cons.A @ theta <= cons.b)
+    prob = cp.Problem(cp.Minimize(obj), constraints)
+    prob.solve(solver=cp.CLARABEL)
+    assert prob.status == "optimal"
+    return np.asarray(theta.value).ravel(), float(prob.value)
+
+
+def _box_problem():
+    model = logistic_problem(20, t=80, d=4, n=3, reg=0.05, separation=2.5)
+    p = model.n_params
+    lb = np.full(p, -0.5)
+    ub = np.full(p, 0.6)
+    lb[::5] = -np.inf  # some coordinates unbounded below
+    return model, LinearConstraints(lb=lb, ub=ub)
+
+
+def _general_problem():
+    model = logistic_problem(21, t=80, d=4, n=3, reg=0.05, separation=2.5)
+    p = model.n_params
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal((4, p))
+    b = np.abs(rng.standard_normal(4)) * 0.5
+    return model, LinearConstraints(lb=-2.0, ub=2.0, A=A, b=b, n_params=p)
+
+
+@pytest.mark.parametrize("method", MM_METHODS)
+@pytest.mark.parametrize("make", [_box_problem, _general_problem])
+def test_constrained_solution_matches_cvxpy(method, make):
+    model, cons = make()
+    x0 = np.zeros(model.n_params)
+    assert cons.is_feasible(x0)
+    res = minimize(model, x0, method=method, constraints=cons, tol=1e-9, max_iter=3000)
+    assert res.converged, res.message
+    assert cons.violation(res.x) <= 1e-9
+    f = res.trace.objective
+    assert np.all(np.diff(f) <= 1e-12 * np.abs(f[:-1]))
+    x_ref, f_ref = _cvxpy_solution(model, cons)
+    np.testing.assert_allclose(res.fun, f_ref, rtol=1e-6)
+    # the unconstrained optimum violates the constraints, so they matter
+    free = minimize(model, x0, method="newton", tol=1e-10)
+    assert not cons.is_feasible(free.x)
+    assert res.fun > free.fun + 1e-3
+    assert np.max(np.abs(res.x - x_ref)) <= 2e-3
+
+
+@pytest.mark.parametrize("method", MM_METHODS + ("lbfgs",))
+def test_box_solution_satisfies_kkt(method):
+    model, cons = _box_problem()
+    res = minimize(model, np.zeros(model.n_params), method=method, constraints=cons, tol=1e-10,
+                   max_iter=3000)
+    assert res.converged, res.message
+    _, g = model.value_and_grad(res.x)
+    at_lb = np.isclose(res.x, cons.lb, atol=1e-7)
+    at_ub = np.isclose(res.x, cons.ub, atol=1e-7)
+    free = ~(at_lb | at_ub)
+    assert at_lb.any() and at_ub.any()
+    assert np.all(g[at_lb] >= -1e-5)   # pushing further down would not help
+    assert np.all(g[at_ub] <= 1e-5)
+    assert np.max(np.abs(g[free])) <= 1e-5
+
+
+def test_general_constraints_satisfy_kkt_with_nonnegative_multipliers():
+    model, cons = _general_problem()
+    res = minimize(model, np.zeros(model.n_params), constraints=cons, tol=1e-11, max_iter=500)
+    _, g = model.value_and_grad(res.x)
+    p = model.n_params
+    rows = [cons.A, np.eye(p), -np.eye(p)]
+    slack = np.concatenate([cons.b - cons.A @ res.x, cons.ub - res.x, res.x - cons.lb])
+    G = np.vstack(rows)
+    active = slack <= 1e-7
+    assert active.any()
+    # g + G_active^T lam = 0 with lam >= 0
+    from scipy.optimize import nnls
+
+    lam, resid = nnls(G[active].T, -g)
+    assert resid <= 1e-5 * max(1.0, np.linalg.norm(g))
+
+
+def test_squarem_extrapolation_is_projected_onto_the_constraints():
+    model, cons = _general_problem()
+    res = minimize(model, np.zeros(model.n_params), method="squarem", constraints=cons,
+                   tol=1e-9, max_iter=2000)
+    assert cons.violation(res.x) <= 1e-9
+    assert res.info["cycles"] > 0
+
+
+def test_project_returns_the_nearest_feasible_point():
+    rng = np.random.default_rng(1)
+    A = rng.standard_normal((3, 5))
+    b = np.ones(3)
+    cons = LinearConstraints(lb=-1.0, ub=1.0, A=A, b=b, n_params=5)
+    z = 3.0 * rng.standard_normal(5)
+    x = cons.project(z)
+    assert cons.is_feasible(x)
+    # no feasible point is closer: compare with a few random feasible points and with SLSQP
+    from scipy.optimize import minimize as sp_min
+
+    ref = sp_min(lambda v: 0.5 * np.sum((v - z) ** 2), np.zeros(5), jac=lambda v: v - z,
+                 method="SLSQP", bounds=[(-1, 1)] * 5,
+                 constraints=[{"type": "ineq", "fun": lambda v: b - A @ v, "jac": lambda v: -A}],
+                 options={"ftol": 1e-12})
+    np.testing.assert_allclose(x, ref.x, atol=1e-6)
+    box = LinearConstraints(lb=[0, 0], ub=[1, 2])
+    np.testing.assert_array_equal(box.project(np.array([-3.0, 5.0])), [0.0, 2.0])
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"lb": [0.0, 2.0], "ub": [1.0, 1.0]}, "lb > ub"),
+    ({"A": np.ones((2, 3))}, "without b"),
+    ({"b": np.ones(2)}, "without A"),
+    ({"A": np.ones((2, 3)), "b": np.ones(3)}, "rows"),
+    ({"lb": [0.0, np.nan]}, "NaN"),
+    ({"lb": [0.0, 1.0], "ub": [1.0, 2.0, 3.0]}, "length"),
+    ({"A": np.array([[1.0, np.inf]]), "b": [1.0]}, "non-finite"),
+    ({}, "at least one"),
+    ({"lb": 0.0}, "n_params"),
+    ({"ub": [-np.inf, 1.0]}, "empty"),
+])
+def test_linear_constraints_reject_bad_input(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LinearConstraints(**kwargs)
