@@ -144,7 +144,7 @@ def check_against_reference(qb, F, lp, theta0, order):
 
 
 # ----------------------------------------------------------------------------- properties
-@settings(max_examples=1500)
+@settings(max_examples=1000)
 @given(problems())
 @example((np.array([[700.0], [-700.0]]), np.array([1.0]), None, np.array([[-1.0], [3.0]]),
           "descending"))
@@ -190,7 +190,7 @@ def batched_problems(draw):
     return F, theta0, lp, thetas, order
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(batched_problems())
 def test_quadratic_bound_batched_equals_per_sample(problem):
     F, theta0, lp, thetas, order = problem
@@ -213,7 +213,11 @@ def test_quadratic_bound_batched_equals_per_sample(problem):
         check_upper_bound(single, F[j], lpj, thetas)
         bj = QuadraticBound(qb.log_z[j], qb.mean[j], qb.curvature[j], qb.theta)
         check_upper_bound(bj, F[j], lpj, thetas)
-        np.testing.assert_allclose(vals[:, j], bj.evaluate(thetas), rtol=1e-14, atol=1e-300)
+        delta = np.abs(thetas - theta0)
+        terms = (abs(bj.log_z) + delta @ np.abs(bj.mean)
+                 + np.einsum("mi,ij,mj->m", delta, np.abs(bj.curvature), delta))
+        np.testing.assert_allclose(vals[:, j], bj.evaluate(thetas), rtol=0,
+                                   atol=1e-14 * np.max(terms) + 1e-300)
 
 
 # ----------------------------------------------------------------------------- sweeps
@@ -294,7 +298,8 @@ def test_sweep_curvature_dominates_hessian():
 def test_mean_is_gradient_by_finite_differences(problem):
     F, theta0, lp, _, order = problem
     fmax = float(np.max(np.abs(F)))
-    assume(fmax > 0)
+    # Subnormal features have too few significant bits for a relative comparison.
+    assume(fmax > 0 and np.all((F == 0) | (np.abs(F) > 1e-290)))
     # Work in the natural units u = theta * fmax so finite differences are well scaled.
     Fu = F / fmax
     qb = quadratic_bound(F, theta0, lp, order=order)
