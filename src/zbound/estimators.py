@@ -457,8 +457,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         """Class probabilities (t, n_classes), columns in the order of classes_."""
         scores = self.decision_function(X)
         if scores.ndim == 1:
-            p1 = expit(scores)
-            return np.column_stack([1.0 - p1, p1])
+            # expit(-s), not 1 - expit(s): keeps the small probability's relative accuracy
+            return np.column_stack([expit(-scores), expit(scores)])
         return softmax(scores, axis=1)
 
     def predict_log_proba(self, X):

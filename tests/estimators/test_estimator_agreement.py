@@ -1,0 +1,114 @@
+"""BoundLogisticRegression solves scikit-learn's LogisticRegression problem.
+
+Reference: ``LogisticRegression(C, fit_intercept, solver="lbfgs")`` with a tiny tol on the same
+standardized data. L-BFGS stops on its own relative-decrease test (about 1e-6 to 1e-5 from the
+optimum on digits, see the objective check), while the library's default Newton-bound solver
+reaches gradient ~1e-12; so besides closeness we check that the library's objective is never
+worse than scikit-learn's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import log_loss
+
+from zbound import BoundLogisticRegression
+
+CASES = [
+    ("iris", 1.0, True),
+    ("iris", 10.0, False),
+    ("wine", 1.0, True),
+    ("wine", 0.1, False),
+    ("digits", 1.0, True),
+    ("breast_cancer", 1.0, True),
+    ("breast_cancer", 10.0, False),
+]
+
+
+def objective(est, X, y, C):
+    """sum_j log-loss_j + 1/(2C) ||coef||^2, scikit-learn's L2 objective."""
+    loss = log_loss(y, est.predict_proba(X), labels=est.classes_, normalize=False)
+    return loss + 0.5 / C * float(np.sum(est.coef_**2))
+
+
+@pytest.fixture(scope="module")
+def fitted(dataset):
+    cache = {}
+
+    def get(name, C, fit_intercept):
+        key = (name, C, fit_intercept)
+        if key not in cache:
+            X, y = dataset(name)
+            sk = LogisticRegression(C=C, fit_intercept=fit_intercept, solver="lbfgs", tol=1e-12,
+                                    max_iter=10_000).fit(X, y)
+            zb = BoundLogisticRegression(C=C, fit_intercept=fit_intercept, tol=1e-10).fit(X, y)
+            cache[key] = (X, y, sk, zb)
+        return cache[key]
+
+    return get
+
+
+@pytest.mark.parametrize(("name", "C", "fit_intercept"), CASES)
+def test_matches_sklearn(fitted, name, C, fit_intercept):
+    X, y, sk, zb = fitted(name, C, fit_intercept)
+    assert zb.solver_result_.converged
+    assert zb.coef_.shape == sk.coef_.shape
+    assert zb.intercept_.shape == sk.intercept_.shape
+    np.testing.assert_array_equal(zb.classes_, sk.classes_)
+    np.testing.assert_allclose(zb.coef_, sk.coef_, rtol=0, atol=1e-5)
+    # the unpenalized intercepts are the least determined parameters for L-BFGS
+    np.testing.assert_allclose(zb.intercept_, sk.intercept_, rtol=0, atol=5e-5)
+    np.testing.assert_allclose(zb.predict_proba(X), sk.predict_proba(X), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(zb.decision_function(X), sk.decision_function(X), rtol=1e-4,
+                               atol=1e-4)
+    assert (zb.predict(X) == sk.predict(X)).mean() >= 0.995
+
+
+@pytest.mark.parametrize(("name", "C", "fit_intercept"), CASES)
+def test_objective_not_worse_than_sklearn(fitted, name, C, fit_intercept):
+    X, y, sk, zb = fitted(name, C, fit_intercept)
+    f_zb, f_sk = objective(zb, X, y, C), objective(sk, X, y, C)
+    assert f_zb <= f_sk + 1e-9 * abs(f_sk)
+    np.testing.assert_allclose(zb.solver_result_.fun, f_zb, rtol=1e-10)
+
+
+def test_multinomial_intercepts_sum_to_zero(fitted):
+    # unpenalized intercepts are defined up to a common shift; the fit returns the centered ones
+    _, _, _, zb = fitted("wine", 1.0, True)
+    assert abs(zb.intercept_.sum()) < 1e-10
+
+
+@pytest.mark.parametrize("solver", ["bound", "squarem", "newton", "lbfgs"])
+def test_other_solvers_same_solution(fitted, solver):
+    X, y, _, ref = fitted("iris", 1.0, True)
+    est = BoundLogisticRegression(C=1.0, solver=solver, tol=1e-9, max_iter=5000).fit(X, y)
+    assert est.solver_result_.method == solver
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), rtol=0, atol=1e-6)
+
+
+def test_auto_is_library_default(dataset):
+    from zbound.solvers import DEFAULT_METHOD
+
+    X, y = dataset("iris")
+    est = BoundLogisticRegression().fit(X, y)
+    assert est.solver_result_.method == DEFAULT_METHOD
+
+
+@pytest.mark.parametrize("order", ["descending", "ascending", "given"])
+def test_bound_order_changes_path_not_solution(fitted, order):
+    X, y, _, ref = fitted("iris", 1.0, True)
+    est = BoundLogisticRegression(solver="bound", order=order, tol=1e-9, max_iter=5000).fit(X, y)
+    np.testing.assert_allclose(est.coef_, ref.coef_, rtol=0, atol=1e-5)
+
+
+def test_sample_weight_matches_sklearn(dataset):
+    X, y = dataset("wine")
+    rng = np.random.default_rng(0)
+    sw = rng.uniform(0.2, 3.0, size=y.shape[0])
+    sk = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=sw)
+    zb = BoundLogisticRegression(C=1.0, tol=1e-10).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(zb.coef_, sk.coef_, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(zb.predict_proba(X), sk.predict_proba(X), rtol=0, atol=1e-5)

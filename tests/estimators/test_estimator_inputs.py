@@ -1,0 +1,304 @@
+"""Inputs: sparse matrices, arbitrary labels, binary conventions, sample weights, and the errors
+that bad inputs and parameters raise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.linear_model import LogisticRegression
+
+from zbound import BoundLogisticRegression
+
+
+@pytest.fixture(scope="module")
+def iris(dataset):
+    return dataset("iris")
+
+
+# -- sparse input ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo"])
+def test_sparse_equals_dense(dataset, fmt):
+    X, y = dataset("wine")
+    Xd = np.where(np.abs(X) < 0.5, 0.0, X)          # about 40% zeros
+    Xs = sp.csr_matrix(Xd).asformat(fmt)
+    dense = BoundLogisticRegression(tol=1e-10).fit(Xd, y)
+    sparse = BoundLogisticRegression(tol=1e-10).fit(Xs, y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(sparse.intercept_, dense.intercept_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(sparse.predict_proba(Xs), dense.predict_proba(Xd), atol=1e-12)
+    np.testing.assert_array_equal(sparse.predict(Xs), dense.predict(Xd))
+
+
+def test_sparse_binary_equals_dense(dataset):
+    X, y = dataset("breast_cancer")
+    Xd = np.where(np.abs(X) < 0.7, 0.0, X)[:200]
+    y = y[:200]
+    dense = BoundLogisticRegression(tol=1e-10).fit(Xd, y)
+    sparse = BoundLogisticRegression(tol=1e-10).fit(sp.csr_array(Xd), y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(Xd)),
+                               dense.decision_function(Xd), atol=1e-9)
+
+
+# -- labels and shapes -------------------------------------------------------------------------
+
+
+def test_string_labels(iris):
+    X, y = iris
+    names = np.array(["setosa", "versicolor", "virginica"])[y]
+    est = BoundLogisticRegression().fit(X, names)
+    ref = BoundLogisticRegression().fit(X, y)
+    np.testing.assert_array_equal(est.classes_, ["setosa", "versicolor", "virginica"])
+    np.testing.assert_array_equal(est.predict(X), est.classes_[ref.predict(X)])
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X))
+    assert est.score(X, names) == ref.score(X, y)
+
+
+def test_labels_sorted_like_np_unique(iris):
+    X, y = iris
+    labels = np.array([10, -3, 7])[y]                 # not sorted, negative, gaps
+    est = BoundLogisticRegression().fit(X, labels)
+    np.testing.assert_array_equal(est.classes_, [-3, 7, 10])
+    proba = est.predict_proba(X)
+    np.testing.assert_array_equal(est.classes_[proba.argmax(axis=1)], est.predict(X))
+    assert est.score(X, labels) > 0.9
+
+
+def test_object_labels(iris):
+    X, y = iris
+    labels = np.array(["a", "b", "c"], dtype=object)[y]
+    est = BoundLogisticRegression().fit(X, labels)
+    assert est.classes_.dtype == object
+    assert est.predict(X).dtype == object
+    assert set(est.predict(X)) <= {"a", "b", "c"}
+    lists = BoundLogisticRegression().fit(X, labels.tolist())
+    np.testing.assert_array_equal(lists.predict(X), est.predict(X))
+
+
+def test_binary_conventions(dataset):
+    X, y = dataset("breast_cancer")
+    labels = np.where(y == 1, "benign", "malignant")
+    est = BoundLogisticRegression().fit(X, labels)
+    assert est.coef_.shape == (1, X.shape[1])
+    assert est.intercept_.shape == (1,)
+    df = est.decision_function(X)
+    assert df.shape == (X.shape[0],)
+    proba = est.predict_proba(X)
+    assert proba.shape == (X.shape[0], 2)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    # decision_function is the log-odds of classes_[1], also where a probability underflows
+    logp = est.predict_log_proba(X)
+    assert np.isfinite(logp).all()
+    np.testing.assert_allclose(df, logp[:, 1] - logp[:, 0], rtol=1e-10, atol=1e-10)
+    np.testing.assert_array_equal(est.predict(X), est.classes_[(df > 0).astype(int)])
+    np.testing.assert_allclose(np.exp(logp), proba, rtol=1e-12, atol=1e-300)
+
+
+def test_multiclass_shapes_and_log_proba(iris):
+    X, y = iris
+    est = BoundLogisticRegression().fit(X, y)
+    assert est.coef_.shape == (3, 4)
+    assert est.intercept_.shape == (3,)
+    assert est.decision_function(X).shape == (150, 3)
+    assert est.n_features_in_ == 4
+    assert est.n_iter_.shape == (1,) and est.n_iter_[0] == est.solver_result_.nit
+    np.testing.assert_allclose(np.exp(est.predict_log_proba(X)), est.predict_proba(X),
+                               rtol=1e-12)
+
+
+def test_log_proba_finite_for_confident_predictions(iris):
+    X, y = iris
+    est = BoundLogisticRegression(C=1e4).fit(X, y)
+    logp = est.predict_log_proba(100 * X)
+    assert np.isfinite(logp).all()
+
+
+def test_feature_names_in():
+    pd = pytest.importorskip("pandas")
+    X = pd.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+    est = BoundLogisticRegression().fit(X, [0, 0, 1, 1])
+    np.testing.assert_array_equal(est.feature_names_in_, ["a", "b"])
+
+
+def test_no_feature_names_for_arrays(iris):
+    X, y = iris
+    assert not hasattr(BoundLogisticRegression().fit(X, y), "feature_names_in_")
+
+
+# -- sample weights ----------------------------------------------------------------------------
+
+
+def test_zero_weight_equals_removal(iris):
+    X, y = iris
+    sw = np.ones(len(y))
+    sw[::3] = 0.0
+    a = BoundLogisticRegression(tol=1e-10).fit(X, y, sample_weight=sw)
+    b = BoundLogisticRegression(tol=1e-10).fit(X[sw > 0], y[sw > 0])
+    np.testing.assert_allclose(a.coef_, b.coef_, atol=1e-9)
+
+
+def test_sample_weight_binary_matches_sklearn(dataset):
+    X, y = dataset("breast_cancer")
+    sw = np.random.default_rng(1).uniform(0.5, 2.0, size=len(y))
+    sk = LogisticRegression(tol=1e-12, max_iter=10_000).fit(X, y, sample_weight=sw)
+    zb = BoundLogisticRegression(tol=1e-10).fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(zb.coef_, sk.coef_, atol=1e-5)
+
+
+# -- convergence and verbosity -----------------------------------------------------------------
+
+
+def test_convergence_warning_when_max_iter_hit(dataset):
+    X, y = dataset("wine")
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        est = BoundLogisticRegression(C=10.0, solver="bound", max_iter=2).fit(X, y)
+    assert not est.solver_result_.converged
+    assert est.n_iter_[0] == 2
+
+
+def test_no_warning_when_converged(iris, recwarn):
+    X, y = iris
+    BoundLogisticRegression().fit(X, y)
+    assert not [w for w in recwarn if issubclass(w.category, ConvergenceWarning)]
+
+
+def test_verbose_prints(iris, capsys):
+    X, y = iris
+    BoundLogisticRegression(verbose=2).fit(X, y)
+    out = capsys.readouterr().out
+    assert "iter 1: objective" in out and "Result(method=" in out
+
+
+# -- errors ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_X_rejected(iris, bad):
+    X, y = iris
+    X = X.copy()
+    X[3, 1] = bad
+    with pytest.raises(ValueError, match="(?i)nan|inf"):
+        BoundLogisticRegression().fit(X, y)
+
+
+def test_non_finite_sparse_X_rejected(iris):
+    X, y = iris
+    Xs = sp.csr_matrix(X)
+    Xs.data[5] = np.nan
+    with pytest.raises(ValueError, match="(?i)nan"):
+        BoundLogisticRegression().fit(Xs, y)
+
+
+def test_non_finite_X_rejected_at_predict(iris):
+    X, y = iris
+    est = BoundLogisticRegression().fit(X, y)
+    Xp = X[:5].copy()
+    Xp[0, 0] = np.nan
+    with pytest.raises(ValueError, match="(?i)nan"):
+        est.predict(Xp)
+
+
+def test_shape_mismatch_X_y(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        BoundLogisticRegression().fit(X, y[:-1])
+
+
+def test_wrong_n_features_at_predict(iris):
+    X, y = iris
+    est = BoundLogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match="4 features"):
+        est.predict(X[:, :3])
+
+
+def test_single_class_rejected(iris):
+    X, _ = iris
+    with pytest.raises(ValueError, match="at least 2 classes.*1 class"):
+        BoundLogisticRegression().fit(X, np.zeros(len(X), dtype=int))
+
+
+def test_single_class_after_weights_rejected(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="at least 2 classes with positive sample_weight"):
+        BoundLogisticRegression().fit(X, y, sample_weight=(y == 2).astype(float))
+
+
+def test_empty_data_rejected():
+    with pytest.raises(ValueError, match="0 sample"):
+        BoundLogisticRegression().fit(np.empty((0, 3)), np.empty(0))
+
+
+def test_no_features_rejected():
+    with pytest.raises(ValueError, match="0 feature"):
+        BoundLogisticRegression().fit(np.empty((4, 0)), [0, 1, 0, 1])
+
+
+def test_continuous_targets_rejected(iris):
+    X, _ = iris
+    with pytest.raises(ValueError, match="Unknown label type"):
+        BoundLogisticRegression().fit(X, np.linspace(0, 1, len(X)))
+
+
+def test_bad_sample_weight(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="shape"):
+        BoundLogisticRegression().fit(X, y, sample_weight=np.ones(3))
+    with pytest.raises(ValueError, match="non-negative"):
+        BoundLogisticRegression().fit(X, y, sample_weight=-np.ones(len(y)))
+    with pytest.raises(ValueError, match="NaN or inf"):
+        BoundLogisticRegression().fit(X, y, sample_weight=np.full(len(y), np.nan))
+
+
+def test_unknown_solver(iris):
+    X, y = iris
+    with pytest.raises(ValueError, match="unknown solver 'liblinear'.*newton-bound"):
+        BoundLogisticRegression(solver="liblinear").fit(X, y)
+
+
+@pytest.mark.parametrize("C", [0, -1.0, np.nan, np.inf, "1", None, True])
+def test_bad_C(iris, C):
+    X, y = iris
+    with pytest.raises(ValueError, match="C must be a finite number > 0"):
+        BoundLogisticRegression(C=C).fit(X, y)
+
+
+@pytest.mark.parametrize(("param", "value", "match"), [
+    ("tol", -1.0, "tol must be"),
+    ("tol", np.nan, "tol must be"),
+    ("max_iter", 0, "max_iter must be"),
+    ("max_iter", 2.5, "max_iter must be"),
+    ("order", "random", "order must be one of"),
+    ("fit_intercept", "yes", "fit_intercept must be"),
+])
+def test_bad_params(iris, param, value, match):
+    X, y = iris
+    with pytest.raises(ValueError, match=match):
+        BoundLogisticRegression(**{param: value}).fit(X, y)
+
+
+def test_not_fitted():
+    with pytest.raises(NotFittedError):
+        BoundLogisticRegression().predict(np.zeros((2, 2)))
+
+
+def test_unknown_labels_at_score(iris):
+    X, y = iris
+    est = BoundLogisticRegression().fit(X, np.array(["a", "b", "c"])[y])
+    with pytest.raises(ValueError, match="labels not seen during fit: 'd'"):
+        est.score(X[:3], ["a", "b", "d"])
+    # integers are not silently matched to string labels
+    with pytest.raises(ValueError, match="labels not seen during fit: 0, 1"):
+        est.score(X[:2], [0, 1])
+
+
+def test_params_untouched_by_fit(iris):
+    X, y = iris
+    bounds = (np.zeros((3, 4)), None)
+    est = BoundLogisticRegression(coef_bounds=bounds)
+    est.fit(X, y)
+    assert est.coef_bounds is bounds
+    assert est.get_params()["solver"] == "auto"
