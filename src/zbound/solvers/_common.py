@@ -23,6 +23,7 @@ class Options:
     tol : stop when the stationarity measure (gradient inf-norm when unconstrained; the
         inf-norm of C d for the constrained step d) is <= tol * max(1, |f|)
     ftol : stop when the objective decreased by <= ftol * max(1, |f|) in one iteration
+        (0 disables the test)
     max_iter : iteration limit (SQUAREM: bound steps)
     target : stop as soon as the objective is <= target (bench: same target for all methods)
     callback : callback(x, f) after each accepted iterate; a truthy return stops the solver
@@ -101,7 +102,7 @@ def stop_reason(f: float, f_prev: float | None, stat: float, opts: Options) -> s
         return "target objective reached"
     if stat <= opts.tol * scale:
         return "stationarity measure below tol"
-    if f_prev is not None and f_prev - f <= opts.ftol * scale:
+    if opts.ftol > 0.0 and f_prev is not None and f_prev - f <= opts.ftol * scale:
         return "relative objective change below ftol"
     return None
 

@@ -30,6 +30,8 @@ from zbound.solvers.result import Recorder, Result
 _ARMIJO = 1e-4
 # Tolerated objective increase from rounding on an MM step that the bound guarantees to descend.
 _ROUND = 1e-12
+# Upper limit of SQUAREM's adaptive step bound alpha_max (it grows 4x whenever it binds).
+_ALPHA_CAP = 1e8
 
 
 def _norm(g: np.ndarray) -> float:
@@ -53,18 +55,26 @@ def _mm_step(maj, opts: Options, inner: str) -> tuple[np.ndarray, float]:
 
 
 def _constrained_step(C: np.ndarray, g: np.ndarray, theta: np.ndarray, cons):
+    """QP step of Alg. 2 (step 3) and the stationarity measure at theta.
+
+    The measure is the projected gradient for box constraints (exact, independent of the QP
+    solver's accuracy) and ||C d||_inf with general inequalities (0 iff theta is a KKT point).
+    """
     d = cons.solve_qp(C, g, theta)
     d *= cons.max_feasible_fraction(theta, d)
     Cd = C @ d
     gd = float(g @ d)
     dCd = float(d @ Cd)
     if gd >= 0.0:
-        return np.zeros_like(d), float(np.max(np.abs(Cd)))
-    if gd + 0.5 * dCd > 0.0 and dCd > 0.0:   # inexact QP answer: exact line search on majorizer
+        d = np.zeros_like(d)
+        Cd = np.zeros_like(d)
+    elif gd + 0.5 * dCd > 0.0 and dCd > 0.0:  # inexact QP answer: exact line search on majorizer
         s = min(1.0, -gd / dCd)
         d *= s
         Cd *= s
-    return d, float(np.max(np.abs(Cd)))
+    if cons.has_general:
+        return d, float(np.max(np.abs(Cd)))
+    return d, cons.projected_gradient(theta, g)
 
 
 def bound_mm(model, x: np.ndarray, opts: Options, method: str = "bound") -> Result:
@@ -85,6 +95,8 @@ def bound_mm(model, x: np.ndarray, opts: Options, method: str = "bound") -> Resu
     while True:
         d, stat = _mm_step(maj, opts, inner)
         reason = stop_reason(f, f_prev, stat, opts)
+        if reason is None and not d.any():
+            reason = "zero step: stationary to the accuracy of the step solver"
         if reason is not None or nit >= opts.max_iter:
             break
         x_new = x + d
@@ -139,6 +151,8 @@ def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
         # step 1: x1 = F(x0)
         d0, stat = _mm_step(maj, opts, inner)
         reason = stop_reason(f, f_prev, stat, opts)
+        if reason is None and not d0.any():
+            reason = "zero step: stationary to the accuracy of the step solver"
         if reason is not None or counts["bound"] >= opts.max_iter:
             break
         x0 = x
@@ -160,8 +174,11 @@ def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
         r = d0
         v = d1 - d0
         vv = float(v @ v)
-        raw = -math.sqrt(float(r @ r) / vv) if vv > 0 else -math.inf
-        clipped = raw <= -alpha_max
+        rr = float(r @ r)
+        # v = 0: the MM map moved by the same step twice (or not at all); no curvature
+        # information to extrapolate with, so take the plain step.
+        raw = -math.sqrt(rr / vv) if vv > 1e-300 and rr > 0 else -1.0
+        clipped = raw <= -alpha_max and alpha_max < _ALPHA_CAP
         alpha = max(-alpha_max, min(-1.0, raw))
         cycles += 1
         f1 = f
@@ -172,7 +189,7 @@ def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
             if alpha == -1.0:
                 break
             x_ext = x0 - 2.0 * alpha * r + (alpha * alpha) * v
-            if cons is not None and not cons.is_feasible(x_ext):
+            if cons is not None and cons.violation(x_ext) > 0.0:
                 x_ext = cons.project(x_ext)
             if not np.isfinite(x_ext).all():
                 alpha = 0.5 * (alpha - 1.0)
@@ -298,6 +315,9 @@ def newton_bound(model, x: np.ndarray, opts: Options, method: str = "newton-boun
             if reason is not None or nit >= opts.max_iter:
                 break
             pred = float(g @ d) + 0.5 * float(d @ Hd @ d)
+        if d is not None and pred == 0.0:
+            reason = "zero step: stationary to the accuracy of the step solver"
+            break
         accepted = False
         if d is not None and pred < 0.0:
             x_new = x + d
@@ -317,7 +337,11 @@ def newton_bound(model, x: np.ndarray, opts: Options, method: str = "newton-boun
                     break
             f_new, g_new, H_new = vgh(x_new)
             counts["value_grad_hessian"] += 1
-            accepted = f_new <= f + _ARMIJO * pred
+            # Sufficient decrease; or, when the predicted decrease is below what float64 can
+            # resolve in f, no increase beyond rounding (the step still improves x).
+            eps_f = _ROUND * 1e-3 * max(1.0, abs(f))
+            accepted = f_new <= f + _ARMIJO * pred or (-pred <= 1e3 * eps_f
+                                                       and f_new <= f + eps_f)
         if accepted:
             n_newton += 1
         else:
