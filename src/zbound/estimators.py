@@ -39,6 +39,12 @@ except ImportError:  # pragma: no cover
         return curvature.to_dense()
 
 _ORDERS = ("descending", "ascending", "given")
+# The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
+# beyond this many parameters that costs gigabytes and minutes per iteration.
+MAX_QP_PARAMS = 5000
+# Relative weight of the intercept-centering term when intercept bounds are given (see
+# _LogisticObjective).
+_WEAK_CENTER = 1e-8
 
 
 # -- the objective ---------------------------------------------------------------------------
@@ -96,8 +102,11 @@ class _LogisticObjective:
     With unpenalized intercepts the multinomial objective is flat along "add c to every
     intercept" (the Hessian and the bound curvature both annihilate it: B_j 1 = 0). The term
     center/2 (u^T theta)^2, u the intercept indicator, is zero on the sum-zero representative and
-    makes the curvature definite without moving W or the centered intercepts; it is used only
-    when nothing else constrains the intercepts.
+    makes the curvature definite without moving W or the centered intercepts. When bounds on
+    the intercepts cut the flat direction, the sum-zero point may be infeasible and the term
+    could trade objective for centering, so the estimator then uses a weight 1e-8 times smaller:
+    enough to keep the step QP definite (Clarabel stops short on the singular one), and a
+    gradient perturbation far below ``tol``.
     """
 
     def __init__(self, X, y, n_classes: int, penalty: np.ndarray, sample_weight: np.ndarray,
@@ -391,16 +400,24 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.fit_intercept:
             pen[:, -1] = 0.0
         center = 0.0
-        if self.fit_intercept and k > 1 and icpt_box is None:
+        exact_center = self.fit_intercept and k > 1 and icpt_box is None
+        if self.fit_intercept and k > 1:
             # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
-            center = float(sw.sum()) / k**2
+            center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
         model = _LogisticObjective(Xa, y_idx.astype(np.intp), n_classes, pen.ravel(), sw,
                                    center)
 
         constraints = None
         x0 = np.zeros(k * d)
         if coef_box is not None or icpt_box is not None:
+            from zbound.solvers import METHODS
             from zbound.solvers.constraints import LinearConstraints
+
+            if k * d > MAX_QP_PARAMS and METHODS[solver].constraints == "linear":
+                raise ValueError(
+                    f"bounds with solver {solver!r} solve a dense QP in all {k * d} parameters "
+                    f"every iteration (limit {MAX_QP_PARAMS}); use solver='lbfgs', which "
+                    "handles boxes without forming the matrix")
 
             lb = np.full((k, d), -np.inf)
             ub = np.full((k, d), np.inf)
@@ -436,7 +453,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         self.coef_ = np.ascontiguousarray(W[:, :n_features])
         if self.fit_intercept:
             intercept = W[:, -1].copy()
-            if center:
+            if exact_center:
                 intercept -= intercept.mean()   # the exact sum-zero representative
             self.intercept_ = intercept
         else:

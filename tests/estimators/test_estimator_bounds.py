@@ -193,3 +193,15 @@ def test_solver_without_constraint_support(iris):
     X, y = iris
     with pytest.raises(ValueError, match="solver 'bfgs' does not support coef_bounds"):
         BoundLogisticRegression(solver="bfgs", coef_bounds=(0.0, None)).fit(X, y)
+
+
+def test_bounds_on_many_parameters_need_lbfgs(monkeypatch):
+    import zbound.estimators as est_mod
+
+    monkeypatch.setattr(est_mod, "MAX_QP_PARAMS", 10)
+    X = np.random.default_rng(0).normal(size=(40, 6))
+    y = np.arange(40) % 3
+    with pytest.raises(ValueError, match="dense QP in all 21 parameters.*solver='lbfgs'"):
+        BoundLogisticRegression(coef_bounds=(0.0, None)).fit(X, y)
+    est = BoundLogisticRegression(coef_bounds=(0.0, None), solver="lbfgs").fit(X, y)
+    assert est.coef_.min() >= 0.0
