@@ -151,3 +151,31 @@ def test_project_returns_the_nearest_feasible_point():
 def test_linear_constraints_reject_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LinearConstraints(**kwargs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_box_qp_is_exact_including_flat_directions(seed):
+    cp = pytest.importorskip("cvxpy")
+    from zbound.solvers.constraints import box_qp
+
+    rng = np.random.default_rng(seed)
+    p = 8
+    A = rng.standard_normal((p, p - 2))
+    P = A @ A.T                       # rank p - 2: flat directions
+    g = 3.0 * rng.standard_normal(p)
+    lo = -rng.random(p) * 2.0
+    hi = rng.random(p) * 2.0
+    d = box_qp(P, g, lo, hi)
+    assert np.all(d >= lo) and np.all(d <= hi)
+    x = cp.Variable(p)
+    prob = cp.Problem(cp.Minimize(0.5 * cp.quad_form(x, cp.psd_wrap(P)) + g @ x),
+                      [x >= lo, x <= hi])
+    prob.solve(solver=cp.CLARABEL)
+    q = 0.5 * d @ P @ d + g @ d
+    assert q <= prob.value + 1e-7 * max(1.0, abs(prob.value))
+    # KKT: the gradient pushes outwards at active bounds and vanishes on free coordinates
+    grad = P @ d + g
+    free = (d > lo + 1e-12) & (d < hi - 1e-12)
+    assert np.max(np.abs(grad[free]), initial=0.0) <= 1e-9
+    assert np.all(grad[np.isclose(d, lo)] >= -1e-9)
+    assert np.all(grad[np.isclose(d, hi)] <= 1e-9)

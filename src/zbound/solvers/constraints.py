@@ -10,6 +10,7 @@ qpsolvers).
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 import scipy.sparse as sp
 
 _FEAS_TOL = 1e-9
@@ -145,6 +146,8 @@ class LinearConstraints:
         P : (p, p) symmetric PSD, g : (p,), theta : (p,) (need not be feasible). Returns the step
         d : (p,); box constraints are enforced exactly by clipping the solver's answer.
         """
+        if not self.has_general:
+            return box_qp(P, g, self.lb - theta, self.ub - theta)
         from qpsolvers import solve_qp
 
         p = self.n_params
@@ -163,9 +166,12 @@ class LinearConstraints:
             rhs.append(self.b - self.A @ theta)
         G = sp.vstack(rows, format="csc") if rows else None
         h = np.concatenate(rhs) if rhs else None
-        P = 0.5 * (P + P.T)
-        d = solve_qp(sp.csc_matrix(P), np.asarray(g, dtype=np.float64), G=G, h=h,
-                     solver="clarabel", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        Pc = sp.csc_matrix(0.5 * (P + P.T))
+        g = np.asarray(g, dtype=np.float64)
+        d = solve_qp(Pc, g, G=G, h=h, solver="clarabel", tol_gap_abs=1e-12, tol_gap_rel=1e-12,
+                     tol_feas=1e-12)
+        if d is None:  # the tight tolerances were not reached: Clarabel's defaults
+            d = solve_qp(Pc, g, G=G, h=h, solver="clarabel")
         if d is None:
             raise RuntimeError("the QP solver (clarabel) found no solution for the step QP; "
                                "is the feasible set empty?")
@@ -192,3 +198,67 @@ class LinearConstraints:
         k = self.A.shape[0] if self.has_general else 0
         nb = int(np.isfinite(self.lb).sum() + np.isfinite(self.ub).sum())
         return f"LinearConstraints(n_params={self.n_params}, bounds={nb}, inequalities={k})"
+
+
+def _spd_solve_ridged(P: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """Solve P x = rhs, adding a tiny ridge if P is singular: along a flat direction with a
+    nonzero linear term the answer is then huge, and the ratio test of :func:`box_qp` stops at
+    the bound, which is where the QP's minimizer lies."""
+    ridge = 0.0
+    scale = max(1.0, float(np.max(np.abs(np.diagonal(P)), initial=0.0)))
+    for _ in range(6):
+        try:
+            L = np.linalg.cholesky(P + ridge * np.eye(P.shape[0]) if ridge else P)
+            return scipy.linalg.cho_solve((L, True), rhs, check_finite=False)
+        except np.linalg.LinAlgError:
+            ridge = 1e-12 * scale if ridge == 0.0 else 100.0 * ridge
+    return scipy.linalg.lstsq(P, rhs, check_finite=False)[0]
+
+
+def box_qp(P: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+           max_iter: int | None = None) -> np.ndarray:
+    """argmin_d 0.5 d^T P d + g^T d  s.t.  lo <= d <= hi (lo <= 0 <= hi), P symmetric PSD.
+
+    Primal active-set method from the feasible point d = 0: solve for the free variables with
+    the active ones at their bounds; if that leaves the box, step to the first bound hit and fix
+    that variable; else release the active variable whose multiplier has the wrong sign. Exact
+    to rounding (the QP of Alg. 2 step 3 for box constraints), no external solver.
+    P : (p, p), g, lo, hi : (p,). Returns d : (p,).
+    """
+    p = g.shape[0]
+    d = np.zeros(p)
+    at_lo = np.zeros(p, dtype=bool)
+    at_hi = np.zeros(p, dtype=bool)
+    max_iter = max_iter if max_iter is not None else 10 * p + 20
+    for _ in range(max_iter):
+        free = ~(at_lo | at_hi)
+        if free.any():
+            rhs = -(g[free] + P[np.ix_(free, ~free)] @ d[~free])
+            Pff = P[np.ix_(free, free)]
+            target = _spd_solve_ridged(Pff, rhs)
+            step = target - d[free]
+            # ratio test: largest s in [0, 1] keeping d_free + s * step in the box
+            with np.errstate(divide="ignore", invalid="ignore"):
+                s_lo = np.where(step < 0, (lo[free] - d[free]) / step, np.inf)
+                s_hi = np.where(step > 0, (hi[free] - d[free]) / step, np.inf)
+            s_all = np.minimum(s_lo, s_hi)
+            k = int(np.argmin(s_all))
+            if s_all[k] < 1.0:
+                d[free] += max(s_all[k], 0.0) * step
+                idx = np.flatnonzero(free)[k]
+                if s_lo[k] <= s_hi[k]:
+                    d[idx] = lo[idx]
+                    at_lo[idx] = True
+                else:
+                    d[idx] = hi[idx]
+                    at_hi[idx] = True
+                continue
+            d[free] = target
+        grad = P @ d + g
+        # multipliers: at a lower bound grad >= 0, at an upper bound grad <= 0
+        wrong = np.where(at_lo, -grad, 0.0) + np.where(at_hi, grad, 0.0)
+        j = int(np.argmax(wrong))
+        if wrong[j] <= 1e-14 * max(1.0, float(np.max(np.abs(g), initial=0.0))):
+            break
+        at_lo[j] = at_hi[j] = False
+    return np.clip(d, lo, hi)
