@@ -302,3 +302,22 @@ def test_params_untouched_by_fit(iris):
     est.fit(X, y)
     assert est.coef_bounds is bounds
     assert est.get_params()["solver"] == "auto"
+
+
+def test_verbose_one_prints_summary_only(iris, capsys):
+    X, y = iris
+    BoundLogisticRegression(verbose=1).fit(X, y)
+    out = capsys.readouterr().out
+    assert "Result(method='" in out and "iter 1" not in out
+
+
+def test_works_in_pipeline_and_cross_validation(dataset):
+    from sklearn.model_selection import GridSearchCV, cross_val_score
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = dataset("wine")
+    pipe = make_pipeline(StandardScaler(), BoundLogisticRegression())
+    assert cross_val_score(pipe, X, y, cv=3).mean() > 0.9
+    search = GridSearchCV(BoundLogisticRegression(), {"C": [0.01, 1.0]}, cv=3).fit(X, y)
+    assert search.best_params_["C"] in (0.01, 1.0)
