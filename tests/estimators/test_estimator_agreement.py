@@ -112,3 +112,21 @@ def test_sample_weight_matches_sklearn(dataset):
     zb = BoundLogisticRegression(C=1.0, tol=1e-10).fit(X, y, sample_weight=sw)
     np.testing.assert_allclose(zb.coef_, sk.coef_, rtol=0, atol=1e-5)
     np.testing.assert_allclose(zb.predict_proba(X), sk.predict_proba(X), rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("n_classes", [2, 4])
+def test_sparse_high_dimensional_matches_sklearn(n_classes):
+    # p > 300 parameters: the matrix-free (CG) inner solves on a CSR design
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = sp.random(600, 800, density=0.02, format="csr", random_state=1)
+    W = 3.0 * rng.normal(size=(n_classes, 800))
+    y = np.asarray(X @ W.T + rng.gumbel(size=(600, n_classes))).argmax(axis=1)
+    sk = LogisticRegression(C=1.0, tol=1e-12, max_iter=10_000).fit(X, y)
+    zb = BoundLogisticRegression(C=1.0, tol=1e-10).fit(X, y)
+    assert zb.solver_result_.converged
+    np.testing.assert_allclose(zb.coef_, sk.coef_, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(zb.predict_proba(X), sk.predict_proba(X), rtol=0, atol=1e-5)
+    f_zb, f_sk = objective(zb, X, y, 1.0), objective(sk, X, y, 1.0)
+    assert f_zb <= f_sk + 1e-9 * abs(f_sk)
