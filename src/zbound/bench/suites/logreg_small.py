@@ -344,6 +344,28 @@ def choose_sklearn_tol(problem: Problem, solver: str, cfg: Config,
             "tried": tried}
 
 
+def eval_costs(problem: Problem, x0: np.ndarray, n: int = 15) -> dict[str, float]:
+    """Median seconds of one model construction, value+gradient, value+gradient+Hessian and
+    Alg. 1 bound (majorizer) at ``x0``: what one iteration of each method family costs."""
+    m = problem.model()
+    calls = {
+        "construct": problem.model,
+        "value_and_grad": lambda: m.value_and_grad(x0),
+        "value_grad_hessian": lambda: m.value_grad_hessian(x0),
+        "hessian_dense": lambda: m.value_grad_hessian(x0)[2].to_dense(),
+        "bound": lambda: m.majorizer(x0),
+    }
+    out = {}
+    for name, fn in calls.items():
+        ts = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            fn()
+            ts.append(time.perf_counter() - t0)
+        out[name] = statistics.median(ts)
+    return out
+
+
 def _downsample(n: int, k: int) -> np.ndarray:
     if n <= k:
         return np.arange(n)
@@ -526,6 +548,7 @@ def run(ctx) -> None:
     data: dict[str, Any] = {}
     skipped: dict[str, str] = {}
     references: dict[str, Any] = {}
+    costs: dict[str, Any] = {}
     curves: dict[str, Any] = {}
     ctx.start("logreg-small", total=len(todo))
     with warnings.catch_warnings(), _thread_limit(cfg.blas_threads):
@@ -551,6 +574,11 @@ def run(ctx) -> None:
             writer.set_extra("references", references)
             n_starts = cfg.starts_table3 if task == "table3" else cfg.starts_weak
             starts = start_points(dataset, n_starts, problem.n_classes * problem.X.shape[1])
+            if dataset not in costs:
+                costs[dataset] = {"shape": list(problem.X.shape),
+                                  "n_classes": problem.n_classes,
+                                  **eval_costs(problem, starts[0])}
+                writer.set_extra("eval_costs", costs)
             _, cell_curves = run_cell(problem, starts, cfg, plan, writer, ctx.log)
             curves[problem.group] = {"f_star": problem.f_star,
                                      "target_gap": problem.target - problem.f_star,
@@ -699,6 +727,27 @@ def report(doc: dict[str, Any], out: Path) -> str:
         worst = max(r.get("bfgs_newton_rel_diff", 0.0) or 0.0 for r in refs.values())
         lines.append(f"Reference optima: BFGS and its Newton polish agree to {worst:.1e} "
                      "relative (max over cells), far below the 1e-6 target tolerance.")
+        lines.append("")
+
+    costs = extra.get("eval_costs", {})
+    if costs:
+        lines += ["## Cost of one evaluation", ""]
+        lines.append("Median wall time of one call at the first start point (one BLAS thread): "
+                     "building the model, value + gradient (what BFGS/CG/L-BFGS/SD pay per "
+                     "evaluation), value + gradient + Hessian operator (Newton, newton-bound), "
+                     "the Hessian as a dense matrix, and the Alg. 1 bound (plain Alg. 2 and "
+                     "SQUAREM, one per bound step).")
+        lines.append("")
+        lines.append("| data | t x d, classes | model | value+grad | +Hessian | dense Hessian | "
+                     "bound (Alg. 1) | bound / (value+grad) |")
+        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for d, c in costs.items():
+            ratio = c["bound"] / c["value_and_grad"] if c.get("value_and_grad") else None
+            lines.append(
+                f"| {d} | {c['shape'][0]} x {c['shape'][1]}, {c['n_classes']} | "
+                f"{_fmt_s(c.get('construct'))} | {_fmt_s(c.get('value_and_grad'))} | "
+                f"{_fmt_s(c.get('value_grad_hessian'))} | {_fmt_s(c.get('hessian_dense'))} | "
+                f"{_fmt_s(c.get('bound'))} | {'-' if ratio is None else f'{ratio:.0f}x'} |")
         lines.append("")
 
     # (1) Table 3 grid
