@@ -24,19 +24,13 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+import zbound.solvers as _solvers
 from zbound.bounds.curvature import Curvature, KroneckerCurvature
 from zbound.bounds.multinomial import label_bound
 from zbound.models.base import Majorizer
-
-try:  # the solvers' registry decides the default; keep one constant for the whole library
-    from zbound.solvers import DEFAULT_METHOD as DEFAULT_SOLVER
-except ImportError:  # pragma: no cover - only while the solvers package is incomplete
-    DEFAULT_SOLVER = "newton-bound"
-try:  # one GEMM per row chunk instead of a loop over class blocks
-    from zbound.solvers._linalg import dense as _dense
-except ImportError:  # pragma: no cover
-    def _dense(curvature):
-        return curvature.to_dense()
+from zbound.solvers import METHODS, minimize
+from zbound.solvers._linalg import dense as _dense  # one GEMM per row chunk for dense X
+from zbound.solvers.constraints import LinearConstraints
 
 _ORDERS = ("descending", "ascending", "given")
 # The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
@@ -242,12 +236,6 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
     return lower, upper
 
 
-def _available_solvers() -> list[str]:
-    from zbound.solvers import METHODS
-
-    return sorted(METHODS)
-
-
 # -- the estimator -----------------------------------------------------------------------------
 
 
@@ -318,8 +306,6 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
 
     # -- validation --------------------------------------------------------------------------
     def _check_params(self) -> str:
-        from zbound.solvers import METHODS
-
         C = self.C
         if isinstance(C, bool) or not isinstance(C, numbers.Real) or not np.isfinite(C) or C <= 0:
             raise ValueError(f"C must be a finite number > 0, got {C!r}")
@@ -330,11 +316,16 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         mi = self.max_iter
         if isinstance(mi, bool) or not isinstance(mi, numbers.Integral) or mi < 1:
             raise ValueError(f"max_iter must be an integer >= 1, got {mi!r}")
+        v = self.verbose
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise ValueError(f"verbose must be an integer >= 0, got {v!r}")
         if self.order not in _ORDERS:
             raise ValueError(f"order must be one of {_ORDERS}, got {self.order!r}")
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        solver = DEFAULT_SOLVER if self.solver == "auto" else self.solver
+        # "auto" is the library's one default (zbound.solvers.DEFAULT_METHOD), read at fit time
+        # so that the estimator and the benchmarks never disagree on it.
+        solver = _solvers.DEFAULT_METHOD if self.solver == "auto" else self.solver
         if not isinstance(solver, str) or solver not in METHODS:
             raise ValueError(f"unknown solver {self.solver!r}; use 'auto' or one of "
                              f"{sorted(METHODS)}")
@@ -410,9 +401,6 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         constraints = None
         x0 = np.zeros(k * d)
         if coef_box is not None or icpt_box is not None:
-            from zbound.solvers import METHODS
-            from zbound.solvers.constraints import LinearConstraints
-
             if k * d > MAX_QP_PARAMS and METHODS[solver].constraints == "linear":
                 raise ValueError(
                     f"bounds with solver {solver!r} solve a dense QP in all {k * d} parameters "
@@ -427,8 +415,6 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                 lb[:, -1], ub[:, -1] = icpt_box
             constraints = LinearConstraints(lb=lb.ravel(), ub=ub.ravel())
             x0 = np.clip(x0, constraints.lb, constraints.ub)
-
-        from zbound.solvers import minimize
 
         callback = None
         if self.verbose >= 2:

@@ -97,6 +97,14 @@ def test_auto_is_library_default(dataset):
     assert est.solver_result_.method == DEFAULT_METHOD
 
 
+def test_auto_follows_the_library_constant(dataset, monkeypatch):
+    import zbound.solvers
+
+    monkeypatch.setattr(zbound.solvers, "DEFAULT_METHOD", "squarem")
+    X, y = dataset("iris")
+    assert BoundLogisticRegression().fit(X, y).solver_result_.method == "squarem"
+
+
 @pytest.mark.parametrize("order", ["descending", "ascending", "given"])
 def test_bound_order_changes_path_not_solution(fitted, order):
     X, y, _, ref = fitted("iris", 1.0, True)

@@ -273,6 +273,8 @@ def test_bad_C(iris, C):
     ("max_iter", 2.5, "max_iter must be"),
     ("order", "random", "order must be one of"),
     ("fit_intercept", "yes", "fit_intercept must be"),
+    ("verbose", -1, "verbose must be"),
+    ("verbose", "loud", "verbose must be"),
 ])
 def test_bad_params(iris, param, value, match):
     X, y = iris
