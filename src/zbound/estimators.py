@@ -99,7 +99,7 @@ class _LogisticObjective:
     makes the curvature definite without moving W or the centered intercepts. When bounds on
     the intercepts cut the flat direction, the sum-zero point may be infeasible and the term
     could trade objective for centering, so the estimator then uses a weight 1e-8 times smaller:
-    enough to keep the step QP definite (Clarabel stops short on the singular one), and a
+    enough to keep the step QP definite (a QP solver may stop short on a singular one), and a
     gradient perturbation far below ``tol``.
     """
 
