@@ -270,3 +270,27 @@ def test_bad_inputs():
         quantum_bound(model, [0, 1, 2])
     with pytest.raises(TypeError, match="warm_start"):
         quantum_bound(model, warm_start=3)
+
+
+def test_partial_spectrum_path_matches_full_eigendecomposition(monkeypatch):
+    """For n >= 150 the solver computes only eigenpairs with prox value > 1e-18 (syevr)."""
+    import zbound.ising.quantum as q
+
+    rng = np.random.default_rng(13)
+    model = random_model(155, rng, eps=0.5)
+    part = quantum_bound(model, tol=1e-6, polish=False)
+    monkeypatch.setattr(q, "_PARTIAL_MIN_N", 10**9)
+    full = quantum_bound(model, tol=1e-6, polish=False)
+    assert part.converged and full.converged
+    assert part.iterations == full.iterations
+    assert part.bound == pytest.approx(full.bound, rel=1e-12)
+
+
+def test_polish_and_plain_chambolle_pock_agree():
+    rng = np.random.default_rng(14)
+    model = random_model(9, rng, eps=0.6)
+    fs = edge_features(9, [(0, 1), (1, 2), (5, 7)])
+    a = quantum_bound(model, fs, tol=1e-7, polish=True)
+    b = quantum_bound(model, fs, tol=1e-7, polish=False, max_iter=200000)
+    assert a.converged and b.converged and a.newton_steps > 0 and b.newton_steps == 0
+    assert a.bound == pytest.approx(b.bound, rel=3e-7)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -270,8 +270,10 @@ def _pack_bool(b: np.ndarray) -> np.ndarray:
     return (padded.reshape(m, w, 64) << shifts).sum(axis=2, dtype=np.uint64)
 
 
+@lru_cache(maxsize=64)
 def default_features(d: int) -> FeatureSet:
-    """I_0 = {0, e_1, ..., e_d}: phi_0(x) = (1, x) (Sec. 3.1)."""
+    """I_0 = {0, e_1, ..., e_d}: phi_0(x) = (1, x) (Sec. 3.1). Cached: the set is immutable and
+    its XOR classes are computed once."""
     return FeatureSet(d, [0] + [1 << i for i in range(d)])
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 from scipy.linalg.blas import dsyrk
 from scipy.special import wrightomega
 
@@ -114,28 +115,36 @@ def entropy_prox(m: np.ndarray, lam: float) -> np.ndarray:
     return lam * wrightomega(m / lam - math.log(lam))
 
 
-# Below this size LAPACK's threading costs more than it saves (and collapses when the cores are
-# shared with other processes); measured in scripts/bench/quantum_speed.py.
-_SINGLE_THREAD_BELOW = 256
+def _blas_threads(limit: int | None):
+    """Context limiting BLAS/LAPACK threads to ``limit`` (None: leave them as configured).
 
-
-def _blas_threads(n: int):
-    """Context limiting BLAS/LAPACK to one thread for small matrices; no-op otherwise."""
+    The solver defaults to 1: at these sizes threading gains little on an idle machine and,
+    when the cores are shared, OpenBLAS's spinning threads made d = 400 twenty times slower
+    (364 s against 18 s, measured with the machine's two cores busy; docs/quantum.md).
+    """
     from contextlib import nullcontext
 
-    if n >= _SINGLE_THREAD_BELOW:
-        return nullcontext()
     global _CONTROLLER
+    if limit is None:
+        return nullcontext()
     if _CONTROLLER is None:
         try:
             from threadpoolctl import ThreadpoolController
         except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
             return nullcontext()
         _CONTROLLER = ThreadpoolController()  # library discovery is slow: do it once
-    return _CONTROLLER.limit(limits=1, user_api="blas")
+    return _CONTROLLER.limit(limits=limit, user_api="blas")
 
 
 _CONTROLLER = None
+
+
+def _eigvalsh(A: np.ndarray) -> np.ndarray:
+    """Ascending eigenvalues of a symmetric matrix (lower triangle read), LAPACK syevd."""
+    w, _, info = scipy.linalg.lapack.dsyevd(A, compute_v=0, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"syevd failed to converge (info={info})")
+    return w
 
 
 def _log_mean_exp(a: np.ndarray) -> float:
@@ -149,7 +158,7 @@ def dual_value(F: np.ndarray, W: np.ndarray, epsilon: float) -> float:
     Computed from the eigenvalues of F - W with the largest one shifted out (no overflow).
     """
     n = F.shape[0]
-    a = scipy.linalg.eigvalsh(F - W, check_finite=False, driver="evr")
+    a = _eigvalsh(F - W)
     return epsilon * _log_mean_exp(n * a / epsilon)
 
 
@@ -185,7 +194,7 @@ def feasible_primal(Sigma: np.ndarray, features: FeatureSet):
     n = Sigma.shape[0]
     P = xc.project(Sigma)
     P[np.diag_indices(n)] = 1.0  # tr = n on top of V: the diagonal class is set to 1
-    mu = scipy.linalg.eigvalsh(P, check_finite=False, driver="evr")
+    mu = _eigvalsh(P)
     lam = mu[0]
     if lam < 0:
         u = -lam / (1.0 - lam)
@@ -270,7 +279,17 @@ def solve_quantum(
     xc = features.xor_classes
     pairs = xc.pairs_only
     lam = tau * epsilon / n
-    tauF = tau * F
+    tauF = np.asfortranarray(tau * F)
+    syevd = scipy.linalg.lapack.dsyevd
+    syevr = scipy.linalg.lapack.dsyevr
+    # prox values s < _S_MIN are dropped: s = lam omega(m/lam - log lam) < _S_MIN iff
+    # m < _S_MIN + lam log(_S_MIN) (from m = s + lam log s)
+    m_min = _S_MIN + lam * math.log(_S_MIN)
+    partial_below = int(_PARTIAL_RANK_FRACTION * n) if n >= _PARTIAL_MIN_N else -1
+    rank = n
+    if partial_below > 0:
+        lw = scipy.linalg.lapack.dsyevr_lwork(n)
+        lwork_r, liwork_r = int(lw[0]), int(lw[1])
     diag = np.diag_indices(n)
 
     x = np.eye(n) if x0 is None else np.array(x0, dtype=np.float64)
@@ -286,8 +305,7 @@ def solve_quantum(
     history: list[tuple[int, float, float]] = []
     converged = False
     it = 0
-    newton = _DualNewton(F, features, epsilon) if polish and not pairs and n <= _NEWTON_MAX_N \
-        else None
+    newton = _DualNewton(F, features, epsilon) if polish and n <= _NEWTON_MAX_N else None
     next_polish = 0
     newton_steps = 0
 
@@ -299,10 +317,15 @@ def solve_quantum(
         else:
             W = xc.project_perp(y)
             xs = x
-        D, Sw = _dual_and_gradient(F, W, epsilon)
+        if pairs:
+            # Sigma(W) rarely beats the CP iterate here and would need eigenvectors
+            D, cands = dual_value(F, W, epsilon), (xs,)
+        else:
+            D, Sw = _dual_and_gradient(F, W, epsilon)
+            cands = (xs, Sw)
         if D < best_D:
             best_D = D
-        for cand in (xs, Sw):
+        for cand in cands:
             S, s = feasible_primal(cand, features)
             P = _primal_value(S, s, F, epsilon)
             if P > best_P:
@@ -320,13 +343,23 @@ def solve_quantum(
             y = Z - xc.project(Z)
             y[diag] -= sigma - np.trace(Z) / n
             M = x - tau * y + tauF
-        m, U = scipy.linalg.eigh(
-            M, lower=True, check_finite=False, overwrite_a=True, driver="evd"
-        )
+        if rank < partial_below:
+            # Only eigenpairs whose prox value exceeds _S_MIN matter: MRRR (syevr) on the
+            # range [m_min, inf) skips the rest of the spectrum (x is numerically low-rank).
+            m, U, k, _, info = syevr(M, compute_v=1, range="V", lower=1, vl=m_min, vu=1e300,
+                                     lwork=lwork_r, liwork=liwork_r, overwrite_a=1)
+            m, U = m[:k], U[:, :k]
+        else:
+            # LAPACK syevd (divide and conquer) directly: scipy.linalg.eigh re-queries the
+            # workspace on every call, which dominates for small n; M is Fortran-ordered.
+            m, U, info = syevd(M, compute_v=1, lower=1, overwrite_a=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"LAPACK eigensolver failed (info={info})")
         s = entropy_prox(m, lam)
+        rank = int(np.count_nonzero(s > _S_MIN))
         # x = U diag(s) U^T with s > 0: a rank-n SYRK fills the lower triangle only
         R = U * np.sqrt(s)
-        x_new = dsyrk(1.0, R.T, trans=1, lower=1)
+        x_new = dsyrk(1.0, R.T, trans=1, lower=1) if R.shape[1] else np.zeros((n, n), order="F")
         if not pairs:
             x_new = np.tril(x_new) + np.tril(x_new, -1).T
         xbar = 2.0 * x_new - x
@@ -337,7 +370,8 @@ def solve_quantum(
                 converged = True
                 break
             if newton is not None and it >= next_polish and gap < 0.1:
-                D, W, P, S, steps = newton.run(xc.project_perp(y), tol, best_P)
+                W0 = np.diag(yd - yd.mean()) if pairs else xc.project_perp(y)
+                D, W, P, S, steps = newton.run(W0, tol, best_P)
                 newton_steps += steps
                 best_D = min(best_D, D)
                 if S is not None:
@@ -347,12 +381,23 @@ def solve_quantum(
                     converged = True
                     break
                 # resume CP from the polished dual point, and polish again only later
-                y = W + (np.trace(y) / n) * np.eye(n)
+                if pairs:
+                    yd = np.diag(W) + yd.mean()
+                else:
+                    y = W + (np.trace(y) / n) * np.eye(n)
                 next_polish = it + 10 * check_every
     if not history or history[-1][0] != it:
         check()
     Y = np.diag(yd) if pairs else y
     return best_D, best_P, best_S, Y, it, converged, history, newton_steps
+
+
+# Eigenpairs of the prox whose value is below _S_MIN (on matrices of trace n) are dropped; for
+# n >= _PARTIAL_MIN_N and an iterate of numerical rank below _PARTIAL_RANK_FRACTION * n only the
+# needed part of the spectrum is computed (syevr), which is ~1.5x cheaper than syevd at n = 401.
+_S_MIN = 1e-18
+_PARTIAL_MIN_N = 150
+_PARTIAL_RANK_FRACTION = 0.3
 
 
 # Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis;
@@ -384,10 +429,13 @@ class _DualNewton:
         first[1:] = cls[order][1:] != cls[order][:-1]
         rep = np.empty(xc.n_classes, dtype=np.int64)
         rep[cls[order][first]] = order[first]
-        self.iu, self.ju = iu, ju
-        self.k_idx = order[~first]  # upper entries that get a coordinate
-        self.k_rep = rep[cls[self.k_idx]]  # their class representative
-        self.p = self.k_idx.shape[0]
+        k_idx = order[~first]  # upper entries that get a coordinate
+        k_rep = rep[cls[k_idx]]  # their class representative
+        # only the entries that appear in some basis matrix are needed (for (1, x): the diagonal)
+        used, inv = np.unique(np.concatenate([k_idx, k_rep]), return_inverse=True)
+        self.iu, self.ju = iu[used], ju[used]
+        self.k_idx, self.k_rep = inv[: k_idx.shape[0]], inv[k_idx.shape[0]:]
+        self.p = k_idx.shape[0]
 
     def _basis_matrix(self, coef: np.ndarray) -> np.ndarray:
         n = self.n
@@ -482,6 +530,7 @@ def quantum_bound(
     check_every: int = 20,
     warm_start=None,
     polish: bool = True,
+    blas_threads: int | None = 1,
 ) -> QuantumResult:
     """Quantum relaxation a_eps(F) >= Phi_eps(f) of Beyler & Bach (Sec. 4), by Chambolle-Pock.
 
@@ -490,6 +539,7 @@ def quantum_bound(
     warm_start: a previous QuantumResult (any feature set of the same d) or a (Sigma, Y) pair.
     polish: finish with Newton steps on the dual for general feature sets with n <= 64 (not in
     the paper; CP alone converges like O(1/k) there, see docs/quantum.md).
+    blas_threads: BLAS/LAPACK threads while solving (default 1; None leaves the setting alone).
     ``result.bound`` is a dual value and a valid upper bound even when not converged.
     """
     start = time.perf_counter()
@@ -510,7 +560,9 @@ def quantum_bound(
     x0 = y0 = None
     if warm_start is not None:
         x0, y0 = _embed(warm_start, features)
-    with _blas_threads(features.n):
+    if blas_threads is not None:
+        blas_threads = _check_int("blas_threads", blas_threads, 1)
+    with _blas_threads(blas_threads):
         D, P, S, Y, it, conv, hist, nsteps = solve_quantum(
             F, features, eps, tol, tau, sigma, max_iter, check_every, x0, y0, polish
         )
