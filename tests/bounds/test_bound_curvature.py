@@ -15,6 +15,9 @@ from zbound.bounds.curvature import (
     SumCurvature,
 )
 
+# Any RuntimeWarning (overflow, invalid value) from the library is a test failure.
+pytestmark = pytest.mark.filterwarnings("error")
+
 
 def dense_kron(X, B, reg):
     X = X.toarray() if sp.issparse(X) else X

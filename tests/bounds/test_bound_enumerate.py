@@ -25,6 +25,9 @@ from scipy.optimize import approx_fprime
 
 from zbound.bounds.enumerate import QuadraticBound, quadratic_bound
 
+# Any RuntimeWarning (overflow, invalid value) from the library is a test failure.
+pytestmark = pytest.mark.filterwarnings("error")
+
 ORDERS = ["descending", "ascending", "given"]
 RAISE = dict(over="raise", invalid="raise", divide="raise")
 REL_BOUND = 1e-10
@@ -98,9 +101,11 @@ def check_upper_bound(qb: QuadraticBound, F, lp, thetas):
     quad = np.einsum("mi,ij,mj->m", np.abs(delta), np.abs(qb.curvature), np.abs(delta))
     sc = np.abs(scores_ld(F, thetas, lp)).astype(float)
     biggest = np.max(np.where(np.isfinite(sc), sc, 0.0), axis=-1)
-    scale = 1.0 + np.abs(truth) + abs(qb.log_z) + lin + quad + biggest
+    # (summed after scaling, so that magnitudes near max float do not overflow the tolerance)
+    tol = REL_BOUND * (1.0 + quad) + sum(REL_BOUND * v for v in
+                                         (np.abs(truth), abs(qb.log_z), lin, biggest))
     gap = got - truth
-    assert np.all(gap >= -REL_BOUND * scale), (gap, scale)
+    assert np.all(gap >= -tol), (gap, tol)
     return gap
 
 
@@ -157,6 +162,8 @@ def check_against_reference(qb, F, lp, theta0, order):
           3.0]), np.array([[-3e-100]]), "ascending"))
 @example((np.array([[1e-100, 0], [0, -1e-100]]), np.array([1e100, 2e100]), np.array([-745.0,
           -745.0]), np.array([[5e100, -1e100]]), "descending"))
+@example((np.array([[1.0], [-1.0], [0.0]]), np.array([1e308]), None, np.array([[1e308]]),
+          "ascending"))                              # finite scores 2e308 apart: no overflow
 def test_quadratic_bound_single(problem):
     F, theta0, lp, thetas, order = problem
     with np.errstate(**RAISE):

@@ -13,6 +13,9 @@ from hypothesis.extra import numpy as hnp
 
 from zbound.bounds.scalar import beta, log_cumsum_exp, ordering, sigmoid_from_log
 
+# Any RuntimeWarning (overflow, invalid value) from the library is a test failure.
+pytestmark = pytest.mark.filterwarnings("error")
+
 LD = np.longdouble
 RAISE = dict(over="raise", invalid="raise", divide="raise")
 

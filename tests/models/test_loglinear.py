@@ -15,6 +15,9 @@ from scipy.optimize import approx_fprime, check_grad
 from zbound.models.base import Majorizer, Model
 from zbound.models.loglinear import LogLinearModel
 
+# Any RuntimeWarning (overflow, invalid value) from the library is a test failure.
+pytestmark = pytest.mark.filterwarnings("error")
+
 LD = np.longdouble
 ORDERS = ["descending", "ascending", "given"]
 RAISE = dict(over="raise", invalid="raise", divide="raise")

@@ -17,6 +17,9 @@ from zbound.bounds.curvature import Curvature
 from zbound.models.base import Majorizer, Model
 from zbound.models.multinomial import MultinomialLogistic
 
+# Any RuntimeWarning (overflow, invalid value) from the library is a test failure.
+pytestmark = pytest.mark.filterwarnings("error")
+
 LD = np.longdouble
 ORDERS = ["descending", "ascending", "given"]
 RAISE = dict(over="raise", invalid="raise", divide="raise")

@@ -101,7 +101,8 @@ def alg1_sorted(log_alpha: np.ndarray, features: np.ndarray):
     # of 1e4 (1e8) would be 1e-12 (1e-8) without the shift.
     shift = np.max(log_alpha, axis=1, keepdims=True)
     shift = np.where(np.isfinite(shift), shift, 0.0)
-    log_alpha = log_alpha - shift
+    with np.errstate(over="ignore"):      # finite scores ~ +-1e308 apart: ratio 0, log -inf
+        log_alpha = log_alpha - shift
     log_z_run = log_cumsum_exp(log_alpha, axis=1)             # log z_i - shift, (t, n)
     log_z = log_z_run[:, -1] + shift[:, 0]
     if np.any(log_z == -np.inf):
@@ -120,7 +121,7 @@ def alg1_sorted(log_alpha: np.ndarray, features: np.ndarray):
     # Curvature: l_i = f_i - mu_{i-1}, weight beta(log alpha_i - log z_{i-1}); mu_0 = 0, z_0 = 0.
     mu_prev = np.concatenate([np.zeros((t, 1, d)), mu_run[:, :-1, :]], axis=1)
     log_z_prev = np.concatenate([np.full((t, 1), -np.inf), log_z_run[:, :-1]], axis=1)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):
         r = log_alpha - log_z_prev
     r[:, 0] = np.inf
     w = beta(r)                                                # (t, n); NaN -> 0

@@ -36,7 +36,8 @@ def label_bound(log_alpha: np.ndarray, order: str = "descending"):
     perm = ordering(log_alpha, order)      # before the shift, which can round near-ties equal
     shift = np.max(log_alpha, axis=1, keepdims=True)
     shift = np.where(np.isfinite(shift), shift, 0.0)
-    log_alpha = log_alpha - shift
+    with np.errstate(over="ignore"):      # finite scores ~ +-1e308 apart: ratio 0, log -inf
+        log_alpha = log_alpha - shift
     la = np.take_along_axis(log_alpha, perm, axis=1)
     log_z_run = log_cumsum_exp(la, axis=1)
     log_z = log_z_run[:, -1]
