@@ -604,9 +604,10 @@ class ZeroTemperatureResult:
 def zero_temperature_bound(model, features: FeatureSet | None = None, solver: str = "CLARABEL"):
     """a_0(F) = sup_{Sigma in K'} tr(Sigma F) (Sec. 6): the SDP relaxation of max_x f(x).
 
-    Solved with CVXPY; the returned ``bound`` is re-certified from the dual variable of the PSD
-    constraint: for Z the dual, W = proj_{V-perp}(F + Z)... see docs/quantum.md; any W in V-perp
-    gives a_0(F) <= n lambda_max(F - W).
+    Solved with CVXPY (``solver``: "CLARABEL" or "SCS"); the returned ``bound`` is re-certified
+    from the multiplier Z of the PSD constraint: W = proj_{V-perp}(F + Z) and
+    bound = n lambda_max(F - W) >= a_0(F) >= max_x f(x), valid even if the solve is inexact.
+    The limit eps -> 0 of a_eps(F) (Sec. 6); equals max f on trees with tree features (App. B.2).
     """
     import cvxpy as cp
 
@@ -625,17 +626,11 @@ def zero_temperature_bound(model, features: FeatureSet | None = None, solver: st
     if S.value is None:
         raise RuntimeError(f"zero_temperature_bound: solver returned status {prob.status}")
     Sv = 0.5 * (S.value + S.value.T)
-    Z = psd.dual_value
-    xc = features.xor_classes
-    # At the optimum tI - F + W = Z' >= 0 with W in V-perp; the dual of S >> 0 in CVXPY's
-    # Lagrangian is Z' up to the V-part, so W = proj_{V-perp}(F - Z') and bound = n lmax(F - W).
-    cands = []
-    for Zs in (Z, -Z):
-        W = xc.project_perp(F - Zs) if Zs is not None else np.zeros((n, n))
-        cands.append(n * scipy.linalg.eigvalsh(F - W)[-1])
-    W0 = np.zeros((n, n))
-    cands.append(n * scipy.linalg.eigvalsh(F - W0)[-1])
-    bound = float(min(cands))
+    # Dual of the SDP: min n t s.t. t I + W - F = Z >= 0, W in V-perp. From the solver's Z
+    # (the multiplier of S >> 0), W = proj_{V-perp}(F + Z) is exactly in V-perp, and any such W
+    # certifies a_0(F) <= n lambda_max(F - W) (tr S = n, S >= 0, <S, W> = 0 on K').
+    W = features.xor_classes.project_perp(F + psd.dual_value)
+    bound = float(n * _eigvalsh(np.asfortranarray(F - W))[-1])
     Sf, _ = feasible_primal(Sv, features)
     return ZeroTemperatureResult(
         bound=bound,

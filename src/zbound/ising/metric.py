@@ -1,0 +1,192 @@
+"""Diagonal metric learning for the quantum relaxation (Beyler & Bach, supplement C).
+
+With V = diag(eta), eta in the simplex, phi(x)^T V phi(x) = 1 on the hypercube, so every such V
+gives a lower bound on the KL; the best one is D_diag(Sigma) = max_i [h(Sigma)]_ii with
+h(t) = t log t - t + 1, and (eq. (10))
+
+    a_eps^diag(F) = sup_{Sigma in K'} tr(Sigma F) - eps max_i [h(Sigma)]_ii,
+
+which lies between Phi_eps(f) and a_eps(F) (max_i >= mean_i, and (1/n) tr h(Sigma) is the
+entropy term of a_eps since tr Sigma = n). The objective is concave and nonsmooth; it is maximized
+with Kelley's cutting-plane method (C.2): each cut uses a supergradient F - eps grad g_i(Sigma)
+for an active i, with grad g_i from the divided differences of h (App. D), and each master problem
+max_{Sigma in K'} min_t (cut_t) is a small SDP solved by CVXPY.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.linalg
+
+from zbound.ising.features import FeatureSet, coefficient_matrix
+from zbound.ising.quantum import (
+    QuantumResult,
+    _check_int,
+    _check_positive,
+    _k_prime_constraints,
+    _resolve,
+    quantum_bound,
+)
+
+__all__ = [
+    "MetricResult",
+    "metric_learning_bound",
+    "diag_entropy",
+    "diag_entropy_gradient",
+]
+
+
+def _h(t: np.ndarray) -> np.ndarray:
+    """h(t) = t log t - t + 1 on t >= 0 (h(0) = 1)."""
+    t = np.clip(t, 0.0, None)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(t > 0, t * np.log(np.where(t > 0, t, 1.0)), 0.0) - t + 1.0
+
+
+def diag_entropy(Sigma: np.ndarray) -> np.ndarray:
+    """(n,) diagonal of h(Sigma) = Sigma log Sigma - Sigma + I (supplement C, eq. (10))."""
+    lam, U = scipy.linalg.eigh(Sigma)
+    return (U**2) @ _h(lam)
+
+
+def _divided_differences(lam: np.ndarray) -> np.ndarray:
+    """Gamma_kl = (h(l_k) - h(l_l)) / (l_k - l_l), h'(l) = log l on ties (App. D)."""
+    hl = _h(lam)
+    dl = lam[:, None] - lam[None, :]
+    close = np.abs(dl) <= 1e-10 * np.maximum(1.0, np.abs(lam)[:, None])
+    mid = np.maximum(0.5 * (lam[:, None] + lam[None, :]), 1e-300)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gam = np.where(close, np.log(mid), (hl[:, None] - hl[None, :]) / np.where(close, 1.0, dl))
+    return gam
+
+
+def diag_entropy_gradient(Sigma: np.ndarray, i: int) -> np.ndarray:
+    """Gradient of g_i(Sigma) = [h(Sigma)]_ii (App. D / C.2.2), Sigma positive definite.
+
+    grad g_i = U (Gamma o (u_i u_i^T)) U^T with u_i = U[i, :] the i-th row of the eigenvectors.
+    """
+    lam, U = scipy.linalg.eigh(Sigma)
+    if lam[0] <= 0:
+        raise ValueError("diag_entropy_gradient needs a positive definite Sigma")
+    u = U[i]
+    return U @ (_divided_differences(lam) * np.outer(u, u)) @ U.T
+
+
+@dataclass
+class MetricResult:
+    """Outcome of :func:`metric_learning_bound`.
+
+    bound: min(Kelley's upper value, the plain quantum bound) >= a_eps^diag(F) >= Phi_eps.
+    lower: best objective value of eq. (10) found (a value of a feasible Sigma).
+    kelley_upper: the cutting-plane model's maximum (upper value on a_eps^diag).
+    quantum: the plain relaxation a_eps(F) result it started from.
+    """
+
+    bound: float
+    lower: float
+    kelley_upper: float
+    gap: float
+    iterations: int
+    converged: bool
+    seconds: float
+    sigma: np.ndarray
+    quantum: QuantumResult
+    history: list[tuple[float, float]] = field(default_factory=list, repr=False)
+
+
+def _objective(Sigma, F, eps):
+    lam, U = scipy.linalg.eigh(Sigma)
+    g = (U**2) @ _h(lam)
+    return float(np.vdot(Sigma, F) - eps * g.max()), g, lam, U
+
+
+def metric_learning_bound(
+    model,
+    features: FeatureSet | None = None,
+    tol: float = 1e-4,
+    max_iter: int = 200,
+    solver: str = "CLARABEL",
+    interior: float = 1e-6,
+    quantum_tol: float = 1e-7,
+) -> MetricResult:
+    """a_eps^diag(F) of eq. (10) by Kelley's cutting planes (supplement C.2).
+
+    tol: relative gap between Kelley's model maximum and the best objective value.
+    interior: cuts are taken at (1 - interior) Sigma + interior I, which stays in K' and keeps
+    log Sigma finite (the master problem's solutions are often singular).
+    """
+    import cvxpy as cp
+
+    start = time.perf_counter()
+    features = _resolve(model, features)
+    eps = model.epsilon
+    if eps <= 0:
+        raise ValueError("metric_learning_bound needs epsilon > 0")
+    tol = _check_positive("tol", tol)
+    max_iter = _check_int("max_iter", max_iter, 1)
+    interior = _check_positive("interior", interior)
+    if interior >= 1:
+        raise ValueError(f"interior must be in (0, 1), got {interior}")
+    F = coefficient_matrix(model, features)
+    n = features.n
+    xc = features.xor_classes
+    quantum = quantum_bound(model, features, tol=quantum_tol)
+
+    S = cp.Variable((n, n), symmetric=True)
+    s = cp.Variable()
+    base = [*_k_prime_constraints(S, features), S >> 0]
+    cuts: list = []
+    best_lower, best_sigma = -math.inf, None
+    upper = math.inf
+    history: list[tuple[float, float]] = []
+
+    def add_cut(Sig):
+        nonlocal best_lower, best_sigma
+        Sig = (1 - interior) * Sig + interior * np.eye(n)
+        val, g, lam, U = _objective(Sig, F, eps)
+        if val > best_lower:
+            best_lower, best_sigma = val, Sig
+        i = int(np.argmax(g))
+        u = U[i]
+        grad_g = U @ (_divided_differences(lam) * np.outer(u, u)) @ U.T
+        G = xc.project(F - eps * grad_g)  # only the V-part acts on K'
+        cuts.append(s <= val + cp.sum(cp.multiply(G, S - Sig)))
+
+    add_cut(quantum.sigma)
+    add_cut(np.eye(n))
+    converged = False
+    it = 0
+    while it < max_iter:
+        it += 1
+        prob = cp.Problem(cp.Maximize(s), [*base, *cuts])
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+            prob.solve(solver=solver)
+        if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or S.value is None:
+            break
+        if prob.status == cp.OPTIMAL:  # an inaccurate master value is no certificate
+            upper = min(upper, float(prob.value))
+        history.append((upper, best_lower))
+        if upper - best_lower <= tol * max(abs(upper), abs(best_lower), eps):
+            converged = True
+            break
+        add_cut(0.5 * (S.value + S.value.T))
+    history.append((upper, best_lower))
+    bound = min(upper, quantum.bound)
+    return MetricResult(
+        bound=bound,
+        lower=best_lower,
+        kelley_upper=upper,
+        gap=(bound - best_lower) / max(abs(bound), abs(best_lower), eps),
+        iterations=it,
+        converged=converged,
+        seconds=time.perf_counter() - start,
+        sigma=best_sigma,
+        quantum=quantum,
+        history=history,
+    )
