@@ -294,3 +294,27 @@ def test_polish_and_plain_chambolle_pock_agree():
     b = quantum_bound(model, fs, tol=1e-7, polish=False, max_iter=200000)
     assert a.converged and b.converged and a.newton_steps > 0 and b.newton_steps == 0
     assert a.bound == pytest.approx(b.bound, rel=3e-7)
+
+
+def test_conjugate_of_g_has_the_minus_eps_term():
+    """G*(Z) = (eps/n) tr exp(n (Z + F)/eps) - eps (docs/quantum.md; the paper omits -eps)."""
+    from scipy.linalg import expm
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(15)
+    n, eps = 3, 0.7
+    A = rng.standard_normal((n, n))
+    F = 0.5 * (A + A.T)
+    B = rng.standard_normal((n, n))
+    Z = 0.25 * (B + B.T)
+
+    def neg(v):
+        L = v.reshape(n, n)
+        lam = np.clip(np.linalg.eigvalsh(L @ L.T), 1e-300, None)
+        G = eps / n * (np.sum(lam * np.log(lam)) - lam.sum() + n) - np.vdot(L @ L.T, F)
+        return -(np.vdot(Z, L @ L.T) - G)
+
+    best = min((minimize(neg, rng.standard_normal(n * n), method="BFGS",
+                         options={"gtol": 1e-10}) for _ in range(4)), key=lambda r: r.fun)
+    closed = eps / n * np.trace(expm(n * (Z + F) / eps)) - eps
+    assert -best.fun == pytest.approx(closed, rel=1e-7)
