@@ -456,6 +456,9 @@ BAD = [
     # Scores that overflow float64: log Z is not representable, so no bound can be returned.
     (np.array([[1e200], [0.0]]), np.array([1e200]), None, ValueError),
     (np.array([[1e200, 1e200]]), np.array([1e200, -1e200]), None, ValueError),
+    # Finite scores but f f^T beyond float64: the curvature (and the bound at theta~) would be
+    # inf / NaN without any warning.
+    (np.array([[1e160], [-1e160], [0.0]]), np.array([0.0]), None, ValueError),
 ]
 
 

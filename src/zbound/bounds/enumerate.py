@@ -161,6 +161,10 @@ def quadratic_bound(features, theta, log_prior=None, order: str = "descending") 
     log_alpha_s = np.take_along_axis(log_alpha, perm, axis=1)
     features_s = np.take_along_axis(features, perm[:, :, None], axis=1)
     log_z, mean, curvature = alg1_sorted(log_alpha_s, features_s)
+    if not np.all(np.isfinite(curvature)):
+        # |f| beyond ~1e154: l l^T overflows (silently, in einsum) and the bound would be NaN
+        # even at theta~.
+        raise ValueError("the curvature overflows float64 (features too large); rescale them")
     if single:
         return QuadraticBound(float(log_z[0]), mean[0], curvature[0], theta)
     return QuadraticBound(log_z, mean, curvature, theta)
