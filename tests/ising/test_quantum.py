@@ -270,6 +270,10 @@ def test_bad_inputs():
         quantum_bound(model, [0, 1, 2])
     with pytest.raises(TypeError, match="warm_start"):
         quantum_bound(model, warm_start=3)
+    with pytest.raises(TypeError, match="blas_threads"):
+        quantum_bound(model, blas_threads=1.5)
+    with pytest.raises(ValueError, match="solver"):
+        zero_temperature_bound(model, solver="MOSEK")
 
 
 def test_partial_spectrum_path_matches_full_eigendecomposition(monkeypatch):

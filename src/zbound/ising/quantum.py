@@ -32,7 +32,7 @@ import scipy.linalg.lapack
 from scipy.linalg.blas import dsyrk
 from scipy.special import wrightomega
 
-from zbound.ising.features import FeatureSet, coefficient_matrix, default_features
+from zbound.ising.features import FeatureSet, _unpack, coefficient_matrix, default_features
 
 __all__ = [
     "QuantumResult",
@@ -235,9 +235,7 @@ def _embed(previous, features: FeatureSet):
     oxc = old_feats.xor_classes
     means = oxc.class_means(S_old)
     nxc = features.xor_classes
-    ids = nxc.class_id(_class_masks(nxc, features.d), features.d)
-    old_ids = oxc.class_id(_class_masks(nxc, features.d), features.d)
-    del ids
+    old_ids = oxc.class_id(_unpack(nxc.keys), features.d)  # new classes in the old set
     vals = np.where(old_ids >= 0, means[np.maximum(old_ids, 0)], 0.0)
     vals[nxc.diag] = 1.0
     S = nxc.expand(vals)
@@ -247,12 +245,6 @@ def _embed(previous, features: FeatureSet):
     Y = np.zeros((n, n))
     Y[np.ix_(idx_new, idx_new)] = Y_old[np.ix_(idx_old, idx_old)]
     return S, Y
-
-
-def _class_masks(xc, d: int) -> list[int]:
-    from zbound.ising.features import _unpack
-
-    return _unpack(xc.keys)
 
 
 def solve_quantum(
@@ -613,6 +605,8 @@ def zero_temperature_bound(model, features: FeatureSet | None = None, solver: st
 
     start = time.perf_counter()
     features = _resolve(model, features)
+    if not isinstance(solver, str) or solver.upper() not in ("CLARABEL", "SCS"):
+        raise ValueError(f"solver must be 'CLARABEL' or 'SCS', got {solver!r}")
     F = coefficient_matrix(model, features)
     n = features.n
     S = cp.Variable((n, n), symmetric=True)
@@ -620,7 +614,7 @@ def zero_temperature_bound(model, features: FeatureSet | None = None, solver: st
     psd = S >> 0
     prob = cp.Problem(cp.Maximize(cp.trace(F @ S)), [*cons, psd])
     try:
-        prob.solve(solver=solver)
+        prob.solve(solver=solver.upper())
     except cp.error.SolverError as err:
         raise RuntimeError(f"zero_temperature_bound: solver {solver} failed: {err}") from err
     if S.value is None:
