@@ -98,7 +98,7 @@ def scipy_minimize(model, x: np.ndarray, opts: Options, method: str = "lbfgs") -
                 return _failed(method, x_out, f_out, rec, state["nit"], fun.n, str(res.message),
                                opts)
     g_out = fun.g if fun.x is not None and np.array_equal(fun.x, x_out) else None
-    if len(rec._f) == 1 or rec._f[-1] != f_out:
+    if len(rec) == 1 or rec.last_objective != f_out:
         rec.record(f_out, float(np.linalg.norm(g_out)) if g_out is not None else math.nan, fun.n)
     return finish(method, x_out, f_out, g_out, rec, state["nit"], {"value_and_grad": fun.n},
                   reason, opts, info={"scipy_message": str(res.message)})

@@ -103,6 +103,13 @@ class Recorder:
         self._g.append(grad_norm)
         self._e.append(n_evals)
 
+    @property
+    def last_objective(self) -> float | None:
+        return self._f[-1] if self._f else None
+
+    def __len__(self) -> int:
+        return len(self._f)
+
     def trace(self) -> Trace:
         return Trace(objective=np.asarray(self._f, dtype=np.float64),
                      seconds=np.asarray(self._s, dtype=np.float64),
