@@ -94,3 +94,14 @@ def test_pairwise_constraints_tighten_and_solvers_agree():
 def test_bad_input():
     with pytest.raises(TypeError, match="IsingModel"):
         logdet_bound({"h": [0.0]})
+
+
+@pytest.mark.parametrize("scale, eps", [(100.0, 0.01), (1000.0, 1.0)])
+def test_extreme_couplings(scale, eps):
+    base = random_model(6, "gaussian", "complete", random_state=1)
+    m = IsingModel(scale * base.h, scale * base.J, eps)
+    r = logdet_bound(m)
+    exact = enumerate_exact(m).log_partition
+    assert r.bound is not None and r.bound >= exact
+    # the SDP part is tight on this instance, so only the entropy slack O(eps d) remains
+    assert r.bound - exact < 2 * eps * m.d

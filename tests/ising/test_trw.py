@@ -125,3 +125,15 @@ def test_bad_arguments():
         trw_bound(tree, rho="uniform")
     with pytest.raises(TypeError, match="IsingModel"):
         trw_bound("model")
+
+
+@pytest.mark.parametrize("scale, eps", [(100.0, 0.01), (1000.0, 1.0)])
+def test_extreme_couplings_stay_finite_and_valid(scale, eps):
+    base = random_model(6, "gaussian", "complete", random_state=1)
+    m = IsingModel(scale * base.h, scale * base.J, eps)
+    with np.errstate(over="raise", invalid="raise", divide="raise"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        r = trw_bound(m, rho="uniform", max_iter=2000)
+    assert np.isfinite(r.bound) and np.all(np.isfinite(r.marginals))
+    if r.converged:
+        assert r.bound >= enumerate_exact(m).log_partition
