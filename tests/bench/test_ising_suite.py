@@ -21,7 +21,9 @@ TINY = {
     "cp_d": (),
     "cp_iter_d": (10,),
     "cp_general_n": (12,),
-    "greedy_k10_draws": 0,
+    "greedy_k10_repeats": 0,
+    "general_curve_n": 20,
+    "general_curve_iter": 200,
     "curve_d": 10,
     "curve_draws": 1,
 }
@@ -67,3 +69,4 @@ def test_ising_suite_writes_the_contract_fields_and_valid_bounds(tiny_run):
     assert "Fig. 1" in md and "Agreement with the paper" in md
     assert (out / "fig1_hierarchy.png").stat().st_size > 1000
     assert (out / "fig2_logdet_d5.png").stat().st_size > 1000
+    assert (out / "fig14_cp_gap_general.png").stat().st_size > 1000

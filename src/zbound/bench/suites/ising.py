@@ -66,9 +66,11 @@ def _config(quick: bool) -> dict[str, Any]:
             "cp_d": (100,),
             "cp_iter_d": (10, 30, 50),
             "cp_general_n": (12, 20),
-            "greedy_k10_draws": 1,
+            "greedy_k10_repeats": 3,
             "curve_d": 50,
             "curve_draws": 3,
+            "general_curve_n": 50,
+            "general_curve_iter": 1000,
         }
     return {
         "draws": 10,
@@ -91,9 +93,11 @@ def _config(quick: bool) -> dict[str, Any]:
         "cp_d": (100, 400),
         "cp_iter_d": (10, 20, 30, 50, 75, 100),
         "cp_general_n": (12, 20, 30, 40, 50),
-        "greedy_k10_draws": 3,
+        "greedy_k10_repeats": 3,
         "curve_d": 50,
         "curve_draws": 5,
+        "general_curve_n": 50,
+        "general_curve_iter": 5000,
     }
 
 
@@ -467,7 +471,7 @@ def _task_speed(ctx, cfg, stats):
         ctx.advance(f"speed d={d}")
     for d in cfg["cp_d"]:
         model = random_model(d, "gaussian", "complete", random_state=21 + d)
-        reps = 3 if d <= 100 else 1
+        reps = 3
         res = time_alternating({"quantum-cp": lambda model=model: quantum_bound(
             model, tol=1e-6, max_iter=50000)}, repeats=reps)
         r = res["quantum-cp"]["result"]
@@ -479,19 +483,17 @@ def _task_speed(ctx, cfg, stats):
                                 "status": "converged" if r.converged else "not converged",
                                 "times": res["quantum-cp"]["times"]})
         ctx.advance(f"Chambolle-Pock d={d}")
-    times, bounds = [], []
-    if cfg["greedy_k10_draws"] < 1:
+    if cfg["greedy_k10_repeats"] < 1:
         return
-    for s in range(cfg["greedy_k10_draws"]):
-        model = random_model(10, "gaussian", "complete", random_state=31 + s)
-        t0 = time.perf_counter()
-        g = greedy_features(model, 10)
-        times.append(time.perf_counter() - t0)
-        bounds.append(g.bound)
+    model = random_model(10, "gaussian", "complete", random_state=31)
+    res = time_alternating({"quantum-greedy-k10": lambda: greedy_features(model, 10)},
+                           repeats=cfg["greedy_k10_repeats"])["quantum-greedy-k10"]
+    g = res["result"]
     ctx.writer.add(task="speed", dataset="gaussian/d=10/complete", setting="greedy k=10",
-                   method="quantum-greedy-k10", reached=True,
-                   time_to_target_s=float(np.median(times)), final_objective=float(np.mean(bounds)),
-                   metrics={"bound": float(np.mean(bounds)), "times": times})
+                   method="quantum-greedy-k10", reached=True, time_to_target_s=res["median_s"],
+                   final_objective=g.bound,
+                   metrics={"bound": g.bound, "times": res["times"],
+                            "features_added": [h["added"] for h in g.history]})
     ctx.advance("greedy k=10")
 
 
@@ -527,6 +529,18 @@ def _task_convergence(ctx, cfg, stats):
     ctx.advance()
     d = 10
     full = degree_features(d, 3).masks
+    general = []
+    for s in range(cfg["curve_draws"]):
+        model = random_model(d, "gaussian", "complete", random_state=71 + s)
+        for tau, sig in ((3.0, 0.3), (1.0, 0.9)):
+            r = quantum_bound(model, FeatureSet(d, full[: cfg["general_curve_n"]]), tol=1e-8,
+                              tau=tau, sigma=sig, max_iter=cfg["general_curve_iter"],
+                              check_every=10, polish=False)
+            general.append({"draw": s, "tau": tau, "sigma": sig,
+                            "iterations": [h[0] for h in r.history],
+                            "gap": [(h[1] - h[2]) / max(abs(h[1]), abs(h[2]), 1.0)
+                                    for h in r.history]})
+    ctx.writer.set_extra("cp_gap_curves_general", general)
     for n in cfg["cp_general_n"]:
         its = []
         for s in range(3 if ctx.quick else 5):
@@ -767,25 +781,30 @@ def _convergence_figures(doc, out: Path) -> str:
     import matplotlib.pyplot as plt
 
     parts = []
-    curves = doc.get("extra", {}).get("cp_gap_curves")
-    if curves:
+    for key, fname, title in (
+            ("cp_gap_curves", "fig12_cp_gap_d50.png",
+             "Fig. 12: Chambolle-Pock duality gap, Gaussian, features (1,x)"),
+            ("cp_gap_curves_general", "fig14_cp_gap_general.png",
+             "Fig. 14: Chambolle-Pock duality gap, d=10, n features (degree order), no polish")):
+        curves = doc.get("extra", {}).get(key)
+        if not curves:
+            continue
         fig, ax = plt.subplots(figsize=(6, 4))
-        colors = {}
+        colors: dict = {}
         for c in curves:
-            key = (c["tau"], c["sigma"])
-            colors.setdefault(key, f"C{len(colors)}")
+            ck = (c["tau"], c["sigma"])
+            colors.setdefault(ck, f"C{len(colors)}")
             gap = np.maximum(np.array(c["gap"], dtype=float), 1e-16)
-            ax.semilogy(c["iterations"], gap, color=colors[key],
-                        label=f"tau={key[0]}, sigma={key[1]}" if c["draw"] == 0 else None)
+            ax.semilogy(c["iterations"], gap, color=colors[ck],
+                        label=f"tau={ck[0]}, sigma={ck[1]}" if c["draw"] == 0 else None)
         ax.set_xlabel("iteration")
         ax.set_ylabel("relative duality gap")
         ax.legend(fontsize=7)
-        ax.set_title("Fig. 12: Chambolle-Pock, d=50, features (1,x)")
+        ax.set_title(title, fontsize=9)
         fig.tight_layout()
-        fig.savefig(out / "fig12_cp_gap_d50.png", dpi=90)
+        fig.savefig(out / fname, dpi=90)
         plt.close(fig)
-        parts.append("### Fig. 12: duality gap along Chambolle-Pock iterations (d = 50)\n\n"
-                     "![Fig. 12](fig12_cp_gap_d50.png)\n")
+        parts.append(f"### {title}\n\n![{title}]({fname})\n")
     for task, fname, xl, title in (
             ("cp-iterations", "fig13_cp_iterations_vs_d.png", "d",
              "Fig. 13: iterations to gap 1e-8, features (1,x)"),
