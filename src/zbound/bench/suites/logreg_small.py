@@ -145,7 +145,7 @@ class Config:
 
 def config(quick: bool) -> Config:
     if quick:
-        return Config(starts_table3=3, starts_weak=1, repeats=3, time_budget_s=5.0,
+        return Config(starts_table3=3, starts_weak=3, repeats=3, time_budget_s=5.0,
                       weak_C_by_set={"digits": (1.0,)})
     return Config()
 
