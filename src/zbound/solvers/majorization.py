@@ -116,16 +116,19 @@ def bound_mm(model, x: np.ndarray, opts: Options, method: str = "bound") -> Resu
 
 
 def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
-            max_backtracks: int = 2, step_factor: float = 4.0) -> Result:
+            max_backtracks: int = 0, step_factor: float = 4.0) -> Result:
     """SQUAREM-accelerated Alg. 2 (Varadhan & Roland 2008, S3 steplength), monotone.
 
     One cycle from x0 with majorizer M0: x1 = F(x0), x2 = F(x1), r = x1 - x0,
     v = x2 - 2 x1 + x0, alpha = -||r|| / ||v|| clipped to [-alpha_max, -1], extrapolate
     x' = x0 - 2 alpha r + alpha^2 v (projected onto the constraints). x' is accepted if
-    J(x') <= J(x1); otherwise alpha moves halfway to -1 (at alpha = -1, x' = x2, an MM iterate,
-    which is always accepted). The majorizer built at x' is the first MM step of the next cycle,
-    so every bound computed is used. alpha_max grows by ``step_factor`` when the clip binds
-    (the SQUAREM package's adaptive step bound). ``max_iter`` counts bound evaluations.
+    J(x') <= J(x1); otherwise alpha moves halfway to -1 up to ``max_backtracks`` times, then the
+    plain MM step x2 = F(x1) is taken (always a descent). The majorizer built at x' is the first
+    MM step of the next cycle, so every accepted bound is used. alpha_max grows by
+    ``step_factor`` when the clip binds (the SQUAREM package's adaptive step bound).
+    ``max_iter`` counts bound evaluations. No backtracking (the default) measured best: bound
+    evaluations to a 1e-6 target at C = 10 fell from 64 to 41 (SPECT) and 40 to 31
+    (ionosphere), against 259 and 181 for plain Alg. 2, and stayed ~80 on wine (plain 889).
     """
     inner = resolve_inner(opts.inner, x.shape[0])
     cons = opts.constraints
