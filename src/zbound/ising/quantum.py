@@ -298,6 +298,8 @@ def solve_quantum(
     converged = False
     it = 0
     newton = _DualNewton(F, features, epsilon) if polish and n <= _NEWTON_MAX_N else None
+    if newton is not None and newton.p**2 * n**2 > _NEWTON_MAX_WORK:
+        newton = None  # forming the p x p Hessian would cost more than CP's remaining work
     next_polish = 0
     newton_steps = 0
 
@@ -395,6 +397,7 @@ _PARTIAL_RANK_FRACTION = 0.3
 # Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis;
 # above this size it is not worth it (and (1, x) never needs it: CP converges linearly there).
 _NEWTON_MAX_N = 64
+_NEWTON_MAX_WORK = 2e9  # flops of one Hessian, p^2 n^2 (p = dim V-perp): ~1 s on one core
 
 
 class _DualNewton:
