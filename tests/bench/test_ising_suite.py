@@ -45,6 +45,7 @@ def test_ising_suite_writes_the_contract_fields_and_valid_bounds(tiny_run):
         for field in REQUIRED_FIELDS:
             assert field in rec, (field, rec["task"], rec["method"])
         assert not (rec["peer"] and rec["default"])
+        assert {"bound", "exact", "iterations"} <= set(rec["metrics"]), rec["task"]
     coupling = [r for r in doc["records"] if r["task"] == "coupling" and "/d=5/" in r["dataset"]]
     methods = {r["method"] for r in coupling}
     assert {"quantum", "quantum-greedy-k3", "logdet", "trw", "exact"} <= methods

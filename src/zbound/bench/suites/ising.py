@@ -391,7 +391,8 @@ def _task_temperature(ctx, cfg, stats):
             ctx.writer.add(task="greedy-gain", dataset=f"gaussian/d={d}/complete",
                            setting=f"eps={eps},k={k}", method=f"quantum-greedy-k{k}",
                            reached=True, final_objective=gm,
-                           metrics={"x": eps, "k": k, "d": d, "gain_mean": gm, "gain_std": gs,
+                           metrics={"x": eps, "k": k, "d": d, "bound": None, "exact": None,
+                                    "iterations": None, "gain_mean": gm, "gain_std": gs,
                                     "gains": vals, "n_draws": len(vals)})
         ctx.advance(f"temperature eps={eps}")
 
@@ -426,6 +427,7 @@ def _task_zero_temperature(ctx, cfg, stats):
                            time_to_target_s=secs, final_objective=float(np.mean(b)),
                            target_objective=float(np.mean(tops)),
                            metrics={"bound": float(np.mean(b)), "exact": float(np.mean(tops)),
+                                    "iterations": None,
                                     "error_bound_mean": gm, "error_bound_std": gs,
                                     "violations": int(viol), "bounds": b, "exacts": tops})
         ctx.advance()
@@ -463,7 +465,7 @@ def _task_speed(ctx, cfg, stats):
                 reached=bool(same), time_to_target_s=entry["median_s"] if same else None,
                 evaluations=getattr(r, "iterations", None), final_objective=b,
                 target_objective=target,
-                metrics={"bound": b, "status": getattr(r, "status", "converged"
+                metrics={"bound": b, "exact": None, "status": getattr(r, "status", "converged"
                                                        if getattr(r, "converged", False)
                                                        else "not converged"),
                          "iterations": getattr(r, "iterations", None), "times": entry["times"],
@@ -484,7 +486,8 @@ def _task_speed(ctx, cfg, stats):
                            setting="rel-gap=1e-6", method=name, default=(name == "quantum-cp"),
                            reached=bool(r.converged), time_to_target_s=entry["median_s"],
                            evaluations=r.iterations, final_objective=r.bound,
-                           metrics={"bound": r.bound, "iterations": r.iterations, "gap": r.gap,
+                           metrics={"bound": r.bound, "exact": None,
+                                    "iterations": r.iterations, "gap": r.gap,
                                     "status": "converged" if r.converged else "not converged",
                                     "times": entry["times"]})
         ctx.advance(f"Chambolle-Pock d={d}")
@@ -497,7 +500,8 @@ def _task_speed(ctx, cfg, stats):
     ctx.writer.add(task="speed", dataset="gaussian/d=10/complete", setting="greedy k=10",
                    method="quantum-greedy-k10", reached=True, time_to_target_s=res["median_s"],
                    final_objective=g.bound,
-                   metrics={"bound": g.bound, "times": res["times"],
+                   metrics={"bound": g.bound, "exact": None, "iterations": None,
+                            "times": res["times"],
                             "features_added": [h["added"] for h in g.history]})
     ctx.advance("greedy k=10")
 
@@ -531,8 +535,8 @@ def _task_convergence(ctx, cfg, stats):
         ctx.writer.add(task="cp-iterations", dataset="gaussian/complete", setting=f"d={d}",
                        method="quantum", default=True, reached=all(i is not None for i in its),
                        evaluations=_mean_std(its)[0],
-                       metrics={"x": d, "iterations": _mean_std(its)[0], "per_draw": its,
-                                "tol": 1e-8})
+                       metrics={"x": d, "bound": None, "exact": None,
+                                "iterations": _mean_std(its)[0], "per_draw": its, "tol": 1e-8})
     ctx.advance()
     d = 10
     full = degree_features(d, 3).masks
@@ -558,8 +562,8 @@ def _task_convergence(ctx, cfg, stats):
         ctx.writer.add(task="cp-iterations-general", dataset="gaussian/d=10/complete",
                        setting=f"n={n}", method="quantum", reached=all(i is not None for i in its),
                        evaluations=_mean_std(its)[0],
-                       metrics={"x": n, "iterations": _mean_std(its)[0], "per_draw": its,
-                                "tol": 1e-2})
+                       metrics={"x": n, "bound": None, "exact": None,
+                                "iterations": _mean_std(its)[0], "per_draw": its, "tol": 1e-2})
     ctx.advance()
 
 
