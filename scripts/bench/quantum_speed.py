@@ -5,7 +5,7 @@
 Measures, on this machine (report the load and core count with the numbers):
 1. Chambolle-Pock alone (polish=False) to relative gap 1e-6, features (1, x), complete graph,
    Gaussian parameters, d = 50, 100, 200, 400: iterations and median seconds.
-2. quantum_bound (default, with Newton polish where n <= 64) against cvxpy_quantum_bound
+2. quantum_bound (default, with Newton polish where n <= 128) against cvxpy_quantum_bound
    (Clarabel and SCS), alternating, median of repeats, where CVXPY returns a solution.
 3. greedy_features(k=10) at d = 10.
 """

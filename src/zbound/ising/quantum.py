@@ -265,7 +265,7 @@ def solve_quantum(
     Returns (best dual value, best primal value, feasible Sigma, dual iterate Y, iterations,
     converged, history, Newton steps). Stops when (D - P) / max(|D|, |P|, eps) <= tol, checked every
     ``check_every`` iterations. ``polish``: for feature sets other than pair-only ones (where CP
-    converges slowly, Sec. 4.3) and n <= 64, finish with Newton steps on the dual.
+    converges slowly, Sec. 4.3) and n <= 128, finish with Newton steps on the dual.
     """
     n = features.n
     xc = features.xor_classes
@@ -394,10 +394,10 @@ _PARTIAL_MIN_N = 150
 _PARTIAL_RANK_FRACTION = 0.3
 
 
-# Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis;
-# above this size it is not worth it (and (1, x) never needs it: CP converges linearly there).
-_NEWTON_MAX_N = 64
-_NEWTON_MAX_WORK = 2e9  # flops of one Hessian, p^2 n^2 (p = dim V-perp): ~1 s on one core
+# Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis
+# and a p x p Hessian (p = dim of V-perp in the coordinates used); above these sizes plain CP.
+_NEWTON_MAX_N = 128
+_NEWTON_MAX_WORK = 4e9  # flops of one Hessian, p^2 n^2 (p = dim V-perp); memory ~2 p n^2 floats
 
 
 class _DualNewton:
@@ -532,7 +532,7 @@ def quantum_bound(
     model: IsingModel with epsilon > 0. features: FeatureSet (default (1, x)). tol: relative
     duality gap to stop at. tau, sigma: step sizes (tau * sigma < 1; the paper's 3 and 0.3).
     warm_start: a previous QuantumResult (any feature set of the same d) or a (Sigma, Y) pair.
-    polish: finish with Newton steps on the dual for general feature sets with n <= 64 (not in
+    polish: finish with Newton steps on the dual when n <= 128 and the Hessian is small (not in
     the paper; CP alone converges like O(1/k) there, see docs/quantum.md).
     blas_threads: BLAS/LAPACK threads while solving (default 1; None leaves the setting alone).
     ``result.bound`` is a dual value and a valid upper bound even when not converged.
