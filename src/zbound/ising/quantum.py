@@ -365,7 +365,11 @@ def solve_quantum(
                 break
             if newton is not None and it >= next_polish and gap < 0.1:
                 W0 = np.diag(yd - yd.mean()) if pairs else xc.project_perp(y)
-                D, W, P, S, steps = newton.run(W0, tol, best_P)
+                try:
+                    D, W, P, S, steps = newton.run(W0, tol, best_P)
+                except (np.linalg.LinAlgError, ValueError):
+                    newton = None  # numerically hopeless here: plain CP from now on
+                    continue
                 newton_steps += steps
                 best_D = min(best_D, D)
                 if S is not None:
