@@ -114,3 +114,19 @@ def test_start_at_the_target_stops_immediately(model):
         res = minimize(model, x0, method=method, target=f0 + 1.0)
         assert res.target_reached and res.nit == 0, method
         np.testing.assert_array_equal(res.x, x0)
+
+
+def test_methods_name_the_model_method_they_miss(model):
+    class GradientOnly:
+        n_params = model.n_params
+        value = staticmethod(model.value)
+        value_and_grad = staticmethod(model.value_and_grad)
+
+    m = GradientOnly()
+    x0 = np.zeros(m.n_params)
+    with pytest.raises(TypeError, match="value_grad_hessian"):
+        minimize(m, x0)
+    with pytest.raises(TypeError, match="majorizer"):
+        minimize(m, x0, method="squarem")
+    res = minimize(m, x0, method="lbfgs")  # gradient methods need nothing else
+    assert res.converged

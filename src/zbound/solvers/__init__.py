@@ -97,6 +97,12 @@ def minimize(model, x0, method: str = DEFAULT_METHOD, constraints: LinearConstra
     x, opts = make_options(model, x0, tol=tol, ftol=ftol, max_iter=max_iter, target=target,
                            callback=callback, order=order, inner=inner, constraints=constraints)
     opts.extra.update(options)
+    needs = {"newton-bound": ("value_grad_hessian", "majorizer"), "bound": ("majorizer",),
+             "squarem": ("majorizer",), "newton": ("value_grad_hessian", "value")}
+    missing = [m for m in needs.get(method, ()) if not callable(getattr(model, m, None))]
+    if missing:
+        raise TypeError(f"method {method!r} needs model.{missing[0]}(), which "
+                        f"{type(model).__name__} does not have")
     if constraints is not None:
         if info.constraints == "none":
             raise ValueError(f"method {method!r} does not support constraints; use one of "
