@@ -5,6 +5,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zbound.ising.features import default_features
 from zbound.ising.hierarchy import degree_hierarchy, greedy_features
@@ -84,3 +86,16 @@ def test_bad_inputs():
         greedy_features(model, 1.5)
     with pytest.raises(ValueError, match="tol_select"):
         greedy_features(model, 1, tol_select=0.0)
+
+
+@settings(max_examples=10)
+@given(d=st.integers(2, 6), seed=st.integers(0, 2**32 - 1), log_scale=st.floats(-2, 2),
+       log_eps=st.floats(-1.5, 1))
+def test_greedy_bound_is_valid_on_random_instances(d, seed, log_scale, log_eps):
+    rng = np.random.default_rng(seed)
+    J = np.triu(rng.standard_normal((d, d)), 1) * 10**log_scale
+    model = IsingModel(rng.standard_normal(d) * 10**log_scale, J + J.T, 10**log_eps)
+    g = greedy_features(model, 2, max_iter_select=300, max_iter_final=2000)
+    exact = brute_phi(model)
+    assert g.bound >= exact - 1e-10 * max(1.0, abs(exact))
+    assert len(g.features) == d + 1 + min(2, len(g.history))

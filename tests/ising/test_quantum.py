@@ -322,3 +322,15 @@ def test_conjugate_of_g_has_the_minus_eps_term():
                          options={"gtol": 1e-10}) for _ in range(4)), key=lambda r: r.fun)
     closed = eps / n * np.trace(expm(n * (Z + F) / eps)) - eps
     assert -best.fun == pytest.approx(closed, rel=1e-7)
+
+
+@settings(max_examples=10)
+@given(d=st.integers(2, 8), seed=st.integers(0, 2**32 - 1), log_scale=st.floats(-2, 2))
+def test_zero_temperature_bound_is_valid_on_random_instances(d, seed, log_scale):
+    """a_0(F) >= max f, and the certified bound is >= the solver's value (Sec. 6)."""
+    rng = np.random.default_rng(seed)
+    model = random_model(d, rng, scale=10**log_scale)
+    z = zero_temperature_bound(model)
+    mf = max_f(model)
+    assert z.bound >= mf - 1e-9 * max(1.0, abs(mf))
+    assert z.bound >= z.value - 1e-7 * max(1.0, abs(z.value))
