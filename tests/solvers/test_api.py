@@ -17,7 +17,7 @@ def model():
 def test_registry_describes_every_method():
     assert DEFAULT_METHOD in METHODS and not METHODS[DEFAULT_METHOD].peer
     assert {"newton-bound", "bound", "squarem", "lbfgs", "bfgs", "cg", "steepest",
-            "newton"} == set(METHODS)
+            "newton", "newton-cg"} == set(METHODS)
     for name, info in METHODS.items():
         assert info.name == name
         assert info.constraints in ("none", "box", "linear")

@@ -51,6 +51,10 @@ METHODS: dict[str, MethodInfo] = {
     "lbfgs": MethodInfo("lbfgs", True, "box", False, "SciPy L-BFGS-B"),
     "bfgs": MethodInfo("bfgs", True, "none", False, "SciPy BFGS"),
     "cg": MethodInfo("cg", True, "none", False, "SciPy nonlinear conjugate gradient"),
+    "newton-cg": MethodInfo(
+        "newton-cg", True, "none", False,
+        "SciPy Newton-CG: Newton with a line search, exact Hessian (dense up to 300 "
+        "parameters, else Hessian-vector products)"),
     "newton": MethodInfo(
         "newton", True, "none", False,
         "Newton's method with backtracking Armijo line search (Cholesky or truncated CG)"),
@@ -98,7 +102,8 @@ def minimize(model, x0, method: str = DEFAULT_METHOD, constraints: LinearConstra
                            callback=callback, order=order, inner=inner, constraints=constraints)
     opts.extra.update(options)
     needs = {"newton-bound": ("value_grad_hessian", "majorizer"), "bound": ("majorizer",),
-             "squarem": ("majorizer",), "newton": ("value_grad_hessian", "value")}
+             "squarem": ("majorizer",), "newton": ("value_grad_hessian", "value"),
+             "newton-cg": ("hessian",)}
     missing = [m for m in needs.get(method, ()) if not callable(getattr(model, m, None))]
     if missing:
         raise TypeError(f"method {method!r} needs model.{missing[0]}(), which "
@@ -119,7 +124,7 @@ def minimize(model, x0, method: str = DEFAULT_METHOD, constraints: LinearConstra
     if method == "squarem":
         from zbound.solvers.majorization import squarem
         return squarem(model, x, opts, method)
-    if method in ("lbfgs", "bfgs", "cg"):
+    if method in ("lbfgs", "bfgs", "cg", "newton-cg"):
         from zbound.solvers.baselines import scipy_minimize
         return scipy_minimize(model, x, opts, method)
     if method == "newton":

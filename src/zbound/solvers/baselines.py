@@ -2,7 +2,8 @@
 
 They call only ``model.value``, ``model.value_and_grad`` and ``model.value_grad_hessian``:
 
-- SciPy ``minimize`` with L-BFGS-B (box constraints allowed), BFGS and CG; the target test
+- SciPy ``minimize`` with L-BFGS-B (box constraints allowed), BFGS, CG and Newton-CG (Newton
+  with a line search, truncated-CG inner solve, exact Hessian from the model); the target test
   raises StopIteration from ``callback(intermediate_result)`` (SciPy >= 1.11);
 - Newton's method with a backtracking Armijo line search (dense Cholesky, or truncated PCG on
   Hessian-vector products for large p), own code;
@@ -24,7 +25,9 @@ from zbound.solvers._linalg import cholesky_solve, dense, jacobi, pcg
 from zbound.solvers.result import Recorder, Result
 
 _ARMIJO = 1e-4
-_SCIPY = {"lbfgs": "L-BFGS-B", "bfgs": "BFGS", "cg": "CG"}
+_SCIPY = {"lbfgs": "L-BFGS-B", "bfgs": "BFGS", "cg": "CG", "newton-cg": "Newton-CG"}
+# Up to this many parameters SciPy's Newton-CG gets the dense Hessian, beyond it products.
+_DENSE_HESS_MAX = 300
 
 
 class _Counted:
@@ -53,7 +56,8 @@ class _Counted:
 
 
 def scipy_minimize(model, x: np.ndarray, opts: Options, method: str = "lbfgs") -> Result:
-    """SciPy L-BFGS-B / BFGS / CG on ``model.value_and_grad``; stops at ``opts.target``."""
+    """SciPy L-BFGS-B / BFGS / CG / Newton-CG on ``model.value_and_grad`` (and, for Newton-CG,
+    the model's exact Hessian); stops at ``opts.target``."""
     scipy_method = _SCIPY[method]
     fun = _Counted(model)
     rec = Recorder()
@@ -83,6 +87,11 @@ def scipy_minimize(model, x: np.ndarray, opts: Options, method: str = "lbfgs") -
         cons = opts.constraints
         if cons is not None:
             kwargs["bounds"] = scipy.optimize.Bounds(cons.lb, cons.ub)
+    elif scipy_method == "Newton-CG":
+        # SciPy's Newton-CG stops on the step size (xtol); the target or gtol-equivalent
+        # stationarity is checked in the callback through the cached gradient.
+        options = {"maxiter": opts.max_iter, "xtol": 1e-12}
+        kwargs.update(_scipy_hessian(model, x.shape[0]))
     else:
         options = {"maxiter": opts.max_iter, "gtol": gtol, "norm": np.inf}
     if opts.max_iter == 0 or (opts.target is not None and f0 <= opts.target):
@@ -108,6 +117,20 @@ def scipy_minimize(model, x: np.ndarray, opts: Options, method: str = "lbfgs") -
         rec.record(f_out, float(np.linalg.norm(g_out)) if g_out is not None else math.nan, fun.n)
     return finish(method, x_out, f_out, g_out, rec, state["nit"], {"value_and_grad": fun.n},
                   reason, opts, info={"scipy_message": str(res.message)})
+
+
+def _scipy_hessian(model, p: int) -> dict:
+    """``hess`` (dense, small p) or ``hessp`` (products, one Hessian per point) for SciPy."""
+    if p <= _DENSE_HESS_MAX:
+        return {"hess": lambda x: dense(model.hessian(x))}
+    cache = {"x": None, "H": None}
+
+    def hessp(x, v):
+        if cache["x"] is None or not np.array_equal(cache["x"], x):
+            cache["x"], cache["H"] = x.copy(), model.hessian(x)
+        return cache["H"].matvec(v)
+
+    return {"hessp": hessp}
 
 
 def _failed(method, x, f, rec, nit, n, message, opts) -> Result:
