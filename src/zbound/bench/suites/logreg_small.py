@@ -20,8 +20,9 @@ Target
 Methods
     The library's plain Alg. 2 ("bound"), its accelerations ("squarem", "newton-bound") and the
     default solver (``zbound.solvers.DEFAULT_METHOD``, record flag ``default``). Peers: the
-    library's baselines (SciPy BFGS, CG, L-BFGS-B; own steepest descent and Newton, all on the
-    same objective and the same start points, stopping at the same target) and scikit-learn's
+    library's baselines (SciPy BFGS, CG, L-BFGS-B, Newton-CG; own steepest descent and Newton,
+    all on the same objective and the same start points, stopping at the same target) and
+    scikit-learn's
     ``LogisticRegression`` (lbfgs, newton-cg, newton-cholesky) on the same design matrix
     (``fit_intercept=False``), with C chosen so that its objective is ours (see
     :func:`sklearn_C`). scikit-learn cannot start from a given point nor stop at a target: for
@@ -72,6 +73,7 @@ SOLVER_PEERS = {
     "scipy-bfgs": "bfgs",
     "scipy-cg": "cg",
     "scipy-lbfgsb": "lbfgs",
+    "scipy-newton-cg": "newton-cg",
     "steepest": "steepest",
     "newton": "newton",
 }
@@ -293,8 +295,11 @@ def method_plan(cfg: Config) -> tuple[list[str], dict[str, str], str]:
     library = list(LIBRARY_METHODS)
     if default not in library:
         library.append(default)
+    from zbound import solvers
+
+    known = getattr(solvers, "METHODS", None)
     solver_of = {m: m for m in library}
-    solver_of.update(SOLVER_PEERS)
+    solver_of.update({k: v for k, v in SOLVER_PEERS.items() if known is None or v in known})
     if cfg.methods is not None:
         keep = set(cfg.methods)
         library = [m for m in library if m in keep]
