@@ -199,3 +199,52 @@ class KroneckerCurvature(Curvature):
         if self.reg:
             dense.flat[:: n * d + 1] += self.reg
         return dense
+
+
+class SoftmaxCurvature(KroneckerCurvature):
+    """Hessian of sum_j log sum_a exp(w_a^T x_j): B_j = diag(p_j) - p_j p_j^T, plus reg * I.
+
+    Same operator as :class:`KroneckerCurvature` with that B, but a product uses the structure
+    B_j u = p_j * (u - p_j^T u) in O(t n) instead of the O(t n^2) batched matrix product, and the
+    (t, n, n) array is built only if something (a dense assembly, a preconditioner) asks for it.
+
+    P : (t, n) rows of softmax probabilities.
+    """
+
+    def __init__(self, X, P: np.ndarray, reg: float = 0.0):
+        P = np.asarray(P, dtype=np.float64)
+        if P.ndim != 2 or P.shape[0] != X.shape[0]:
+            raise ValueError(f"P must have shape ({X.shape[0]}, n), got {P.shape}")
+        self.X = X
+        self.P = P
+        self.reg = float(reg)
+        self.n = P.shape[1]
+        self.d = X.shape[1]
+        p = self.n * self.d
+        self.shape = (p, p)
+        self._B = None
+
+    @property
+    def B(self) -> np.ndarray:
+        if self._B is None:
+            B = -self.P[:, :, None] * self.P[:, None, :]
+            idx = np.arange(self.n)
+            B[:, idx, idx] += self.P
+            self._B = B
+        return self._B
+
+    def matvec(self, v):
+        V = np.asarray(v, dtype=np.float64).reshape(self.n, self.d)
+        U = np.asarray(self.X @ V.T)                       # (t, n)
+        PU = self.P * U
+        R = PU - self.P * PU.sum(axis=1, keepdims=True)    # B_j u_j
+        out = np.asarray(self.X.T @ R).T
+        return out.ravel() + self.reg * v
+
+    def diagonal(self):
+        W = self.P - self.P * self.P                       # diagonal of each B_j
+        if sp.issparse(self.X):
+            diag = np.asarray(self.X.multiply(self.X).T @ W).T
+        else:
+            diag = W.T @ (self.X * self.X)
+        return diag.ravel() + self.reg

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from zbound.bounds.curvature import KroneckerCurvature
+from zbound.bounds.curvature import KroneckerCurvature, SoftmaxCurvature
 from zbound.bounds.multinomial import label_bound
 from zbound.models.base import Majorizer
 
@@ -99,11 +99,8 @@ class MultinomialLogistic:
         self.n_evals += 1
         S = self._scores(theta)
         lse, P = self._softmax(S)
-        H = -P[:, :, None] * P[:, None, :]
-        idx = np.arange(self.n_classes)
-        H[:, idx, idx] += P
         return (self._value_from(theta, S, lse), self._grad_from(theta, P),
-                KroneckerCurvature(self.X, H, self.reg))
+                SoftmaxCurvature(self.X, P, self.reg))
 
     def hessian(self, theta: np.ndarray) -> KroneckerCurvature:
         return self.value_grad_hessian(theta)[2]
