@@ -176,9 +176,16 @@ def test_squarem_rule_applies_only_above_100_bound_evaluations():
             _rec("weak-l2", "b", "C=1", "squarem", 1.0, evals=99),
             _rec("weak-l2", "c", "C=1", "bound", 1.0, evals=500),
             _rec("weak-l2", "c", "C=1", "squarem", 1.0, evals=101)]
+    recs += [_rec("weak-l2", "d", "C=1", "bound", None, reached=False, evals=300),
+             _rec("weak-l2", "d", "C=1", "squarem", 1.0, evals=150),
+             _rec("weak-l2", "e", "C=1", "bound", None, reached=False, evals=300),
+             _rec("weak-l2", "e", "C=1", "squarem", None, reached=False, evals=150)]
     rows = {r["dataset"]: r for r in L.squarem_rows(recs)}
     assert rows["a"]["applies"] is False and rows["a"]["pass"] is None
     assert rows["b"]["pass"] is True and rows["c"]["pass"] is False
+    # plain Alg. 2 cut off by the budget: 2x is only a lower bound, so undetermined
+    assert rows["d"]["applies"] and rows["d"]["pass"] is None and rows["d"]["factor_is_lower_bound"]
+    assert rows["e"]["pass"] is False  # SQUAREM did not reach the target either
 
 
 def test_ranking_rows():
