@@ -25,7 +25,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import zbound.solvers as _solvers
-from zbound.bounds.curvature import Curvature, KroneckerCurvature
+from zbound.bounds.curvature import Curvature, KroneckerCurvature, SoftmaxCurvature
 from zbound.bounds.multinomial import label_bound
 from zbound.models.base import Majorizer
 from zbound.solvers import METHODS, minimize
@@ -54,8 +54,9 @@ class _PenalizedKronecker(Curvature):
     that read its ``X``, ``B`` and scalar ``reg`` directly and would drop the penalty.
     """
 
-    def __init__(self, X, B, penalty: np.ndarray, u: np.ndarray, center: float):
-        self.kron = KroneckerCurvature(X, B, 0.0)
+    def __init__(self, kron: KroneckerCurvature, penalty: np.ndarray, u: np.ndarray,
+                 center: float):
+        self.kron = kron
         self.shape = self.kron.shape
         self.penalty = penalty
         self.u = u
@@ -72,6 +73,14 @@ class _PenalizedKronecker(Curvature):
         if self.center:
             diag += self.center * self.u
         return diag
+
+    def diagonal_blocks(self):
+        """Class blocks of the Kronecker sum plus the penalty (and centering) on each block."""
+        blocks = self.kron.diagonal_blocks()
+        n, d, _ = blocks.shape
+        idx = np.arange(d)
+        blocks[:, idx, idx] += (self.penalty + self.center * self.u).reshape(n, d)
+        return blocks
 
     def to_dense(self):
         dense = _dense(self.kron).copy()
@@ -150,10 +159,16 @@ class _LogisticObjective:
         return g
 
     def _curvature(self, B):
+        """Penalized Kronecker sum of the Alg. 1 label curvatures B (t, n, n)."""
         if self.binary:
             B = B[:, 1:, 1:]
-        return _PenalizedKronecker(self.X, B * self.sw[:, None, None], self.penalty,
-                                   self.u, self.center)
+        kron = KroneckerCurvature(self.X, B * self.sw[:, None, None], 0.0)
+        return _PenalizedKronecker(kron, self.penalty, self.u, self.center)
+
+    def _hessian(self, P):
+        """Penalized softmax Hessian (structured products; binary: the free class only)."""
+        kron = SoftmaxCurvature(self.X, P[:, 1:] if self.binary else P, 0.0, weights=self.sw)
+        return _PenalizedKronecker(kron, self.penalty, self.u, self.center)
 
     def _softmax(self, S):
         m = S.max(axis=1, keepdims=True)
@@ -179,10 +194,7 @@ class _LogisticObjective:
         self.n_evals += 1
         S = self._scores(theta)
         lse, P = self._softmax(S)
-        H = -P[:, :, None] * P[:, None, :]
-        idx = np.arange(self.n_classes)
-        H[:, idx, idx] += P
-        return self._value(theta, S, lse), self._grad(theta, P), self._curvature(H)
+        return self._value(theta, S, lse), self._grad(theta, P), self._hessian(P)
 
     def hessian(self, theta):
         return self.value_grad_hessian(theta)[2]

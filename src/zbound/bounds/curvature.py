@@ -180,6 +180,22 @@ class KroneckerCurvature(Curvature):
             diag = (np.diagonal(self.B, axis1=1, axis2=2).T @ (self.X * self.X))
         return diag.ravel() + self.reg
 
+    def diagonal_blocks(self) -> np.ndarray:
+        """The n class blocks X^T diag(B[:, a, a]) X + reg I, shape (n, d, d) (dense X only).
+
+        The block-Jacobi preconditioner of truncated Newton (DESIGN.md 3.3).
+        """
+        if sp.issparse(self.X):
+            raise TypeError("diagonal_blocks needs a dense X")
+        X = self.X
+        Bd = np.diagonal(self.B, axis1=1, axis2=2)
+        blocks = np.empty((self.n, self.d, self.d))
+        for a in range(self.n):
+            blocks[a] = (X * Bd[:, a:a + 1]).T @ X
+        idx = np.arange(self.d)
+        blocks[:, idx, idx] += self.reg
+        return blocks
+
     def to_dense(self):
         n, d = self.n, self.d
         X = self.X
@@ -202,21 +218,28 @@ class KroneckerCurvature(Curvature):
 
 
 class SoftmaxCurvature(KroneckerCurvature):
-    """Hessian of sum_j log sum_a exp(w_a^T x_j): B_j = diag(p_j) - p_j p_j^T, plus reg * I.
+    """Hessian of sum_j w_j log sum_a exp(w_a^T x_j): B_j = w_j (diag p_j - p_j p_j^T), + reg I.
 
     Same operator as :class:`KroneckerCurvature` with that B, but a product uses the structure
-    B_j u = p_j * (u - p_j^T u) in O(t n) instead of the O(t n^2) batched matrix product, and the
-    (t, n, n) array is built only if something (a dense assembly, a preconditioner) asks for it.
+    B_j u = w_j p_j * (u - p_j^T u) in O(t n) instead of the O(t n^2) batched matrix product, and
+    the (t, n, n) array is built only if something (a dense assembly, a preconditioner) asks.
 
-    P : (t, n) rows of softmax probabilities.
+    P : (t, n) softmax probabilities (or any sub-block of their columns: the rows of P need not
+    sum to one, e.g. the free classes of a binary model with a reference class);
+    weights : (t,) non-negative sample weights, default 1.
     """
 
-    def __init__(self, X, P: np.ndarray, reg: float = 0.0):
+    def __init__(self, X, P: np.ndarray, reg: float = 0.0, weights: np.ndarray | None = None):
         P = np.asarray(P, dtype=np.float64)
         if P.ndim != 2 or P.shape[0] != X.shape[0]:
             raise ValueError(f"P must have shape ({X.shape[0]}, n), got {P.shape}")
+        if weights is not None:
+            weights = np.asarray(weights, dtype=np.float64)
+            if weights.shape != (X.shape[0],):
+                raise ValueError(f"weights must have shape ({X.shape[0]},), got {weights.shape}")
         self.X = X
         self.P = P
+        self.weights = weights
         self.reg = float(reg)
         self.n = P.shape[1]
         self.d = X.shape[1]
@@ -230,6 +253,8 @@ class SoftmaxCurvature(KroneckerCurvature):
             B = -self.P[:, :, None] * self.P[:, None, :]
             idx = np.arange(self.n)
             B[:, idx, idx] += self.P
+            if self.weights is not None:
+                B *= self.weights[:, None, None]
             self._B = B
         return self._B
 
@@ -238,11 +263,15 @@ class SoftmaxCurvature(KroneckerCurvature):
         U = np.asarray(self.X @ V.T)                       # (t, n)
         PU = self.P * U
         R = PU - self.P * PU.sum(axis=1, keepdims=True)    # B_j u_j
+        if self.weights is not None:
+            R *= self.weights[:, None]
         out = np.asarray(self.X.T @ R).T
         return out.ravel() + self.reg * v
 
     def diagonal(self):
         W = self.P - self.P * self.P                       # diagonal of each B_j
+        if self.weights is not None:
+            W = W * self.weights[:, None]
         if sp.issparse(self.X):
             diag = np.asarray(self.X.multiply(self.X).T @ W).T
         else:
