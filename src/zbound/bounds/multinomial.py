@@ -53,11 +53,11 @@ def label_bound(log_alpha: np.ndarray, order: str = "descending"):
     r[:, 0] = np.inf
     w = beta(r)
     L = np.eye(n)[None] - M                                    # rows l_i in sorted coordinates
-    B_sorted = np.einsum("ti,tia,tib->tab", w, L, L)
-    # Undo the permutation: B[perm[a], perm[b]] = B_sorted[a, b].
+    # Back to label coordinates before the product (sorted coordinate a is label perm[a]), then
+    # B = sum_i w_i l_i l_i^T = L^T diag(w) L as one batched matrix product.
     inv = np.argsort(perm, axis=1)
-    B = np.take_along_axis(B_sorted, inv[:, :, None], axis=1)
-    B = np.take_along_axis(B, inv[:, None, :], axis=2)
+    L = np.take_along_axis(L, inv[:, None, :], axis=2)
+    B = np.matmul((L * w[:, :, None]).transpose(0, 2, 1), L)
     with np.errstate(under="ignore"):
         probs = np.exp(log_alpha - log_z[:, None])
     return log_z + shift[:, 0], probs, B
