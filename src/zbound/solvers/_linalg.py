@@ -156,6 +156,6 @@ def curvature_solve(curv: Curvature, rhs: np.ndarray, inner: str, rtol: float = 
     """C^{-1} rhs for a PSD curvature: "cholesky" (dense, min-norm if singular) or "cg"."""
     if inner == "cholesky":
         return psd_solve(dense(curv), rhs)
-    x, _ = pcg(curv.matvec, rhs, jacobi(curv.diagonal()), rtol,
+    x, _ = pcg(curv.matvec, rhs, block_jacobi(curv), rtol,
                maxiter if maxiter is not None else 2 * rhs.shape[0])
     return x
