@@ -449,7 +449,9 @@ class _DualNewton:
 
     def evaluate(self, W: np.ndarray, hessian: bool):
         n, eps = self.n, self.eps
-        a, U = scipy.linalg.eigh((n / eps) * (self.F - W), check_finite=False, driver="evd")
+        a, U, info = scipy.linalg.lapack.dsyevd((n / eps) * (self.F - W), compute_v=1, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"syevd failed to converge (info={info})")
         amax = a[-1]
         e = np.exp(a - amax)
         Z = e.sum()
@@ -487,10 +489,10 @@ class _DualNewton:
             if (D - best_P) / max(abs(D), abs(best_P), self.eps) <= tol:
                 return D, W, best_P, best_S, step
             mu = 1e-12 * max(float(np.max(np.diag(H))), 1e-300)
-            try:
-                delta = scipy.linalg.solve(H + mu * np.eye(self.p), -g, assume_a="pos",
-                                           check_finite=False)
-            except (np.linalg.LinAlgError, ValueError):
+            c, info = scipy.linalg.lapack.dpotrf(H + mu * np.eye(self.p), lower=1, clean=0)
+            if info == 0:
+                delta, info = scipy.linalg.lapack.dpotrs(c, -g, lower=1)
+            if info != 0:
                 delta = np.linalg.lstsq(H, -g, rcond=None)[0]
             slope = float(g @ delta)
             if not slope < 0:
@@ -562,7 +564,9 @@ def quantum_bound(
         x0, y0 = _embed(warm_start, features)
     if blas_threads is not None:
         blas_threads = _check_int("blas_threads", blas_threads, 1)
-    with _blas_threads(blas_threads):
+    # Below n = 64 the matrices are too small for threaded BLAS to matter and the thread-pool
+    # switch itself costs ~30 us per call.
+    with _blas_threads(blas_threads if features.n >= 64 else None):
         D, P, S, Y, it, conv, hist, nsteps = solve_quantum(
             F, features, eps, tol, tau, sigma, max_iter, check_every, x0, y0, polish
         )
