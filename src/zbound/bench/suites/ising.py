@@ -451,7 +451,7 @@ def _task_speed(ctx, cfg, stats):
                                                                        time_limit=120),
             "cvxpy-scs": lambda model=model: cvxpy_quantum_bound(model, solver="SCS",
                                                                  time_limit=120),
-        }, repeats=3)
+        }, repeats=7)
         cp = res["quantum-cp"]["result"]
         target = cp.bound
         for name, entry in res.items():
