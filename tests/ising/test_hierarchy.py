@@ -1,10 +1,8 @@
 """Hierarchies and greedy feature selection (paper 001, Sec. 5.2-5.3, Alg. 2)."""
 
-import itertools
-import math
-
 import numpy as np
 import pytest
+from _ising_reference import brute_phi, random_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,18 +10,6 @@ from zbound.ising.features import default_features
 from zbound.ising.hierarchy import degree_hierarchy, greedy_features
 from zbound.ising.model import IsingModel
 from zbound.ising.quantum import quantum_bound
-
-
-def brute_phi(model):
-    X = np.array(list(itertools.product([-1.0, 1.0], repeat=model.d)))
-    z = model.energy(X) / model.epsilon
-    return model.epsilon * (z.max() + math.log(np.mean(np.exp(z - z.max()))))
-
-
-def random_model(d, seed, eps=1.0):
-    rng = np.random.default_rng(seed)
-    J = np.triu(rng.standard_normal((d, d)), 1)
-    return IsingModel(rng.standard_normal(d), J + J.T, eps)
 
 
 def test_greedy_lowers_the_bound_and_stays_valid():

@@ -1,25 +1,12 @@
 """Diagonal metric learning with Kelley's cutting planes (paper 001, supplement C, App. D)."""
 
-import itertools
 import math
 
 import numpy as np
 import pytest
+from _ising_reference import brute_phi, random_model
 
 from zbound.ising.metric import diag_entropy, diag_entropy_gradient, metric_learning_bound
-from zbound.ising.model import IsingModel
-
-
-def brute_phi(model):
-    X = np.array(list(itertools.product([-1.0, 1.0], repeat=model.d)))
-    z = model.energy(X) / model.epsilon
-    return model.epsilon * (z.max() + math.log(np.mean(np.exp(z - z.max()))))
-
-
-def random_model(d, seed, eps=1.0):
-    rng = np.random.default_rng(seed)
-    J = np.triu(rng.standard_normal((d, d)), 1)
-    return IsingModel(rng.standard_normal(d), J + J.T, eps)
 
 
 def test_diag_entropy_matches_its_definition():
