@@ -150,6 +150,16 @@ def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
         nit += 1
         rec.record(f, _norm(maj.grad), counts["bound"])
 
+    def mm_advance(x_new):
+        """Move to x_new = F(x) (a plain MM step): build its bound and accept it; False when
+        rounding ate the guaranteed decrease."""
+        maj_new = model.majorizer(x_new, opts.order)
+        counts["bound"] += 1
+        if not maj_new.value <= f + _ROUND * max(1.0, abs(f)):
+            return False
+        accept(x_new, maj_new)
+        return True
+
     while True:
         # step 1: x1 = F(x0)
         d0, stat = _mm_step(maj, opts, inner)
@@ -160,17 +170,14 @@ def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
             break
         x0 = x
         x1 = x0 + d0
-        maj1 = model.majorizer(x1, opts.order)
-        counts["bound"] += 1
-        if not maj1.value <= f + _ROUND * max(1.0, abs(f)):
+        if not mm_advance(x1):
             reason = "no decrease (numerical limit of the bound step)"
             break
-        accept(x1, maj1)
         if opts.callback is not None and opts.callback(x, f):
             reason = "stopped by callback"
             break
         # step 2: x2 = F(x1)
-        d1, stat = _mm_step(maj1, opts, inner)
+        d1, stat = _mm_step(maj, opts, inner)
         reason = stop_reason(f, f_prev, stat, opts)
         if reason is not None or counts["bound"] >= opts.max_iter:
             break
@@ -211,13 +218,9 @@ def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
                 break
         if not accepted:
             # the plain MM step from x1: guaranteed descent
-            x2 = x1 + d1
-            maj2 = model.majorizer(x2, opts.order)
-            counts["bound"] += 1
-            if not maj2.value <= f + _ROUND * max(1.0, abs(f)):
+            if not mm_advance(x1 + d1):
                 reason = "no decrease (numerical limit of the bound step)"
                 break
-            accept(x2, maj2)
         if opts.callback is not None and opts.callback(x, f):
             reason = "stopped by callback"
             break
