@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from zbound._validation import check_design
 from zbound.bounds.curvature import KroneckerCurvature
 from zbound.bounds.scalar import beta, log_cumsum_exp, ordering
 
@@ -108,16 +109,7 @@ def multinomial_bound(X, W, log_prior=None, order: str = "descending") -> Multin
     log_prior : (t, n) or (n,) array, optional; -inf gives a label zero weight.
     order : {"descending", "ascending", "given"}
     """
-    if sp.issparse(X):
-        X = sp.csr_matrix(X, dtype=np.float64)
-        finite = np.all(np.isfinite(X.data))
-    else:
-        X = np.asarray(X, dtype=np.float64)
-        finite = np.all(np.isfinite(X))
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-D (t, d), got shape {X.shape}")
-    if not finite:
-        raise ValueError("X contains NaN or inf")
+    X = check_design(X)
     W = np.asarray(W, dtype=np.float64)
     if W.ndim == 1:
         if W.size % X.shape[1]:

@@ -8,8 +8,8 @@ reg = t * lambda; scikit-learn's C convention is reg = 1 / C.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
+from zbound._validation import check_design
 from zbound.bounds.curvature import KroneckerCurvature, SoftmaxCurvature
 from zbound.bounds.multinomial import label_bound
 from zbound.models.base import Majorizer
@@ -27,16 +27,7 @@ class MultinomialLogistic:
     """
 
     def __init__(self, X, y, n_classes: int | None = None, reg: float = 0.0):
-        if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=np.float64)
-            finite = np.all(np.isfinite(X.data))
-        else:
-            X = np.ascontiguousarray(X, dtype=np.float64)
-            finite = np.all(np.isfinite(X))
-        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-            raise ValueError(f"X must be a non-empty 2-D array (t, d), got shape {X.shape}")
-        if not finite:
-            raise ValueError("X contains NaN or inf")
+        X = check_design(X, nonempty=True)
         y = np.asarray(y)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have shape ({X.shape[0]},) to match X, got {y.shape}")

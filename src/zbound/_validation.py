@@ -1,0 +1,26 @@
+"""Input checks shared by bounds and models: one place decides dtype, layout and finiteness."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+
+def check_design(X, nonempty: bool = False):
+    """X as float64 CSR (sparse input) or C-contiguous ndarray of shape (t, d).
+
+    Raises ValueError naming the problem for a non-2-D array, NaN or inf entries and, with
+    ``nonempty``, zero rows or columns.
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X, dtype=np.float64)
+        finite = bool(np.all(np.isfinite(X.data)))
+    else:
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        finite = bool(np.all(np.isfinite(X)))
+    if X.ndim != 2 or (nonempty and (X.shape[0] == 0 or X.shape[1] == 0)):
+        kind = "a non-empty 2-D array" if nonempty else "2-D"
+        raise ValueError(f"X must be {kind} (t, d), got shape {X.shape}")
+    if not finite:
+        raise ValueError("X contains NaN or inf")
+    return X
