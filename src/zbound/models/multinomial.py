@@ -8,6 +8,7 @@ reg = t * lambda; scikit-learn's C convention is reg = 1 / C.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from zbound._validation import check_design
 from zbound.bounds.curvature import KroneckerCurvature, SoftmaxCurvature
@@ -46,52 +47,63 @@ class MultinomialLogistic:
         self.n_features = X.shape[1]
         self.n_params = n * X.shape[1]
         self.reg = float(reg)
-        self._rows = np.arange(X.shape[0])
-        # sum_j f_j(y_j) = vec(Y^T X), constant across iterations.
-        Y = np.zeros((X.shape[0], n))
-        Y[self._rows, self.y] = 1.0
-        self._observed = np.asarray(X.T @ Y).T.ravel()
+        self._sparse = sp.issparse(X)
+        # sum_j f_j(y_j) = vec(Y^T X), constant across iterations; sum_j s_j(y_j) = theta . it.
+        Y = np.zeros((n, X.shape[0]))
+        Y[self.y, np.arange(X.shape[0])] = 1.0
+        self._observed = np.asarray(X.T @ Y.T).T.ravel() if self._sparse else (Y @ X).ravel()
         self.n_evals = 0
 
     # -- internals ---------------------------------------------------------------------------
-    def _scores(self, theta):
+    # Scores are kept class-major, S^T of shape (n_classes, t): reductions over the classes
+    # then run across contiguous rows (for two classes 5x faster than a row-wise max over a
+    # (t, 2) array), and the gradient P^T X comes out as vec(W)-ordered without a copy.
+    def _scores_t(self, theta):
         W = theta.reshape(self.n_classes, self.n_features)
-        return np.asarray(self.X @ W.T)
+        if self._sparse:
+            return np.ascontiguousarray((self.X @ W.T).T)
+        return W @ self.X.T
 
-    def _softmax(self, S):
-        m = S.max(axis=1, keepdims=True)
-        E = np.exp(S - m)
-        s = E.sum(axis=1, keepdims=True)
-        lse = (m + np.log(s)).ravel()
-        return lse, E / s
+    def _lse_t(self, ST):
+        """log-sum-exp over classes of S^T (n, t) and exp(S^T - max), computed in place."""
+        m = ST.max(axis=0)
+        ST -= m
+        np.exp(ST, out=ST)
+        s = ST.sum(axis=0)
+        return m + np.log(s), s
 
-    def _value_from(self, theta, S, lse):
-        return float(lse.sum() - S[self._rows, self.y].sum() + 0.5 * self.reg * (theta @ theta))
+    def _value_from(self, theta, lse):
+        return float(lse.sum() - theta @ self._observed + 0.5 * self.reg * (theta @ theta))
 
-    def _grad_from(self, theta, P):
-        return np.asarray(self.X.T @ P).T.ravel() - self._observed + self.reg * theta
+    def _grad_from(self, theta, PT):
+        if self._sparse:
+            g = np.asarray(self.X.T @ PT.T).T.ravel()
+        else:
+            g = (PT @ self.X).ravel()
+        g -= self._observed
+        g += self.reg * theta
+        return g
+
+    def _value_grad_p(self, theta):
+        self.n_evals += 1
+        ST = self._scores_t(theta)
+        lse, s = self._lse_t(ST)
+        ST /= s                                             # P^T
+        return self._value_from(theta, lse), self._grad_from(theta, ST), ST
 
     # -- Model protocol ----------------------------------------------------------------------
     def value(self, theta: np.ndarray) -> float:
         self.n_evals += 1
-        S = self._scores(theta)
-        m = S.max(axis=1)
-        lse = m + np.log(np.exp(S - m[:, None]).sum(axis=1))
-        return self._value_from(theta, S, lse)
+        return self._value_from(theta, self._lse_t(self._scores_t(theta))[0])
 
     def value_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
-        self.n_evals += 1
-        S = self._scores(theta)
-        lse, P = self._softmax(S)
-        return self._value_from(theta, S, lse), self._grad_from(theta, P)
+        f, g, _ = self._value_grad_p(theta)
+        return f, g
 
     def value_grad_hessian(self, theta: np.ndarray):
         """Value, gradient and exact Hessian sum_j (diag p_j - p_j p_j^T) (x) x_j x_j^T + reg I."""
-        self.n_evals += 1
-        S = self._scores(theta)
-        lse, P = self._softmax(S)
-        return (self._value_from(theta, S, lse), self._grad_from(theta, P),
-                SoftmaxCurvature(self.X, P, self.reg))
+        f, g, PT = self._value_grad_p(theta)
+        return f, g, SoftmaxCurvature(self.X, PT.T, self.reg, complete=True)
 
     def hessian(self, theta: np.ndarray) -> KroneckerCurvature:
         return self.value_grad_hessian(theta)[2]
@@ -100,13 +112,18 @@ class MultinomialLogistic:
         """Alg. 1 bound on every log Z_j, summed: curvature sum_j B_j (x) x_j x_j^T + reg I."""
         self.n_evals += 1
         theta = np.asarray(theta, dtype=np.float64)
-        S = self._scores(theta)
+        S = np.ascontiguousarray(self._scores_t(theta).T)
         log_z, P, B = label_bound(S, order)
-        value = self._value_from(theta, S, log_z)
-        return Majorizer(theta, value, self._grad_from(theta, P),
+        value = self._value_from(theta, log_z)
+        return Majorizer(theta, value, self._grad_from(theta, P.T),
                          KroneckerCurvature(self.X, B, self.reg))
 
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
-        S = self._scores(theta) if X is None else np.asarray(
-            X @ theta.reshape(self.n_classes, self.n_features).T)
-        return self._softmax(S)[1]
+        if X is None:
+            ST = self._scores_t(theta)
+        else:
+            ST = np.ascontiguousarray(np.asarray(
+                X @ theta.reshape(self.n_classes, self.n_features).T).T)
+        _, s = self._lse_t(ST)
+        ST /= s
+        return ST.T
