@@ -9,14 +9,14 @@ from hypothesis import strategies as st
 from zbound.bounds.curvature import KroneckerCurvature, SoftmaxCurvature
 
 
-def _explicit(X, P, reg):
-    """sum_j (diag p_j - p_j p_j^T) (x) x_j x_j^T + reg I with np.kron, no library code."""
+def _explicit(X, P, reg, w=None):
+    """sum_j w_j (diag p_j - p_j p_j^T) (x) x_j x_j^T + reg I with np.kron, no library code."""
     t, n = P.shape
     d = X.shape[1]
     out = reg * np.eye(n * d)
     for j in range(t):
         B = np.diag(P[j]) - np.outer(P[j], P[j])
-        out += np.kron(B, np.outer(X[j], X[j]))
+        out += (1.0 if w is None else w[j]) * np.kron(B, np.outer(X[j], X[j]))
     return out
 
 
@@ -45,3 +45,38 @@ def test_products_match_the_explicit_matrix(t, n, d, scale, reg, seed, sparse):
 def test_rejects_mismatched_probabilities():
     with pytest.raises(ValueError, match="P must have shape"):
         SoftmaxCurvature(np.ones((3, 2)), np.ones((4, 2)) / 2)
+
+
+@settings(max_examples=300)
+@given(t=st.integers(1, 12), n=st.integers(1, 5), d=st.integers(1, 5),
+       scale=st.sampled_from([0.0, 1.0, 30.0, 800.0]), reg=st.sampled_from([0.0, 0.5, 1e3]),
+       seed=st.integers(0, 2**31 - 1), weighted=st.booleans(), drop=st.booleans(),
+       flag=st.sampled_from([None, True]))
+def test_structured_dense_assembly(t, n, d, scale, reg, seed, weighted, drop, flag):
+    """to_dense and diagonal_blocks from P equal the explicit sum: full softmax rows (the
+    pair-only assembly, with or without the caller's ``complete`` flag), sub-blocks of columns
+    (rows not summing to one: the direct diagonal blocks) and sample weights (zeros included)."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(t, d))
+    S = scale * rng.normal(size=(t, n + 1))
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    complete = flag
+    if drop:            # free classes of a model with a reference class
+        P = P[:, :n]
+        complete = None
+    w = rng.random(t) * (rng.random(t) < 0.8) if weighted else None
+    ref = _explicit(X, P, reg, w)
+    C = SoftmaxCurvature(X, P, reg, weights=w, complete=complete)
+    tol = 1e-12 * (1 + np.abs(ref).max())
+    dense = C.to_dense()
+    np.testing.assert_allclose(dense, ref, rtol=0, atol=tol)
+    np.testing.assert_array_equal(dense, dense.T)
+    k = P.shape[1]
+    blocks = C.diagonal_blocks()
+    for a in range(k):
+        np.testing.assert_allclose(blocks[a], ref[a * d:(a + 1) * d, a * d:(a + 1) * d],
+                                   rtol=0, atol=tol)
+    # a column-major (transposed) P, as the model passes it, gives the same matrix
+    CT = SoftmaxCurvature(X, np.ascontiguousarray(P.T).T, reg, weights=w, complete=complete)
+    np.testing.assert_allclose(CT.to_dense(), dense, rtol=0, atol=tol)

@@ -196,20 +196,55 @@ class KroneckerCurvature(Curvature):
         blocks[:, idx, idx] += self.reg
         return blocks
 
+    def _pair_block(self, c: np.ndarray) -> np.ndarray:
+        """X^T diag(c) X for dense X, symmetrized."""
+        blk = (self.X * c[:, None]).T @ self.X
+        blk += blk.T
+        blk *= 0.5
+        return blk
+
+    def _assemble(self, weight, complete: bool) -> np.ndarray:
+        """Dense (n d, n d) matrix with block (a, b) = X^T diag(weight(a, b)) X (dense X).
+
+        One (t, d) x (t, d) product per class pair a < b, plus one per class for the diagonal
+        blocks, unless ``complete`` (every B_j 1 = 0): then block (a, a) is minus the sum of its
+        row's off-diagonal blocks and n (n - 1) / 2 products suffice, against the n^2 of a
+        generic Kronecker assembly (digits' 10-class bound: 45 instead of 100, and no
+        (t, n^2 d) buffer).
+        """
+        n, d = self.n, self.d
+        p = n * d
+        out = np.zeros((p, p))
+        for a in range(n):
+            ra = slice(a * d, (a + 1) * d)
+            for b in range(a + 1, n):
+                rb = slice(b * d, (b + 1) * d)
+                blk = self._pair_block(weight(a, b))
+                out[ra, rb] = blk
+                out[rb, ra] = blk
+                if complete:
+                    out[ra, ra] -= blk
+                    out[rb, rb] -= blk
+            if not complete:
+                out[ra, ra] = self._pair_block(weight(a, a))
+        if self.reg:
+            out.flat[:: p + 1] += self.reg
+        return out
+
     def to_dense(self):
+        if not sp.issparse(self.X):
+            B = self.B
+            scale = float(np.max(np.abs(B))) if B.size else 0.0
+            complete = bool(np.max(np.abs(B.sum(axis=2)), initial=0.0) <= 1e-13 * scale)
+            return self._assemble(lambda a, b: B[:, a, b], complete)
         n, d = self.n, self.d
         X = self.X
         out = np.empty((n, d, n, d))
         for a in range(n):
-            # Row-block a: X^T diag(B[:, a, b]) X for every b in one product.
-            if sp.issparse(X):
-                for b in range(a, n):
-                    blk = (X.T @ X.multiply(self.B[:, a, b][:, None])).toarray()
-                    out[a, :, b, :] = blk
-                    out[b, :, a, :] = blk.T
-            else:
-                weighted = self.B[:, a, :, None] * X[:, None, :]   # (t, n, d)
-                out[a] = np.einsum("ji,jbk->ibk", X, weighted)
+            for b in range(a, n):
+                blk = (X.T @ X.multiply(self.B[:, a, b][:, None])).toarray()
+                out[a, :, b, :] = blk
+                out[b, :, a, :] = blk.T
         dense = out.reshape(n * d, n * d)
         dense = 0.5 * (dense + dense.T)
         if self.reg:
@@ -227,9 +262,12 @@ class SoftmaxCurvature(KroneckerCurvature):
     P : (t, n) softmax probabilities (or any sub-block of their columns: the rows of P need not
     sum to one, e.g. the free classes of a binary model with a reference class);
     weights : (t,) non-negative sample weights, default 1.
+    complete : whether every row of P sums to one (a full softmax; lets ``to_dense`` skip the
+        diagonal blocks); None checks.
     """
 
-    def __init__(self, X, P: np.ndarray, reg: float = 0.0, weights: np.ndarray | None = None):
+    def __init__(self, X, P: np.ndarray, reg: float = 0.0, weights: np.ndarray | None = None,
+                 complete: bool | None = None):
         P = np.asarray(P, dtype=np.float64)
         if P.ndim != 2 or P.shape[0] != X.shape[0]:
             raise ValueError(f"P must have shape ({X.shape[0]}, n), got {P.shape}")
@@ -245,6 +283,7 @@ class SoftmaxCurvature(KroneckerCurvature):
         self.d = X.shape[1]
         p = self.n * self.d
         self.shape = (p, p)
+        self.complete = complete
         self._B = None
 
     @property
@@ -277,3 +316,36 @@ class SoftmaxCurvature(KroneckerCurvature):
         else:
             diag = W.T @ (self.X * self.X)
         return diag.ravel() + self.reg
+
+    def diagonal_blocks(self) -> np.ndarray:
+        """The n class blocks X^T diag(w p_a (1 - p_a)) X + reg I, shape (n, d, d), from P
+        directly (no (t, n, n) array). Dense X only."""
+        if sp.issparse(self.X):
+            raise TypeError("diagonal_blocks needs a dense X")
+        W = self.P - self.P * self.P
+        if self.weights is not None:
+            W = W * self.weights[:, None]
+        blocks = np.empty((self.n, self.d, self.d))
+        for a in range(self.n):
+            blocks[a] = self._pair_block(W[:, a])
+        idx = np.arange(self.d)
+        blocks[:, idx, idx] += self.reg
+        return blocks
+
+    def to_dense(self):
+        """Dense matrix from P, never forming the (t, n, n) B: block (a, b) =
+        -X^T diag(w p_a p_b) X for a != b and, when the rows of P sum to one (a full softmax,
+        B_j 1 = 0), the diagonal blocks from those (one product per class pair, 8x fewer flops
+        than the generic assembly for two classes); else X^T diag(w p_a (1 - p_a)) X each."""
+        if sp.issparse(self.X):
+            return super().to_dense()
+        P = self.P
+        Pw = P if self.weights is None else P * self.weights[:, None]
+        complete = self.complete
+        if complete is None:
+            complete = bool(np.all(np.abs(P.sum(axis=1) - 1.0) <= 1e-12))
+
+        def weight(a, b):
+            return Pw[:, a] - Pw[:, a] * P[:, a] if a == b else -(Pw[:, a] * P[:, b])
+
+        return self._assemble(weight, complete)

@@ -82,7 +82,8 @@ def minimize(model, x0, method: str = DEFAULT_METHOD, constraints: LinearConstra
     max_iter : iteration limit (SQUAREM: bound evaluations)
     target : stop as soon as the objective is <= target
     order : configuration ordering for Alg. 1, passed to ``model.majorizer(order=...)``
-    inner : "auto" (dense Cholesky up to 300 parameters, then CG), "cholesky" or "cg"
+    inner : "auto" (dense Cholesky up to 300 parameters, then CG; exact bound steps of "bound"
+        and "squarem" up to 1000), "cholesky" or "cg"
     callback : callback(x, f) after every accepted iterate; return True to stop
     ftol : stop when one iteration decreases the objective by <= ftol * max(1, |f|)
     options : method extras: ``cg_rtol`` (bound step CG tolerance), ``cg_maxiter``,

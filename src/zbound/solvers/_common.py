@@ -87,11 +87,14 @@ def make_options(model, x0, *, tol, ftol, max_iter, target, callback, order="des
     return x, opts
 
 
-def resolve_inner(inner: str, p: int) -> str:
-    from zbound.solvers._linalg import AUTO_CG_THRESHOLD
+def resolve_inner(inner: str, p: int, bound: bool = False) -> str:
+    """"auto" -> "cholesky" or "cg" by the number of parameters; ``bound``: for exact Alg. 1
+    bound steps (a higher threshold, see ``_linalg.AUTO_CG_THRESHOLD_BOUND``)."""
+    from zbound.solvers._linalg import AUTO_CG_THRESHOLD, AUTO_CG_THRESHOLD_BOUND
 
     if inner == "auto":
-        return "cholesky" if p <= AUTO_CG_THRESHOLD else "cg"
+        limit = AUTO_CG_THRESHOLD_BOUND if bound else AUTO_CG_THRESHOLD
+        return "cholesky" if p <= limit else "cg"
     return inner
 
 

@@ -11,44 +11,21 @@ from zbound.bounds.curvature import Curvature, DenseCurvature, KroneckerCurvatur
 # Above this many parameters the default inner solver switches from dense Cholesky to
 # matrix-free preconditioned CG (DESIGN.md 3.3: Sigma v costs O(t n d + t n^2)).
 AUTO_CG_THRESHOLD = 300
+# The same switch for an exact bound step (plain Alg. 2, SQUAREM). The bound's B_j are dense
+# n x n (a product costs a batched (t, n, n) contraction, slower than the softmax Hessian's),
+# the step is solved to 1e-8, and the pair-block assembly is GEMM-bound: on digits (p = 620)
+# one bound step took 23 ms with dense Cholesky against 42 ms with block-Jacobi PCG.
+AUTO_CG_THRESHOLD_BOUND = 1000
 
 _potrf = scipy.linalg.lapack.dpotrf
 _potrs = scipy.linalg.lapack.dpotrs
-# Rows per chunk when assembling a dense Kronecker-sum matrix (bounds the (rows, n*n*d) buffer).
-_KRON_CHUNK_ELEMS = 4_000_000
-
-
-def kronecker_dense(X: np.ndarray, B: np.ndarray, reg: float) -> np.ndarray:
-    """Dense sum_j B_j (x) x_j x_j^T + reg I for dense X (t, d), B (t, n, n) -> (n d, n d).
-
-    One GEMM X^T [B_j(a, b) x_j]_{j, (a, b, k)} per row chunk instead of a loop over blocks;
-    parameter order a * d + i (theta = vec(W), W (n, d) row-major), as KroneckerCurvature.
-    """
-    t, d = X.shape
-    n = B.shape[1]
-    p = n * d
-    Bf = B.reshape(t, n * n)
-    step = max(1, _KRON_CHUNK_ELEMS // max(1, n * n * d))
-    if step >= t:   # one chunk (every Table 3 problem): no accumulator
-        acc = X.T @ (Bf[:, :, None] * X[:, None, :]).reshape(t, n * n * d)
-    else:
-        acc = np.zeros((d, n * n * d))
-        for s in range(0, t, step):
-            Xs = X[s:s + step]
-            Y = (Bf[s:s + step, :, None] * Xs[:, None, :]).reshape(Xs.shape[0], n * n * d)
-            acc += Xs.T @ Y
-    out = acc.reshape(d, n, n, d).transpose(1, 0, 2, 3).reshape(p, p)
-    if reg:
-        out.flat[:: p + 1] += reg
-    return out
-
-
 def dense(curvature) -> np.ndarray:
-    """(p, p) ndarray of a Curvature operator or an array (fast path for dense Kronecker sums)."""
+    """(p, p) ndarray of a Curvature operator or an array (Kronecker sums assemble by class
+    pairs, see :meth:`KroneckerCurvature.to_dense`)."""
     if isinstance(curvature, np.ndarray):
         return curvature
-    if isinstance(curvature, KroneckerCurvature) and isinstance(curvature.X, np.ndarray):
-        return kronecker_dense(curvature.X, curvature.B, curvature.reg)
+    if isinstance(curvature, KroneckerCurvature):
+        return curvature.to_dense()
     if isinstance(curvature, DenseCurvature):
         m = curvature.matrix
         if not curvature.reg:

@@ -82,7 +82,7 @@ def bound_mm(model, x: np.ndarray, opts: Options, method: str = "bound") -> Resu
 
     model : follows :class:`zbound.models.base.Model`; x : (p,) feasible start (validated).
     """
-    inner = resolve_inner(opts.inner, x.shape[0])
+    inner = resolve_inner(opts.inner, x.shape[0], bound=True)
     counts = {"bound": 0}
     rec = Recorder()
     maj = model.majorizer(x, opts.order)
@@ -130,7 +130,7 @@ def squarem(model, x: np.ndarray, opts: Options, method: str = "squarem",
     evaluations to a 1e-6 target at C = 10 fell from 64 to 41 (SPECT) and 40 to 31
     (ionosphere), against 259 and 181 for plain Alg. 2, and stayed ~80 on wine (plain 889).
     """
-    inner = resolve_inner(opts.inner, x.shape[0])
+    inner = resolve_inner(opts.inner, x.shape[0], bound=True)
     cons = opts.constraints
     counts = {"bound": 0}
     rec = Recorder()
