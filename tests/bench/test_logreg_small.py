@@ -156,15 +156,19 @@ def test_ratio_verdict_counts_and_cap():
     for k, ratio in enumerate([0.4] * 12 + [0.9, 0.6, 0.7]):
         recs += [_rec("table3", f"d{k}", "lambda=1", "newton-bound", ratio, default=True),
                  _rec("table3", f"d{k}", "lambda=1", "newton", 1.0, peer=True),
-                 _rec("table3", f"d{k}", "lambda=1", "steepest", 2.0, peer=True)]
+                 _rec("table3", f"d{k}", "lambda=1", "steepest", 2.0, peer=True),
+                 _rec("table3", f"d{k}", "lambda=1", "scipy-lbfgsb", 4.0, peer=True)]
     rows = L.ratio_rows(recs, "table3")
     assert [r["peer"] for r in rows] == ["newton"] * 15
+    # the SciPy/sklearn-only comparison skips the library's own baselines
+    assert [r["external_peer"] for r in rows] == ["scipy-lbfgsb"] * 15
+    assert rows[0]["external_ratio"] == pytest.approx(0.1)
     v = L.ratio_verdict(rows, "table3")
     assert v["good"] == 12 and v["pass"] and v["worst"] == pytest.approx(0.9)
-    recs[-3]["time_to_target_s"] = 1.5  # one cell above the cap
+    recs[-4]["time_to_target_s"] = 1.5  # one cell above the cap
     v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
     assert not v["pass"] and v["worst"] == pytest.approx(1.5)
-    recs[-3]["reached"] = False  # a default that misses the target fails the cap
+    recs[-4]["reached"] = False  # a default that misses the target fails the cap
     v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
     assert not v["pass"] and math.isinf(v["worst"])
 
@@ -206,3 +210,29 @@ def test_table3_design_dimensions():
         assert K == (3 if name == "wine" else 2)
         np.testing.assert_allclose(X[:, -1], 1.0)
     assert L.load_design("spect")[0].shape[0] == 187
+
+
+@needs_data
+def test_squarem_count_check_decides_without_running_to_the_end():
+    """Plain Alg. 2 on wine, C = 10, needs several hundred bound evaluations: capped at 5x a
+    small count it stops unreached (pass, factor a lower bound); capped above its true count it
+    reaches the target and the exact factor decides (fail below 5x)."""
+    prob = L.build_problem("weak-l2", "wine", "C=10", None, 10.0, L.load_design("wine"))
+    starts = L.start_points("wine", 1, prob.n_classes * prob.X.shape[1])
+    cfg = L.Config(count_check_starts=1, count_check_budget_s=60.0)
+    low = L.squarem_count_check(prob, starts, [20], cfg)
+    (row,) = low["starts"]
+    assert low["verdict"] == "pass"
+    assert row["cap"] == 100 and row["bound_evaluations"] == 100
+    assert not row["reached"] and row["decided"] and row["factor"] == pytest.approx(5.0)
+    high = L.squarem_count_check(prob, starts, [1000], cfg)
+    (row,) = high["starts"]
+    assert row["reached"] and row["exact"] and 100 < row["bound_evaluations"] < 5000
+    assert high["verdict"] == "fail" and row["factor"] < 5.0
+    # the report row takes the check's counts over the timed run's budget-limited ones
+    recs = [_rec("weak-l2", "wine", "C=10", "bound", None, reached=False, evals=50),
+            _rec("weak-l2", "wine", "C=10", "squarem", 1.0, evals=20)]
+    recs[0]["metrics"]["count_check"] = low
+    (r,) = L.squarem_rows(recs)
+    assert r["pass"] is True and r["count_check"] and r["factor_is_lower_bound"]
+    assert r["bound"] == 100 and r["squarem"] == 20
