@@ -75,6 +75,8 @@ def test_bad_start_points_are_rejected(model, x0, exc, match):
     ({"callback": 3}, TypeError, "callback"),
     ({"frobnicate": 1}, TypeError, "unexpected"),
     ({"method": "newton-bound", "fallback": "sideways"}, ValueError, "fallback"),
+    ({"method": "newton-bound", "backtracks": -1}, ValueError, "backtracks"),
+    ({"method": "newton-bound", "backtracks": 1.5}, ValueError, "backtracks"),
 ])
 def test_bad_options_are_rejected(model, kwargs, exc, match):
     with pytest.raises(exc, match=match):

@@ -39,8 +39,9 @@ DEFAULT_METHOD = "newton-bound"
 METHODS: dict[str, MethodInfo] = {
     "newton-bound": MethodInfo(
         "newton-bound", False, "linear", True,
-        "Newton step with the exact Hessian when it decreases J enough, else the Alg. 1 bound "
-        "as a line search along it (or the bound step: fallback='step'); monotone; default"),
+        "Newton step with the exact Hessian when it decreases J enough, else a short value-only "
+        "backtracking, else the Alg. 1 bound as a line search along it (or the bound step: "
+        "fallback='step'); monotone; default"),
     "bound": MethodInfo(
         "bound", False, "linear", True,
         "Alg. 2 of Jebara & Choromanska (2012) as published: minimize the Alg. 1 quadratic "
@@ -86,8 +87,9 @@ def minimize(model, x0, method: str = DEFAULT_METHOD, constraints: LinearConstra
         and "squarem" up to 1000), "cholesky" or "cg"
     callback : callback(x, f) after every accepted iterate; return True to stop
     ftol : stop when one iteration decreases the objective by <= ftol * max(1, |f|)
-    options : method extras: ``cg_rtol`` (bound step CG tolerance), ``cg_maxiter``,
-        ``fallback`` ("direction" or "step", newton-bound only)
+    options : method extras: ``cg_rtol`` (bound step CG tolerance), ``cg_maxiter``;
+        newton-bound only: ``backtracks`` (value-only Armijo trials along a rejected Newton
+        step before the bound safeguard, default 4) and ``fallback`` ("direction" or "step")
 
     Returns
     -------
@@ -96,7 +98,7 @@ def minimize(model, x0, method: str = DEFAULT_METHOD, constraints: LinearConstra
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)}")
     info = METHODS[method]
-    unknown = set(options) - {"cg_rtol", "cg_maxiter", "fallback"}
+    unknown = set(options) - {"cg_rtol", "cg_maxiter", "fallback", "backtracks"}
     if unknown:
         raise TypeError(f"unexpected options {sorted(unknown)}")
     x, opts = make_options(model, x0, tol=tol, ftol=ftol, max_iter=max_iter, target=target,

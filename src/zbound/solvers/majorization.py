@@ -30,6 +30,8 @@ from zbound.solvers.result import Recorder, Result
 _ARMIJO = 1e-4
 # Tolerated objective increase from rounding on an MM step that the bound guarantees to descend.
 _ROUND = 1e-12
+# Value-only backtracking trials along a rejected Newton direction before the bound step.
+_BACKTRACKS = 4
 # Upper limit of SQUAREM's adaptive step bound alpha_max (it grows 4x whenever it binds).
 _ALPHA_CAP = 1e8
 
@@ -281,11 +283,15 @@ def newton_bound(model, x: np.ndarray, opts: Options, method: str = "newton-boun
     J(theta + d) <= J(theta) + 1e-4 * (g^T d + 1/2 d^T H d); the call that tests it also
     returns the gradient and Hessian there, so an accepted step costs one evaluation (when the
     quadratic model predicts that the step crosses ``target``, the value alone is tested
-    first). Otherwise build the Alg. 1 bound at theta and use it as a line search along the
-    Newton direction, s* = argmin_s of the majorizer J + s g.d + s^2/2 d.C d (``fallback =
-    "direction"``, default), or take the bound's own minimizer (``fallback = "step"``, the plain
-    Alg. 2 step). Both surely descend; from poor starts of nearly separable problems the first
-    needed 16-52 iterations where the second needed 111-203 (measured, 4 random problems).
+    first). Otherwise backtrack along the Newton direction with values only (up to
+    ``backtracks`` = 4 Armijo trials, safeguarded quadratic interpolation: on near-separable,
+    badly scaled digits at C = 10 the bound alone took 621 safeguard steps and 4.4 s, with
+    backtracking first 37 iterations and 1.25 s); if that fails too, build the Alg. 1 bound
+    at theta and use it as a line search along the Newton direction, s* = argmin_s of the
+    majorizer J + s g.d + s^2/2 d.C d (``fallback = "direction"``, default), or take the
+    bound's own minimizer (``fallback = "step"``, the plain Alg. 2 step). Both surely descend;
+    without backtracking, from poor starts of nearly separable problems the first needed 16-52
+    iterations where the second needed 111-203 (measured, 4 random problems).
     """
     p = x.shape[0]
     inner = resolve_inner(opts.inner, p)
@@ -302,8 +308,11 @@ def newton_bound(model, x: np.ndarray, opts: Options, method: str = "newton-boun
     fallback = opts.extra.get("fallback", "direction")
     if fallback not in ("direction", "step"):
         raise ValueError(f"fallback must be 'direction' or 'step', got {fallback!r}")
+    backtracks = opts.extra.get("backtracks", _BACKTRACKS)
+    if isinstance(backtracks, bool) or not isinstance(backtracks, int) or backtracks < 0:
+        raise ValueError(f"backtracks must be an integer >= 0, got {backtracks!r}")
     newton_dir = _NewtonSolver(inner, opts.extra.get("cg_maxiter", max(20, min(p, 250))))
-    nit = n_newton = n_bound = 0
+    nit = n_newton = n_bound = n_backtracked = 0
     f_prev = None
     reason = None
     while True:
@@ -348,6 +357,27 @@ def newton_bound(model, x: np.ndarray, opts: Options, method: str = "newton-boun
             eps_f = _ROUND * 1e-3 * max(1.0, abs(f))
             accepted = f_new <= f + _ARMIJO * pred or (-pred <= 1e3 * eps_f
                                                        and f_new <= f + eps_f)
+        if not accepted and d is not None and pred < 0.0:
+            # Backtrack along the Newton direction with values only (safeguarded quadratic
+            # interpolation); near-separable data make the full step overshoot along flat
+            # directions, where the bound's own step length is needlessly short.
+            gd = float(g @ d)
+            step = 1.0
+            for _ in range(backtracks):
+                denom = 2.0 * (f_new - f - step * gd)
+                trial = -gd * step * step / denom if denom > 0.0 and math.isfinite(f_new) \
+                    else 0.5 * step
+                step = min(0.5 * step, max(0.1 * step, trial))
+                f_new = model.value(x + step * d)
+                counts["value"] += 1
+                if f_new <= f + _ARMIJO * step * gd:
+                    accepted = True
+                    break
+            if accepted:
+                x_new = x + step * d
+                f_new, g_new, H_new = vgh(x_new)
+                counts["value_grad_hessian"] += 1
+                n_backtracked += 1
         if accepted:
             n_newton += 1
         else:
@@ -376,7 +406,8 @@ def newton_bound(model, x: np.ndarray, opts: Options, method: str = "newton-boun
             reason = "stopped by callback"
             break
     return finish(method, x, f, g, rec, nit, counts, reason, opts,
-                  info={"newton_steps": n_newton, "bound_steps": n_bound, "inner": inner,
+                  info={"newton_steps": n_newton, "bound_steps": n_bound,
+                        "backtracked_newton_steps": n_backtracked, "inner": inner,
                         "cg_products": newton_dir.products})
 
 
