@@ -25,11 +25,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import zbound.solvers as _solvers
-from zbound.bounds.curvature import Curvature, KroneckerCurvature, SoftmaxCurvature
-from zbound.bounds.multinomial import label_bound
-from zbound.models.base import Majorizer
+from zbound.models.penalized import PenalizedLogistic
 from zbound.solvers import METHODS, minimize
-from zbound.solvers._linalg import dense as _dense  # one GEMM per row chunk for dense X
 from zbound.solvers.constraints import LinearConstraints
 
 _ORDERS = ("descending", "ascending", "given")
@@ -37,176 +34,8 @@ _ORDERS = ("descending", "ascending", "given")
 # beyond this many parameters that costs gigabytes and minutes per iteration.
 MAX_QP_PARAMS = 5000
 # Relative weight of the intercept-centering term when intercept bounds are given (see
-# _LogisticObjective).
+# zbound.models.penalized.PenalizedLogistic).
 _WEAK_CENTER = 1e-8
-
-
-# -- the objective ---------------------------------------------------------------------------
-
-
-class _PenalizedKronecker(Curvature):
-    """sum_j B_j (x) x_j x_j^T + diag(penalty) + center * u u^T, never formed unless asked.
-
-    ``penalty`` (p,) is the per-parameter L2 weight (0 on intercepts); ``u`` (p,) is the 0/1
-    indicator of the intercept entries and ``center`` >= 0 the weight of the rank-one term that
-    pins the mean intercept (see :class:`_LogisticObjective`). It wraps a
-    :class:`KroneckerCurvature` instead of subclassing it: solvers take fast paths on that type
-    that read its ``X``, ``B`` and scalar ``reg`` directly and would drop the penalty.
-    """
-
-    def __init__(self, kron: KroneckerCurvature, penalty: np.ndarray, u: np.ndarray,
-                 center: float):
-        self.kron = kron
-        self.shape = self.kron.shape
-        self.penalty = penalty
-        self.u = u
-        self.center = float(center)
-
-    def matvec(self, v):
-        out = self.kron.matvec(v) + self.penalty * v
-        if self.center:
-            out += (self.center * float(self.u @ v)) * self.u
-        return out
-
-    def diagonal(self):
-        diag = self.kron.diagonal() + self.penalty
-        if self.center:
-            diag += self.center * self.u
-        return diag
-
-    def diagonal_blocks(self):
-        """Class blocks of the Kronecker sum plus the penalty (and centering) on each block."""
-        blocks = self.kron.diagonal_blocks()
-        n, d, _ = blocks.shape
-        idx = np.arange(d)
-        blocks[:, idx, idx] += (self.penalty + self.center * self.u).reshape(n, d)
-        return blocks
-
-    def to_dense(self):
-        dense = _dense(self.kron).copy()
-        dense.flat[:: dense.shape[0] + 1] += self.penalty
-        if self.center:
-            dense += self.center * np.outer(self.u, self.u)
-        return dense
-
-
-class _LogisticObjective:
-    """Weighted softmax log-loss with a per-parameter L2 penalty, as a zbound Model.
-
-    J(theta) = sum_j s_j [log sum_a exp(S_ja) - S_{j, y_j}] + 1/2 sum_i pen_i theta_i^2
-               + center/2 (u^T theta)^2,
-
-    theta = vec(W), W of shape (k, d) row-major, X of shape (t, d) (the intercept, if any, is a
-    column of ones in X). Multinomial: k = n_classes and S = X W^T. Binary: k = 1 and
-    S = [0, X w] (class 0 is the reference), which is exactly scikit-learn's binary logistic
-    loss. The label bound of Alg. 1 (``label_bound``) restricted to the free classes is a valid
-    majorizer of the restricted objective.
-
-    With unpenalized intercepts the multinomial objective is flat along "add c to every
-    intercept" (the Hessian and the bound curvature both annihilate it: B_j 1 = 0). The term
-    center/2 (u^T theta)^2, u the intercept indicator, is zero on the sum-zero representative and
-    makes the curvature definite without moving W or the centered intercepts. When bounds on
-    the intercepts cut the flat direction, the sum-zero point may be infeasible and the term
-    could trade objective for centering, so the estimator then uses a weight 1e-8 times smaller:
-    enough to keep the step QP definite (a QP solver may stop short on a singular one), and a
-    gradient perturbation far below ``tol``.
-    """
-
-    def __init__(self, X, y, n_classes: int, penalty: np.ndarray, sample_weight: np.ndarray,
-                 center: float = 0.0):
-        self.X = X
-        self.y = y
-        self.n_classes = n_classes
-        self.binary = n_classes == 2
-        self.k = 1 if self.binary else n_classes
-        self.d = X.shape[1]
-        self.n_params = self.k * self.d
-        self.penalty = penalty
-        self.sw = sample_weight
-        self.center = float(center)
-        self.u = np.zeros(self.n_params)
-        self.u[self.d - 1 :: self.d] = 1.0
-        self._rows = np.arange(X.shape[0])
-        self.n_evals = 0
-
-    def _scores(self, theta):
-        W = theta.reshape(self.k, self.d)
-        S = np.asarray(safe_sparse_dot(self.X, W.T, dense_output=True))
-        if self.binary:
-            S = np.hstack([np.zeros((S.shape[0], 1)), S])
-        return S
-
-    def _penalty_value(self, theta):
-        val = 0.5 * float(self.penalty @ (theta * theta))
-        if self.center:
-            val += 0.5 * self.center * float(self.u @ theta) ** 2
-        return val
-
-    def _value(self, theta, S, lse):
-        loss = float(self.sw @ (lse - S[self._rows, self.y]))
-        return loss + self._penalty_value(theta)
-
-    def _grad(self, theta, P):
-        R = P.copy()
-        R[self._rows, self.y] -= 1.0
-        R *= self.sw[:, None]
-        if self.binary:
-            R = R[:, 1:]
-        g = np.asarray(safe_sparse_dot(self.X.T, R, dense_output=True)).T.ravel()
-        g += self.penalty * theta
-        if self.center:
-            g += self.center * float(self.u @ theta) * self.u
-        return g
-
-    def _curvature(self, B):
-        """Penalized Kronecker sum of the Alg. 1 label curvatures B (t, n, n)."""
-        if self.binary:
-            B = B[:, 1:, 1:]
-        kron = KroneckerCurvature(self.X, B * self.sw[:, None, None], 0.0)
-        return _PenalizedKronecker(kron, self.penalty, self.u, self.center)
-
-    def _hessian(self, P):
-        """Penalized softmax Hessian (structured products; binary: the free class only)."""
-        kron = SoftmaxCurvature(self.X, P[:, 1:] if self.binary else P, 0.0, weights=self.sw)
-        return _PenalizedKronecker(kron, self.penalty, self.u, self.center)
-
-    def _softmax(self, S):
-        m = S.max(axis=1, keepdims=True)
-        lse = (m + np.log(np.exp(S - m).sum(axis=1, keepdims=True))).ravel()
-        with np.errstate(under="ignore"):
-            P = np.exp(S - lse[:, None])
-        return lse, P
-
-    # -- Model protocol (zbound.models.base.Model) ----------------------------------------------
-    def value(self, theta):
-        self.n_evals += 1
-        S = self._scores(theta)
-        lse, _ = self._softmax(S)
-        return self._value(theta, S, lse)
-
-    def value_and_grad(self, theta):
-        self.n_evals += 1
-        S = self._scores(theta)
-        lse, P = self._softmax(S)
-        return self._value(theta, S, lse), self._grad(theta, P)
-
-    def value_grad_hessian(self, theta):
-        self.n_evals += 1
-        S = self._scores(theta)
-        lse, P = self._softmax(S)
-        return self._value(theta, S, lse), self._grad(theta, P), self._hessian(P)
-
-    def hessian(self, theta):
-        return self.value_grad_hessian(theta)[2]
-
-    def majorizer(self, theta, order: str = "descending") -> Majorizer:
-        """Alg. 1 on every sample's label vectors, weighted and summed, plus the penalty."""
-        self.n_evals += 1
-        theta = np.asarray(theta, dtype=np.float64)
-        S = self._scores(theta)
-        log_z, P, B = label_bound(S, order)
-        return Majorizer(theta, self._value(theta, S, log_z), self._grad(theta, P),
-                         self._curvature(B))
 
 
 # -- parameter checks --------------------------------------------------------------------------
@@ -407,7 +236,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.fit_intercept and k > 1:
             # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
             center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
-        model = _LogisticObjective(Xa, y_idx.astype(np.intp), n_classes, pen.ravel(), sw,
+        model = PenalizedLogistic(Xa, y_idx.astype(np.intp), n_classes, pen.ravel(), sw,
                                    center)
 
         constraints = None

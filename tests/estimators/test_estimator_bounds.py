@@ -36,7 +36,9 @@ def cvxpy_reference(X, y, C, fit_intercept=True, coef_bounds=(None, None),
         if hi is not None:
             cons.append(var <= np.broadcast_to(hi, var.shape))
     prob = cp.Problem(cp.Minimize(loss + 0.5 / C * cp.sum_squares(W)), cons)
-    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    # 1e-9 is ample for the 1e-5 comparisons; at 1e-10 Clarabel reports "optimal_inaccurate"
+    # for some caps depending on rounding in their last digits.
+    prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-9, tol_gap_rel=1e-9, tol_feas=1e-9)
     assert prob.status == cp.OPTIMAL, prob.status
     intercept = np.asarray(b.value) if fit_intercept else np.zeros(k)
     return np.asarray(W.value), intercept
@@ -114,7 +116,7 @@ def test_binary_nonnegative_matches_cvxpy(cancer):
 def test_intercept_bounds_match_cvxpy(cancer):
     X, y = cancer
     free = BoundLogisticRegression(C=1.0, tol=1e-10).fit(X, y)
-    cap = free.intercept_[0] - 1.0
+    cap = round(float(free.intercept_[0]) - 1.0, 3)   # a fixed number, not our last digits
     est = BoundLogisticRegression(C=1.0, tol=1e-10, intercept_bounds=(None, cap)).fit(X, y)
     np.testing.assert_allclose(est.intercept_, [cap], atol=1e-12)
     coef, intercept = cvxpy_reference(X, y, 1.0, intercept_bounds=(None, cap))
