@@ -11,10 +11,25 @@ Every operator has ``shape``, ``matvec(v)``, ``diagonal()``, ``to_dense()`` and
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator, cg
+
+# Largest (pairs, d, t) operand for the batched class-pair Gram products of a dense assembly.
+_BATCH_ELEMS = 1 << 20
+
+
+@functools.lru_cache(maxsize=64)
+def _pairs(n: int, strict: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Class pairs a < b (``strict``) or a <= b, as index arrays (cached: triu_indices costs
+    more than the products it indexes at the Table 3 sizes)."""
+    ia, ib = np.triu_indices(n, 1 if strict else 0)
+    ia.flags.writeable = False
+    ib.flags.writeable = False
+    return ia, ib
 
 
 class Curvature:
@@ -196,15 +211,27 @@ class KroneckerCurvature(Curvature):
         blocks[:, idx, idx] += self.reg
         return blocks
 
-    def _pair_block(self, c: np.ndarray) -> np.ndarray:
-        """X^T diag(c) X for dense X, symmetrized."""
-        blk = (self.X * c[:, None]).T @ self.X
-        blk += blk.T
-        blk *= 0.5
-        return blk
+    def _grams(self, C: np.ndarray) -> np.ndarray:
+        """X^T diag(C[:, k]) X for every column k of C (t, m), symmetrized, (m, d, d).
 
-    def _assemble(self, weight, complete: bool) -> np.ndarray:
-        """Dense (n d, n d) matrix with block (a, b) = X^T diag(weight(a, b)) X (dense X).
+        One batched product while the (m, d, t) operand stays small (the Table 3 sizes, where
+        a Python loop over pairs would cost more than the arithmetic), else one GEMM per column.
+        """
+        X = self.X
+        m = C.shape[1]
+        if m * X.size <= _BATCH_ELEMS:
+            G = (X.T[None, :, :] * C.T[:, None, :]) @ X
+        else:
+            G = np.empty((m, self.d, self.d))
+            for k in range(m):
+                G[k] = (X * C[:, k, None]).T @ X
+        G += G.transpose(0, 2, 1)
+        G *= 0.5
+        return G
+
+    def _assemble(self, pair_weights, complete: bool) -> np.ndarray:
+        """Dense (n d, n d) matrix with block (a, b) = X^T diag(c_ab) X (dense X), where
+        ``pair_weights(ia, ib)`` gives the columns c_ab, (t, len(ia)), for index arrays a <= b.
 
         One (t, d) x (t, d) product per class pair a < b, plus one per class for the diagonal
         blocks, unless ``complete`` (every B_j 1 = 0): then block (a, a) is minus the sum of its
@@ -214,19 +241,16 @@ class KroneckerCurvature(Curvature):
         """
         n, d = self.n, self.d
         p = n * d
-        out = np.zeros((p, p))
-        for a in range(n):
-            ra = slice(a * d, (a + 1) * d)
-            for b in range(a + 1, n):
-                rb = slice(b * d, (b + 1) * d)
-                blk = self._pair_block(weight(a, b))
-                out[ra, rb] = blk
-                out[rb, ra] = blk
-                if complete:
-                    out[ra, ra] -= blk
-                    out[rb, rb] -= blk
-            if not complete:
-                out[ra, ra] = self._pair_block(weight(a, a))
+        ia, ib = _pairs(n, complete)
+        M = np.zeros((n, n, d, d))
+        if ia.size:
+            G = self._grams(pair_weights(ia, ib))
+            M[ia, ib] = G
+            M[ib, ia] = G
+        if complete:
+            diag = np.arange(n)
+            M[diag, diag] = -M.sum(axis=1)
+        out = M.transpose(0, 2, 1, 3).reshape(p, p)
         if self.reg:
             out.flat[:: p + 1] += self.reg
         return out
@@ -236,7 +260,7 @@ class KroneckerCurvature(Curvature):
             B = self.B
             scale = float(np.max(np.abs(B))) if B.size else 0.0
             complete = bool(np.max(np.abs(B.sum(axis=2)), initial=0.0) <= 1e-13 * scale)
-            return self._assemble(lambda a, b: B[:, a, b], complete)
+            return self._assemble(lambda ia, ib: B[:, ia, ib], complete)
         n, d = self.n, self.d
         X = self.X
         out = np.empty((n, d, n, d))
@@ -339,9 +363,7 @@ class SoftmaxCurvature(KroneckerCurvature):
         W = self.P - self.P * self.P
         if self.weights is not None:
             W = W * self.weights[:, None]
-        blocks = np.empty((self.n, self.d, self.d))
-        for a in range(self.n):
-            blocks[a] = self._pair_block(W[:, a])
+        blocks = self._grams(W)
         idx = np.arange(self.d)
         blocks[:, idx, idx] += self.reg
         return blocks
@@ -359,7 +381,12 @@ class SoftmaxCurvature(KroneckerCurvature):
         if complete is None:
             complete = bool(np.all(np.abs(P.sum(axis=1) - 1.0) <= 1e-12))
 
-        def weight(a, b):
-            return Pw[:, a] - Pw[:, a] * P[:, a] if a == b else -(Pw[:, a] * P[:, b])
+        def pair_weights(ia, ib):
+            C = Pw[:, ia] * P[:, ib]
+            C *= -1.0
+            if not complete:
+                on = ia == ib
+                C[:, on] += Pw[:, ia[on]]                    # w p_a (1 - p_a)
+            return C
 
-        return self._assemble(weight, complete)
+        return self._assemble(pair_weights, complete)
