@@ -80,3 +80,33 @@ def test_structured_dense_assembly(t, n, d, scale, reg, seed, weighted, drop, fl
     # a column-major (transposed) P, as the model passes it, gives the same matrix
     CT = SoftmaxCurvature(X, np.ascontiguousarray(P.T).T, reg, weights=w, complete=complete)
     np.testing.assert_allclose(CT.to_dense(), dense, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("batch", [0, 1 << 30])
+@pytest.mark.parametrize("drop", [False, True])
+@pytest.mark.parametrize("n", [2, 4])
+def test_dense_assembly_paths_agree(monkeypatch, batch, drop, n):
+    """The per-pair GEMM loop (large problems) and the batched product (small ones) build the
+    same matrices: softmax Hessian, its diagonal blocks and a generic Kronecker sum."""
+    import zbound.bounds.curvature as curvature
+
+    monkeypatch.setattr(curvature, "_BATCH_ELEMS", batch)
+    rng = np.random.default_rng(n + 10 * drop)
+    X = rng.normal(size=(25, 3))
+    S = 3 * rng.normal(size=(25, n + 1))
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    if drop:
+        P = P[:, :n]
+    w = rng.random(25)
+    C = SoftmaxCurvature(X, P, 0.2, weights=w)
+    ref = _explicit(X, P, 0.2, w)
+    np.testing.assert_allclose(C.to_dense(), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
+    d = X.shape[1]
+    blocks = C.diagonal_blocks()
+    for a in range(P.shape[1]):
+        sl = slice(a * d, (a + 1) * d)
+        np.testing.assert_allclose(blocks[a], ref[sl, sl], rtol=0,
+                                   atol=1e-12 * np.abs(ref).max())
+    K = KroneckerCurvature(X, C.B, 0.2)
+    np.testing.assert_allclose(K.to_dense(), ref, rtol=0, atol=1e-12 * np.abs(ref).max())
