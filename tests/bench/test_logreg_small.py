@@ -220,15 +220,26 @@ def test_squarem_count_check_decides_without_running_to_the_end():
     prob = L.build_problem("weak-l2", "wine", "C=10", None, 10.0, L.load_design("wine"))
     starts = L.start_points("wine", 1, prob.n_classes * prob.X.shape[1])
     cfg = L.Config(count_check_starts=1, count_check_budget_s=60.0)
-    low = L.squarem_count_check(prob, starts, [20], cfg)
+    missed = {"reached": [False], "bound_evals": [50]}      # plain Alg. 2's timed run, cut
+    low = L.squarem_count_check(prob, starts, {"reached": [True], "bound_evals": [20]}, missed,
+                                cfg)
     (row,) = low["starts"]
     assert low["verdict"] == "pass"
     assert row["cap"] == 100 and row["bound_evaluations"] == 100
     assert not row["reached"] and row["decided"] and row["factor"] == pytest.approx(5.0)
-    high = L.squarem_count_check(prob, starts, [1000], cfg)
+    high = L.squarem_count_check(prob, starts, {"reached": [True], "bound_evals": [1000]},
+                                 missed, cfg)
     (row,) = high["starts"]
     assert row["reached"] and row["exact"] and 100 < row["bound_evaluations"] < 5000
     assert high["verdict"] == "fail" and row["factor"] < 5.0
+    # SQUAREM's timed run cut by the budget: its count comes from an untimed re-run, and the
+    # cap follows from it (wine C = 10: SQUAREM needs tens of evaluations, plain hundreds)
+    cut = L.squarem_count_check(prob, starts, {"reached": [False], "bound_evals": [3]},
+                                missed, cfg)
+    (row,) = cut["starts"]
+    assert row["squarem_rerun"] and row["squarem_reached"] and row["squarem_evaluations"] > 3
+    assert row["cap"] == int(np.ceil(5 * row["squarem_evaluations"]))
+    assert cut["verdict"] == "pass"
     # the report row takes the check's counts over the timed run's budget-limited ones
     recs = [_rec("weak-l2", "wine", "C=10", "bound", None, reached=False, evals=50),
             _rec("weak-l2", "wine", "C=10", "squarem", 1.0, evals=20)]
