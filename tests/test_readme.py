@@ -1,0 +1,43 @@
+"""The README stays true: its tour runs as written, and CI runs its test command verbatim."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = (ROOT / "README.md").read_text()
+
+
+def _blocks(lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.S)
+
+
+def test_tour_runs_as_written(capsys):
+    """Every ``python`` block, in order, in one namespace (they build on each other)."""
+    blocks = _blocks("python")
+    assert len(blocks) >= 5
+    namespace: dict = {"__name__": "__readme__"}
+    for k, code in enumerate(blocks):
+        try:
+            exec(compile(code, f"README.md python block {k + 1}", "exec"), namespace)
+        except Exception as exc:  # pragma: no cover - the message is the point
+            pytest.fail(f"README python block {k + 1} fails: {type(exc).__name__}: {exc}")
+    res, plain = namespace["res"], namespace["plain"]
+    assert res.converged and plain.fun >= res.fun - 1e-8 * abs(res.fun)
+    bound, exact = namespace["quantum_bound"](namespace["m"]).bound, \
+        namespace["exact"].log_partition(namespace["m"])
+    assert bound >= exact
+
+
+def test_ci_runs_the_readme_commands():
+    """The two set-up commands open the README, and .ci/run holds the second one verbatim."""
+    (bash,) = _blocks("bash")[:1]
+    commands = [ln for ln in bash.splitlines() if ln and not ln.startswith("#")]
+    assert len(commands) == 2
+    assert commands[0].endswith("zbound demo")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert commands[1] in ci.splitlines()
+    assert "ZBOUND_DATA" in ci and "shared/data" in ci
