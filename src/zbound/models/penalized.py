@@ -8,10 +8,14 @@ classes). :class:`PenalizedCurvature` adds the penalty to a Kronecker-structured
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from zbound.bounds.curvature import Curvature, KroneckerCurvature, SoftmaxCurvature
 from zbound.bounds.multinomial import label_bound
+from zbound.models._softmax import (
+    class_major_product,
+    class_major_scores,
+    logsumexp_classes,
+)
 from zbound.models.base import Majorizer
 
 
@@ -101,31 +105,21 @@ class PenalizedLogistic:
         self.center = float(center)
         self.u = np.zeros(self.n_params)
         self.u[self.d - 1 :: self.d] = 1.0
-        self._sparse = sp.issparse(X)
         # sum_j s_j S_{j, y_j} = theta . vec(sum_j s_j e_{y_j} x_j^T) over the free classes
         t = X.shape[0]
         Y = np.zeros((self.n_classes, t))
         Y[self.y, np.arange(t)] = self.sw
         if self.binary:
             Y = Y[1:]
-        self._observed = (np.asarray(X.T @ Y.T).T if self._sparse else Y @ X).ravel()
+        self._observed = class_major_product(Y, X).ravel()
         self.n_evals = 0
 
     # -- internals: scores class-major, (n_classes, t) -----------------------------------------
     def _scores_t(self, theta):
-        W = theta.reshape(self.k, self.d)
-        ST = np.ascontiguousarray((self.X @ W.T).T) if self._sparse else W @ self.X.T
+        ST = class_major_scores(self.X, theta.reshape(self.k, self.d))
         if self.binary:
             ST = np.vstack([np.zeros((1, ST.shape[1])), ST])
         return ST
-
-    def _lse_t(self, ST):
-        """log-sum-exp over classes of S^T and exp(S^T - max) (in place), row sums."""
-        m = ST.max(axis=0)
-        ST -= m
-        np.exp(ST, out=ST)
-        s = ST.sum(axis=0)
-        return m + np.log(s), s
 
     def _penalty_value(self, theta):
         val = 0.5 * float(self.penalty @ (theta * theta))
@@ -139,7 +133,7 @@ class PenalizedLogistic:
     def _grad_from(self, theta, PT):
         """Gradient from the probabilities of the free classes, class-major (k, t)."""
         R = PT * self.sw
-        g = (np.asarray(self.X.T @ R.T).T if self._sparse else R @ self.X).ravel()
+        g = class_major_product(R, self.X).ravel()
         g -= self._observed
         g += self.penalty * theta
         if self.center:
@@ -149,7 +143,7 @@ class PenalizedLogistic:
     def _value_grad_p(self, theta):
         self.n_evals += 1
         ST = self._scores_t(theta)
-        lse, s = self._lse_t(ST)
+        lse, s = logsumexp_classes(ST)
         ST /= s                                             # P^T
         free = ST[1:] if self.binary else ST
         return self._value_from(theta, lse), self._grad_from(theta, free), free
@@ -157,7 +151,7 @@ class PenalizedLogistic:
     # -- Model protocol (zbound.models.base.Model) ----------------------------------------------
     def value(self, theta):
         self.n_evals += 1
-        return self._value_from(theta, self._lse_t(self._scores_t(theta))[0])
+        return self._value_from(theta, logsumexp_classes(self._scores_t(theta))[0])
 
     def value_and_grad(self, theta):
         f, g, _ = self._value_grad_p(theta)
