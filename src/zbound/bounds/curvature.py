@@ -202,11 +202,7 @@ class KroneckerCurvature(Curvature):
         """
         if sp.issparse(self.X):
             raise TypeError("diagonal_blocks needs a dense X")
-        X = self.X
-        Bd = np.diagonal(self.B, axis1=1, axis2=2)
-        blocks = np.empty((self.n, self.d, self.d))
-        for a in range(self.n):
-            blocks[a] = (X * Bd[:, a:a + 1]).T @ X
+        blocks = self._grams(np.diagonal(self.B, axis1=1, axis2=2))
         idx = np.arange(self.d)
         blocks[:, idx, idx] += self.reg
         return blocks
