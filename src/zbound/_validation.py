@@ -24,3 +24,12 @@ def check_design(X, nonempty: bool = False):
     if not finite:
         raise ValueError("X contains NaN or inf")
     return X
+
+
+def check_reg(reg) -> float:
+    """The L2 weight as a float; ValueError unless finite and >= 0."""
+    if isinstance(reg, bool) or not isinstance(reg, int | float | np.integer | np.floating):
+        raise TypeError(f"reg must be a real number, got {type(reg).__name__}")
+    if not np.isfinite(reg) or reg < 0:
+        raise ValueError(f"reg must be finite and >= 0, got {reg}")
+    return float(reg)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from zbound._validation import check_reg
 from zbound.bounds.curvature import DenseCurvature
 from zbound.bounds.enumerate import quadratic_bound
 from zbound.models.base import Majorizer
@@ -36,12 +37,10 @@ class LogLinearModel:
         rows = np.arange(t)
         if np.any(log_prior[rows, observed] == -np.inf):
             raise ValueError("an observed configuration has zero prior weight")
-        if not np.isfinite(reg) or reg < 0:
-            raise ValueError(f"reg must be finite and >= 0, got {reg}")
         self.features = features
         self.observed = observed.astype(np.intp)
         self.log_prior = log_prior
-        self.reg = float(reg)
+        self.reg = check_reg(reg)
         self.n_params = d
         self._observed_sum = features[rows, self.observed].sum(axis=0)
         self._observed_prior = float(log_prior[rows, self.observed].sum())

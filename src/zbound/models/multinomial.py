@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from zbound._validation import check_design
+from zbound._validation import check_design, check_reg
 from zbound.bounds.curvature import KroneckerCurvature, SoftmaxCurvature
 from zbound.bounds.multinomial import label_bound
 from zbound.models._softmax import (
@@ -43,14 +43,12 @@ class MultinomialLogistic:
             raise ValueError(f"class indices must lie in [0, {n}), got [{y.min()}, {y.max()}]")
         if n < 2:
             raise ValueError("multinomial logistic regression needs at least 2 classes")
-        if not np.isfinite(reg) or reg < 0:
-            raise ValueError(f"reg must be finite and >= 0, got {reg}")
         self.X = X
         self.y = y.astype(np.intp)
         self.n_classes = n
         self.n_features = X.shape[1]
         self.n_params = n * X.shape[1]
-        self.reg = float(reg)
+        self.reg = check_reg(reg)
         # sum_j f_j(y_j) = vec(Y^T X), constant across iterations; sum_j s_j(y_j) = theta . it.
         Y = np.zeros((n, X.shape[0]))
         Y[self.y, np.arange(X.shape[0])] = 1.0

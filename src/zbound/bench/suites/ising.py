@@ -856,19 +856,24 @@ def _discussion(doc) -> str:
             return "n/a"
         return "yes" if a < b else "no"
 
+    def errors(pre, d):
+        """Mean bound errors of quantum, greedy-3, log-det and TRW on one coupling family."""
+        return tuple(mean_err("coupling", pre, d, m)
+                     for m in ("quantum", "quantum-greedy-k3", "logdet", "trw"))
+
+    def fmt(v):
+        return "n/a" if v is None else f"{v:.3f}"
+
     for d in (5, 16):
         for coupling in ("attractive", "mixed", "repulsive"):
             pre = f"logdet-{coupling}"
-            q = mean_err("coupling", pre, d, "quantum")
-            g = mean_err("coupling", pre, d, "quantum-greedy-k3")
-            ld = mean_err("coupling", pre, d, "logdet")
-            tr = mean_err("coupling", pre, d, "trw")
+            q, g, ld, tr = errors(pre, d)
             if q is None:
                 continue
             lines.append(
                 f"- log-det parameters, {coupling}, d={d}: mean error quantum {q:.3f}, greedy-3 "
-                f"{g:.3f}, log-det {ld:.3f}, TRW {tr:.3f}. Quantum below log-det: {cmp(q, ld)}; "
-                f"greedy below TRW: {cmp(g, tr)}."
+                f"{fmt(g)}, log-det {fmt(ld)}, TRW {fmt(tr)}. Quantum below log-det: "
+                f"{cmp(q, ld)}; greedy below TRW: {cmp(g, tr)}."
             )
             ql1 = mean_err("coupling", pre, d, "quantum", "l1_error")
             tl1 = mean_err("coupling", pre, d, "trw", "l1_error")
@@ -878,10 +883,7 @@ def _discussion(doc) -> str:
     for coupling in ("attractive", "mixed"):
         for d in (5, 16):
             pre = f"trw-{coupling}"
-            q = mean_err("coupling", pre, d, "quantum")
-            g = mean_err("coupling", pre, d, "quantum-greedy-k3")
-            ld = mean_err("coupling", pre, d, "logdet")
-            tr = mean_err("coupling", pre, d, "trw")
+            q, g, ld, tr = errors(pre, d)
             if q is None:
                 continue
             paper = ("Fig. 5: log-det much worse than the others, quantum competitive with TRW "
@@ -889,8 +891,8 @@ def _discussion(doc) -> str:
                      "Fig. 6: quantum worse than both competitors for attractive couplings, "
                      "competitive with log-det for mixed, TRW much worse at high coupling")
             lines.append(
-                f"- TRW parameters, {coupling}, d={d}: quantum {q:.3f}, greedy-3 {g:.3f}, "
-                f"log-det {ld:.3f}, TRW {tr:.3f}; quantum below log-det: {cmp(q, ld)}, "
+                f"- TRW parameters, {coupling}, d={d}: quantum {q:.3f}, greedy-3 {fmt(g)}, "
+                f"log-det {fmt(ld)}, TRW {fmt(tr)}; quantum below log-det: {cmp(q, ld)}, "
                 f"greedy below TRW: {cmp(g, tr)} (paper, {paper})."
             )
     temp = [r for r in recs if r["task"] == "temperature"]
