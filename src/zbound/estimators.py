@@ -1,4 +1,4 @@
-"""scikit-learn estimators built on the bounds and solvers (DESIGN.md 2: estimators sit on top).
+"""scikit-learn estimators built on the bounds and solvers (estimators sit on top of both).
 
 :class:`BoundLogisticRegression` is L2-regularized logistic regression (binary or multinomial)
 fitted by the library's solvers, with optional box constraints on the coefficients (Alg. 2 of
@@ -20,21 +20,23 @@ import scipy.sparse as sp
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import zbound.solvers as _solvers
-from zbound.models.penalized import PenalizedLogistic
+from zbound.constraints import LinearConstraints
+from zbound.models.loss import check_sample_weight
+from zbound.models.multinomial import logistic_objective
 from zbound.solvers import METHODS, minimize
-from zbound.solvers.constraints import LinearConstraints
 
 _ORDERS = ("descending", "ascending", "given")
 # The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
 # beyond this many parameters that costs gigabytes and minutes per iteration.
 MAX_QP_PARAMS = 5000
 # Relative weight of the intercept-centering term when intercept bounds are given (see
-# zbound.models.penalized.PenalizedLogistic).
+# logistic_objective).
 _WEAK_CENTER = 1e-8
 
 
@@ -106,14 +108,20 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     max_iter : int >= 1, default 1000
         Iteration limit; a ConvergenceWarning is raised when it is reached.
     order : {"descending", "ascending", "given"}, default "descending"
-        Order in which Alg. 1 visits the classes (bound-based solvers only; "descending" is the
-        tightest, DESIGN.md 3.2).
+        Order in which Alg. 1 visits the classes (bound-based solvers only; "descending", the
+        largest score first, gives the tightest bound).
     coef_bounds : None or (lower, upper), default None
         Box constraints lower <= coef_ <= upper; each side is None, a scalar, or an array that
         broadcasts to coef_'s shape (1, n_features) for two classes, (n_classes, n_features)
         otherwise. -inf / +inf mean no bound on that entry.
     intercept_bounds : None or (lower, upper), default None
         Box constraints on intercept_ (shape (1,) or (n_classes,)); needs fit_intercept=True.
+    class_weight : None, "balanced" or dict {label: weight}, default None
+        Weights multiplying each sample's weight by its class, as in scikit-learn:
+        "balanced" uses n_samples / (n_classes * weighted class counts).
+    warm_start : bool, default False
+        Start the next ``fit`` from the previous solution (coef_ and intercept_ of the same
+        shape, projected onto the bounds if any) instead of zero.
     verbose : int, default 0
         1 prints a summary after fitting, 2 also prints the objective at every iteration.
 
@@ -129,7 +137,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, C=1.0, fit_intercept=True, solver="auto", tol=1e-6, max_iter=1000,
-                 order="descending", coef_bounds=None, intercept_bounds=None, verbose=0):
+                 order="descending", coef_bounds=None, intercept_bounds=None,
+                 class_weight=None, warm_start=False, verbose=0):
         self.C = C
         self.fit_intercept = fit_intercept
         self.solver = solver
@@ -138,6 +147,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         self.order = order
         self.coef_bounds = coef_bounds
         self.intercept_bounds = intercept_bounds
+        self.class_weight = class_weight
+        self.warm_start = warm_start
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -164,6 +175,12 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             raise ValueError(f"order must be one of {_ORDERS}, got {self.order!r}")
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        if not isinstance(self.warm_start, bool | np.bool_):
+            raise ValueError(f"warm_start must be True or False, got {self.warm_start!r}")
+        cw = self.class_weight
+        if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
+            raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: "
+                             f"weight}}, got {cw!r}")
         # "auto" is the library's one default (zbound.solvers.DEFAULT_METHOD), read at fit time
         # so that the estimator and the benchmarks never disagree on it.
         solver = _solvers.DEFAULT_METHOD if self.solver == "auto" else self.solver
@@ -179,20 +196,25 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             raise ValueError("intercept_bounds needs fit_intercept=True")
         return solver
 
-    @staticmethod
-    def _check_sample_weight(sample_weight, n_samples: int) -> np.ndarray:
-        if sample_weight is None:
-            return np.ones(n_samples)
-        sw = np.asarray(sample_weight, dtype=np.float64)
-        if sw.ndim == 0:
-            sw = np.full(n_samples, float(sw))
-        if sw.shape != (n_samples,):
-            raise ValueError(f"sample_weight must have shape ({n_samples},), got {sw.shape}")
-        if not np.isfinite(sw).all():
-            raise ValueError("sample_weight contains NaN or inf")
-        if (sw < 0).any():
-            raise ValueError("sample_weight must be non-negative")
-        return sw
+    def _class_weights(self, classes, y_idx, sw) -> np.ndarray | None:
+        """Per-sample multipliers from ``class_weight`` (None: no class weights)."""
+        cw = self.class_weight
+        if cw is None:
+            return None
+        if isinstance(cw, dict):
+            known = set(classes.tolist())
+            unknown = [k for k in cw if k not in known]
+            if unknown:
+                raise ValueError(f"class_weight has labels not in the data: {unknown!r}; "
+                                 f"classes are {classes.tolist()!r}")
+            for k, v in cw.items():
+                if isinstance(v, bool) or not isinstance(v, numbers.Real) or \
+                        not np.isfinite(v) or v < 0:
+                    raise ValueError(f"class_weight[{k!r}] must be a finite number >= 0, "
+                                     f"got {v!r}")
+        per_class = compute_class_weight(cw, classes=classes, y=classes[y_idx],
+                                         sample_weight=sw)
+        return per_class[y_idx]
 
     # -- fitting -----------------------------------------------------------------------------
     def fit(self, X, y, sample_weight=None):
@@ -204,8 +226,13 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              order="C", y_numeric=False)
         check_classification_targets(y)
-        sw = self._check_sample_weight(sample_weight, X.shape[0])
+        sw_given = check_sample_weight(sample_weight, X.shape[0])
+        sw = np.ones(X.shape[0]) if sw_given is None else sw_given
         classes, y_idx = np.unique(y, return_inverse=True)
+        per_sample = self._class_weights(classes, y_idx, sw_given)
+        if per_sample is not None:
+            sw = sw * per_sample
+            sw_given = sw
         present = np.unique(y_idx[sw > 0])
         if present.size < 2:
             which = "with positive sample_weight " if sample_weight is not None else ""
@@ -236,7 +263,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.fit_intercept and k > 1:
             # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
             center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
-        model = PenalizedLogistic(Xa, y_idx.astype(np.intp), n_classes, pen.ravel(), sw,
+        model = logistic_objective(Xa, y_idx.astype(np.intp), n_classes, pen.ravel(), sw_given,
                                    center)
 
         constraints = None
@@ -255,6 +282,9 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             if icpt_box is not None:
                 lb[:, -1], ub[:, -1] = icpt_box
             constraints = LinearConstraints(lb=lb.ravel(), ub=ub.ravel())
+        if self.warm_start and hasattr(self, "coef_"):
+            x0 = self._warm_start_point(classes, k, n_features, d)
+        if constraints is not None:
             x0 = np.clip(x0, constraints.lb, constraints.ub)
 
         callback = None
@@ -286,8 +316,27 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         else:
             self.intercept_ = np.zeros(k)
         self.n_iter_ = np.array([result.nit], dtype=np.int32)
+        self._fitted_classes = classes
         self.solver_result_ = result
         return self
+
+    def _warm_start_point(self, classes, k: int, n_features: int, d: int) -> np.ndarray:
+        """theta from the previous fit's coef_ and intercept_ (scikit-learn's warm_start)."""
+        prev_classes = getattr(self, "_fitted_classes", None)
+        if prev_classes is None or not np.array_equal(prev_classes, classes):
+            raise ValueError("warm_start=True needs the same classes as the previous fit; got "
+                             f"{classes.tolist()!r}, before "
+                             f"{None if prev_classes is None else prev_classes.tolist()!r}")
+        if self.coef_.shape != (k, n_features):
+            raise ValueError(f"warm_start=True: the previous coef_ has shape {self.coef_.shape},"
+                             f" this fit needs ({k}, {n_features})")
+        W = np.zeros((k, d))
+        W[:, :n_features] = self.coef_
+        if self.fit_intercept:
+            W[:, -1] = self.intercept_
+        if not np.isfinite(W).all():
+            raise ValueError("warm_start=True: the previous solution is not finite")
+        return W.ravel()
 
     # -- prediction --------------------------------------------------------------------------
     def decision_function(self, X):

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from zbound.models.maxent import MaxEnt
+from zbound.solvers import solve_maxent
 
 
 def _feasible_problem(seed: int, n: int = 30, d: int = 3, d_ineq: int = 2):
@@ -43,7 +44,7 @@ def _cvxpy_primal(f, g, log_prior):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_maxent_matches_the_primal_solved_by_cvxpy(method, seed):
     f, g, log_prior = _feasible_problem(seed)
-    sol = MaxEnt(f, g, log_prior).fit(method=method, max_iter=5000)
+    sol = solve_maxent(MaxEnt(f, g, log_prior), method=method, max_iter=5000)
     assert sol.result.converged, sol.result.message
     # constraints at the solution
     assert sol.max_violation <= 1e-7
@@ -66,7 +67,7 @@ def test_inequalities_matter_one_binds_one_is_slack():
     f = rng.standard_normal((n, 3))
     f -= q @ f
     log_prior = rng.standard_normal(n)
-    without = MaxEnt(f, None, log_prior).fit()
+    without = solve_maxent(MaxEnt(f, None, log_prior))
     # an inequality that the equality-only solution violates but q satisfies strictly
     v = rng.standard_normal(n)
     if q @ v < without.p @ v:
@@ -74,7 +75,7 @@ def test_inequalities_matter_one_binds_one_is_slack():
     g = np.column_stack([v + 5.0, v - 0.5 * (q @ v + without.p @ v)])
     g[:, 0] -= q @ g[:, 0] - 5.0
     assert (without.p @ g)[1] < -1e-3 and (q @ g)[1] > 1e-3
-    with_ineq = MaxEnt(f, g, log_prior).fit()
+    with_ineq = solve_maxent(MaxEnt(f, g, log_prior))
     assert with_ineq.vartheta[1] > 1e-6
     assert abs(with_ineq.inequality_value[1]) <= 1e-8
     assert with_ineq.vartheta[0] <= 1e-9 and with_ineq.inequality_value[0] > 1.0
@@ -83,7 +84,7 @@ def test_inequalities_matter_one_binds_one_is_slack():
 
 def test_uniform_prior_and_equalities_only_is_maximum_entropy():
     f, _, _ = _feasible_problem(3, n=12, d=2, d_ineq=0)
-    sol = MaxEnt(f).fit()
+    sol = solve_maxent(MaxEnt(f))
     p_ref, _ = _cvxpy_primal(f, None, np.zeros(12))
     np.testing.assert_allclose(sol.p, p_ref, atol=2e-6)
     assert sol.vartheta.shape == (0,)
@@ -94,7 +95,7 @@ def test_uniform_prior_and_equalities_only_is_maximum_entropy():
 def test_zero_prior_weight_gives_zero_probability():
     f, g, log_prior = _feasible_problem(4)
     log_prior[[0, 5]] = -np.inf
-    sol = MaxEnt(f, g, log_prior).fit()
+    sol = solve_maxent(MaxEnt(f, g, log_prior))
     assert sol.p[0] == 0.0 and sol.p[5] == 0.0
     p_ref, re_ref = _cvxpy_primal(f, g, log_prior)
     np.testing.assert_allclose(sol.p, p_ref, atol=2e-6)
@@ -122,7 +123,7 @@ def test_infeasible_moments_raise():
     rng = np.random.default_rng(6)
     f = np.abs(rng.standard_normal((10, 1))) + 0.1   # E_p f > 0 for every p: "= 0" impossible
     with pytest.raises(RuntimeError, match="infeasible"):
-        MaxEnt(f).fit(max_iter=200)
+        solve_maxent(MaxEnt(f), max_iter=200)
 
 
 @pytest.mark.parametrize("kwargs,match", [

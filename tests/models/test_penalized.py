@@ -1,4 +1,5 @@
-"""PenalizedLogistic (the estimator's objective): value against an independent long-double
+"""logistic_objective (the estimator's objective: SoftmaxLoss + L2Penalty + InterceptCentering):
+value against an independent long-double
 computation, derivatives by finite differences, and the Alg. 1 majorizer above the objective."""
 
 import numpy as np
@@ -10,7 +11,7 @@ from hypothesis.extra import numpy as hnp
 from scipy.optimize import approx_fprime
 
 from zbound.models.base import Model
-from zbound.models.penalized import PenalizedLogistic
+from zbound.models.multinomial import logistic_objective as PenalizedLogistic
 
 pytestmark = pytest.mark.filterwarnings("error")
 

@@ -156,7 +156,7 @@ def test_linear_constraints_reject_bad_input(kwargs, match):
 @pytest.mark.parametrize("seed", range(6))
 def test_box_qp_is_exact_including_flat_directions(seed):
     cp = pytest.importorskip("cvxpy")
-    from zbound.solvers.constraints import box_qp
+    from zbound.constraints import box_qp
 
     rng = np.random.default_rng(seed)
     p = 8

@@ -1,19 +1,13 @@
-"""Inner linear algebra of the solvers: dense Kronecker assembly, Cholesky, (truncated) PCG."""
+"""Linear algebra behind every curvature solve:
+ dense Kronecker assembly, Cholesky, (truncated) PCG."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from zbound._linalg import cholesky_solve, jacobi, pcg
 from zbound.bounds.curvature import DenseCurvature, KroneckerCurvature
-from zbound.solvers._linalg import (
-    block_jacobi,
-    cholesky_solve,
-    curvature_solve,
-    dense,
-    jacobi,
-    pcg,
-)
 
 
 def _kron(seed, t=40, n=3, d=5, reg=0.3):
@@ -41,12 +35,12 @@ def test_kronecker_dense_matches_the_operator(seed, complete):
         A -= A.mean(axis=1, keepdims=True)            # columns sum to zero: 1^T A = 0
         K = KroneckerCurvature(K.X, A @ A.transpose(0, 2, 1), K.reg)
         assert np.abs(K.B.sum(axis=2)).max() < 1e-12
-    M = dense(K)
+    M = K.to_dense()
     np.testing.assert_allclose(M, _explicit(K), rtol=1e-12, atol=1e-12)
     np.testing.assert_array_equal(M, M.T)
     v = np.random.default_rng(seed).standard_normal(M.shape[0])
     np.testing.assert_allclose(M @ v, K.matvec(v), rtol=1e-10, atol=1e-10)
-    np.testing.assert_array_equal(dense(DenseCurvature(np.eye(3), 2.0)), 3.0 * np.eye(3))
+    np.testing.assert_array_equal(DenseCurvature(np.eye(3), 2.0).to_dense(), 3.0 * np.eye(3))
 
 
 def test_cholesky_solve_detects_indefinite_matrices():
@@ -62,15 +56,15 @@ def test_pcg_iterates_decrease_the_quadratic_and_converge(precond):
     K = _kron(4, t=60, n=4, d=6, reg=1e-3)
     M = K.to_dense()
     rhs = np.random.default_rng(4).standard_normal(M.shape[0])
-    P = {"none": None, "jacobi": jacobi(K.diagonal()), "block": block_jacobi(K)}[precond]
+    P = {"none": None, "jacobi": jacobi(K.diagonal()), "block": K.preconditioner()}[precond]
     q = lambda x: 0.5 * x @ M @ x - rhs @ x
     values = [q(pcg(K.matvec, rhs, P, 0.0, k)[0]) for k in range(1, 12)]
     assert values[0] < 0.0  # any truncated solve from 0 decreases the quadratic (majorizer)
     assert all(b <= a + 1e-12 for a, b in zip(values, values[1:]))
     x, k = pcg(K.matvec, rhs, P, 1e-12, 500)
     np.testing.assert_allclose(M @ x, rhs, atol=1e-8 * np.linalg.norm(rhs))
-    np.testing.assert_allclose(curvature_solve(K, rhs, "cg", rtol=1e-12), x, atol=1e-6)
-    np.testing.assert_allclose(curvature_solve(K, rhs, "cholesky"), x, atol=1e-6)
+    np.testing.assert_allclose(K.solve(rhs, "cg", rtol=1e-12), x, atol=1e-6)
+    np.testing.assert_allclose(K.solve(rhs, "cholesky"), x, atol=1e-6)
 
 
 def test_block_jacobi_inverts_the_class_diagonal_blocks():
@@ -82,4 +76,4 @@ def test_block_jacobi_inverts_the_class_diagonal_blocks():
         sl = slice(a * d, (a + 1) * d)
         blocks[sl, sl] = M[sl, sl]
     v = np.random.default_rng(5).standard_normal(n * d)
-    np.testing.assert_allclose(block_jacobi(K)(v), np.linalg.solve(blocks, v), rtol=1e-9)
+    np.testing.assert_allclose(K.preconditioner()(v), np.linalg.solve(blocks, v), rtol=1e-9)

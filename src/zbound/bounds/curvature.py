@@ -1,31 +1,47 @@
 """Curvature operators: symmetric PSD matrices with the structure a bound or Hessian gives.
 
-Every operator has ``shape``, ``matvec(v)``, ``diagonal()``, ``to_dense()`` and
-``solve(rhs, method=...)``, so solvers never care which structure they hold (STYLE.md).
+Every operator implements one interface, and solvers reach linear algebra only through it:
+
+- ``shape``, ``matvec(v)``, ``quad(v)``, ``diagonal()``, ``to_dense()``;
+- ``diagonal_blocks()``: the diagonal blocks (m, b, b) the operator can give cheaply, or None;
+- ``preconditioner()``: M^{-1} as a callable (block-Jacobi from ``diagonal_blocks`` where there
+  are blocks, else Jacobi from ``diagonal``);
+- ``solve(rhs, method="cholesky" | "cg")``: dense Cholesky (minimum-norm least squares when
+  singular) or preconditioned conjugate gradient on products only;
+- ``+`` (a :class:`SumCurvature`) and scaling by a number ``c * C`` (a :class:`ScaledCurvature`).
+
+A new structure (low-rank plus diagonal, block-diagonal, ...) plugs in by subclassing
+:class:`Curvature` and implementing ``matvec``, ``diagonal`` and ``to_dense`` (and, where it has
+them cheaply, ``diagonal_blocks`` and a faster ``solve``).
 
 - :class:`DenseCurvature`: an explicit (p, p) matrix (Alg. 1 on explicit configurations).
-- :class:`KroneckerCurvature`: sum_j B_j (x) x_j x_j^T + reg * I, the multinomial structure of
-  DESIGN.md 3.3 (parameters ordered class-major: theta = vec(W) with W of shape (n, d)).
-- :class:`ScaledIdentity`: reg * I (the regularizer alone).
+- :class:`KroneckerCurvature`: sum_j B_j (x) x_j x_j^T + reg * I, the multinomial structure
+  (parameters ordered class-major: theta = vec(W) with W of shape (n, d)).
+- :class:`SoftmaxCurvature`: the softmax Hessian, products from the probabilities alone.
+- :class:`LabelBoundCurvature`: the Alg. 1 softmax bound, products from (t, n) factors alone.
+- :class:`ScaledIdentity`, :class:`DiagonalCurvature`, :class:`RankOneCurvature`: penalties.
 """
 
 from __future__ import annotations
 
 import functools
+import numbers
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator, cg
+from scipy.sparse.linalg import LinearOperator
+
+from zbound._linalg import block_jacobi, jacobi, pcg, psd_solve
 
 # Largest (pairs, d, t) operand for the batched class-pair Gram products of a dense assembly.
 _BATCH_ELEMS = 1 << 20
+SOLVE_METHODS = ("cholesky", "cg")
 
 
 @functools.lru_cache(maxsize=64)
 def _pairs(n: int, strict: bool) -> tuple[np.ndarray, np.ndarray]:
     """Class pairs a < b (``strict``) or a <= b, as index arrays (cached: triu_indices costs
-    more than the products it indexes at the Table 3 sizes)."""
+    more than the products it indexes at small sizes)."""
     ia, ib = np.triu_indices(n, 1 if strict else 0)
     ia.flags.writeable = False
     ib.flags.writeable = False
@@ -44,7 +60,16 @@ class Curvature:
         raise NotImplementedError
 
     def to_dense(self) -> np.ndarray:
+        """A new (p, p) ndarray (the caller may modify it)."""
         raise NotImplementedError
+
+    def diagonal_blocks(self) -> np.ndarray | None:
+        """Diagonal blocks (m, b, b) with m * b = p, when the structure gives them cheaply."""
+        return None
+
+    def add_to_dense(self, out: np.ndarray) -> None:
+        """out += this operator, in place (sums assemble without temporaries)."""
+        out += self.to_dense()
 
     def quad(self, v: np.ndarray) -> float:
         """v^T C v."""
@@ -54,43 +79,61 @@ class Curvature:
         p = self.shape[0]
         return LinearOperator((p, p), matvec=self.matvec, dtype=np.float64)
 
+    def preconditioner(self):
+        """M^{-1} for conjugate gradient: block-Jacobi on ``diagonal_blocks()`` where the
+        operator has blocks (the class blocks of a softmax curvature: the coupling between
+        classes is what CG then resolves), else Jacobi on ``diagonal()``."""
+        blocks = self.diagonal_blocks()
+        if blocks is not None:
+            pre = block_jacobi(blocks)
+            if pre is not None:
+                return pre
+        return jacobi(self.diagonal())
+
     def solve(self, rhs: np.ndarray, method: str = "cholesky", *, x0: np.ndarray | None = None,
-              rtol: float = 1e-10, maxiter: int | None = None) -> np.ndarray:
+              rtol: float = 1e-10, maxiter: int | None = None, precond=None,
+              return_iterations: bool = False):
         """Solve C x = rhs.
 
-        ``method="cholesky"`` factors the dense matrix; ``method="cg"`` runs Jacobi-preconditioned
-        conjugate gradient on matrix-vector products only. A partial CG solve from x0 = 0 still
-        decreases the quadratic majorizer (CG iterates decrease it monotonically), which keeps
-        majorization monotone (DESIGN.md 3.3).
+        ``method="cholesky"`` factors the dense matrix (minimum-norm least squares when it is
+        singular); ``method="cg"`` runs preconditioned conjugate gradient on products only
+        (``precond`` defaults to :meth:`preconditioner`; ``maxiter`` to 10 p). A partial CG
+        solve from x0 = 0 still decreases the quadratic majorizer (CG iterates decrease it
+        monotonically), which keeps majorization monotone. With ``return_iterations`` the
+        number of products is returned too (0 for Cholesky).
         """
         rhs = np.asarray(rhs, dtype=np.float64)
         if method == "cholesky":
-            return _cho_solve(self.to_dense(), rhs)
+            x = psd_solve(self.to_dense(), rhs)
+            return (x, 0) if return_iterations else x
         if method == "cg":
-            diag = self.diagonal()
-            inv = np.where(diag > 0, 1.0 / np.where(diag > 0, diag, 1.0), 1.0)
-            p = self.shape[0]
-            precond = LinearOperator((p, p), matvec=lambda v: inv * v, dtype=np.float64)
-            x, _ = cg(self.as_linear_operator(), rhs, x0=x0, rtol=rtol, atol=0.0,
-                      maxiter=maxiter if maxiter is not None else 10 * p, M=precond)
-            return x
-        raise ValueError(f"unknown solve method {method!r}; use 'cholesky' or 'cg'")
+            if precond is None:
+                precond = self.preconditioner()
+            maxiter = 10 * self.shape[0] if maxiter is None else int(maxiter)
+            if x0 is not None:
+                x0 = np.asarray(x0, dtype=np.float64)
+                e, k = pcg(self.matvec, rhs - self.matvec(x0), precond, rtol, maxiter)
+                x = x0 + e
+            else:
+                x, k = pcg(self.matvec, rhs, precond, rtol, maxiter)
+            return (x, k) if return_iterations else x
+        raise ValueError(f"unknown solve method {method!r}; use one of {SOLVE_METHODS}")
 
     def __add__(self, other):
-        if isinstance(other, int | float) and other == 0:
+        if isinstance(other, numbers.Real) and other == 0:
             return self
+        if not isinstance(other, Curvature):
+            return NotImplemented
         return SumCurvature(self, other)
 
     __radd__ = __add__
 
+    def __mul__(self, c):
+        if not isinstance(c, numbers.Real):
+            return NotImplemented
+        return ScaledCurvature(self, float(c))
 
-def _cho_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    try:
-        factor = scipy.linalg.cho_factor(matrix, lower=True, check_finite=False)
-        return scipy.linalg.cho_solve(factor, rhs, check_finite=False)
-    except np.linalg.LinAlgError:
-        # Singular (no regularization and a flat direction): least-squares solution.
-        return scipy.linalg.lstsq(matrix, rhs, check_finite=False)[0]
+    __rmul__ = __mul__
 
 
 class DenseCurvature(Curvature):
@@ -105,23 +148,65 @@ class DenseCurvature(Curvature):
         self.shape = matrix.shape
 
     def matvec(self, v):
-        return self.matrix @ v + self.reg * v
+        out = self.matrix @ v
+        if self.reg:
+            out += self.reg * v
+        return out
 
     def diagonal(self):
         return np.diag(self.matrix) + self.reg
 
     def to_dense(self):
-        if self.reg == 0.0:
-            return self.matrix.copy()
         out = self.matrix.copy()
-        out.flat[:: out.shape[0] + 1] += self.reg
+        if self.reg:
+            out.flat[:: out.shape[0] + 1] += self.reg
         return out
 
+    def add_to_dense(self, out):
+        out += self.matrix
+        if self.reg:
+            out.flat[:: out.shape[0] + 1] += self.reg
 
-class ScaledIdentity(Curvature):
+
+class DiagonalCurvature(Curvature):
+    """diag(values), values >= 0 (a per-coordinate L2 penalty)."""
+
+    def __init__(self, values: np.ndarray):
+        values = np.asarray(values, dtype=np.float64)
+        if values.ndim != 1:
+            raise ValueError(f"diagonal values must be 1-D, got shape {values.shape}")
+        self.values = values
+        self.shape = (values.size, values.size)
+
+    def matvec(self, v):
+        return self.values * v
+
+    def diagonal(self):
+        return self.values.copy()
+
+    def to_dense(self):
+        return np.diag(self.values)
+
+    def add_to_dense(self, out):
+        out.flat[:: out.shape[0] + 1] += self.values
+
+    def solve(self, rhs, method="cholesky", **kwargs):
+        rhs = np.asarray(rhs, dtype=np.float64)
+        safe = np.where(self.values > 0, self.values, 1.0)
+        x = np.where(self.values > 0, rhs / safe, 0.0)     # minimum norm on the null space
+        return (x, 0) if kwargs.get("return_iterations") else x
+
+
+class ScaledIdentity(DiagonalCurvature):
+    """scale * I (a scalar L2 penalty)."""
+
     def __init__(self, p: int, scale: float):
         self.shape = (int(p), int(p))
         self.scale = float(scale)
+
+    @property
+    def values(self):
+        return np.full(self.shape[0], self.scale)
 
     def matvec(self, v):
         return self.scale * v
@@ -132,30 +217,123 @@ class ScaledIdentity(Curvature):
     def to_dense(self):
         return self.scale * np.eye(self.shape[0])
 
+    def add_to_dense(self, out):
+        out.flat[:: out.shape[0] + 1] += self.scale
+
     def solve(self, rhs, method="cholesky", **kwargs):
-        return np.asarray(rhs, dtype=np.float64) / self.scale
+        x = np.asarray(rhs, dtype=np.float64) / self.scale
+        return (x, 0) if kwargs.get("return_iterations") else x
+
+
+class RankOneCurvature(Curvature):
+    """weight * u u^T, weight >= 0 (e.g. the intercept-centering term)."""
+
+    def __init__(self, u: np.ndarray, weight: float):
+        self.u = np.asarray(u, dtype=np.float64)
+        self.weight = float(weight)
+        self.shape = (self.u.size, self.u.size)
+
+    def matvec(self, v):
+        return (self.weight * float(self.u @ v)) * self.u
+
+    def diagonal(self):
+        return self.weight * self.u * self.u
+
+    def to_dense(self):
+        return self.weight * np.outer(self.u, self.u)
+
+    def add_to_dense(self, out):
+        if self.weight:
+            out += self.weight * np.outer(self.u, self.u)
+
+
+class ScaledCurvature(Curvature):
+    """c * C for a number c >= 0 (majorizers scaled by EM responsibilities or batch weights)."""
+
+    def __init__(self, base: Curvature, c: float):
+        if not (np.isfinite(c) and c >= 0):
+            raise ValueError(f"a curvature can only be scaled by a finite number >= 0, got {c}")
+        self.base = base
+        self.c = float(c)
+        self.shape = base.shape
+
+    def matvec(self, v):
+        return self.c * self.base.matvec(v)
+
+    def diagonal(self):
+        return self.c * self.base.diagonal()
+
+    def to_dense(self):
+        out = self.base.to_dense()
+        out *= self.c
+        return out
+
+    def diagonal_blocks(self):
+        blocks = self.base.diagonal_blocks()
+        return None if blocks is None else self.c * blocks
 
 
 class SumCurvature(Curvature):
+    """C_1 + C_2 + ... (chunk curvatures of a loss, plus a penalty's)."""
+
     def __init__(self, *parts: Curvature):
-        shapes = {p.shape for p in parts}
+        flat = []
+        for part in parts:
+            flat.extend(part.parts if isinstance(part, SumCurvature) else (part,))
+        shapes = {p.shape for p in flat}
         if len(shapes) != 1:
             raise ValueError(f"cannot add curvatures of shapes {sorted(shapes)}")
-        self.parts = parts
-        self.shape = parts[0].shape
+        self.parts = tuple(flat)
+        self.shape = flat[0].shape
 
     def matvec(self, v):
-        return sum(p.matvec(v) for p in self.parts)
+        out = self.parts[0].matvec(v)
+        for part in self.parts[1:]:
+            out = out + part.matvec(v)
+        return out
 
     def diagonal(self):
-        return sum(p.diagonal() for p in self.parts)
+        out = self.parts[0].diagonal()
+        for part in self.parts[1:]:
+            out = out + part.diagonal()
+        return out
 
     def to_dense(self):
-        return sum(p.to_dense() for p in self.parts)
+        out = self.parts[0].to_dense()
+        for part in self.parts[1:]:
+            part.add_to_dense(out)
+        return out
+
+    def add_to_dense(self, out):
+        for part in self.parts:
+            part.add_to_dense(out)
+
+    def diagonal_blocks(self):
+        """Sum of the parts' blocks; parts without blocks add their diagonal (the off-block
+        entries of such parts are dropped: a preconditioner needs only an SPD approximation)."""
+        blocks = None
+        rest = []
+        for part in self.parts:
+            b = part.diagonal_blocks()
+            if b is None:
+                rest.append(part)
+            elif blocks is None:
+                blocks = b.copy()
+            elif b.shape == blocks.shape:
+                blocks += b
+            else:
+                return None
+        if blocks is None:
+            return None
+        m, bs, _ = blocks.shape
+        idx = np.arange(bs)
+        for part in rest:
+            blocks[:, idx, idx] += part.diagonal().reshape(m, bs)
+        return blocks
 
 
 class KroneckerCurvature(Curvature):
-    """C = sum_j B_j (x) x_j x_j^T + reg * I, never formed unless asked (DESIGN.md 3.3).
+    """C = sum_j B_j (x) x_j x_j^T + reg * I, never formed unless asked.
 
     Parameters
     ----------
@@ -196,12 +374,10 @@ class KroneckerCurvature(Curvature):
         return diag.ravel() + self.reg
 
     def diagonal_blocks(self) -> np.ndarray:
-        """The n class blocks X^T diag(B[:, a, a]) X + reg I, shape (n, d, d) (dense X only).
-
-        The block-Jacobi preconditioner of truncated Newton (DESIGN.md 3.3).
-        """
+        """The n class blocks X^T diag(B[:, a, a]) X + reg I, shape (n, d, d); None for a
+        sparse X. The block-Jacobi preconditioner of truncated Newton and of CG bound steps."""
         if sp.issparse(self.X):
-            raise TypeError("diagonal_blocks needs a dense X")
+            return None
         blocks = self._grams(np.diagonal(self.B, axis1=1, axis2=2))
         idx = np.arange(self.d)
         blocks[:, idx, idx] += self.reg
@@ -353,9 +529,9 @@ class SoftmaxCurvature(KroneckerCurvature):
 
     def diagonal_blocks(self) -> np.ndarray:
         """The n class blocks X^T diag(w p_a (1 - p_a)) X + reg I, shape (n, d, d), from P
-        directly (no (t, n, n) array). Dense X only."""
+        directly (no (t, n, n) array); None for a sparse X."""
         if sp.issparse(self.X):
-            raise TypeError("diagonal_blocks needs a dense X")
+            return None
         W = self.P - self.P * self.P
         if self.weights is not None:
             W = W * self.weights[:, None]
@@ -386,3 +562,154 @@ class SoftmaxCurvature(KroneckerCurvature):
             return C
 
         return self._assemble(pair_weights, complete)
+
+
+# Largest (rows, n, n) array a dense assembly of a factored bound builds at once.
+_DENSE_CHUNK_ELEMS = 1 << 22
+
+
+class LabelBoundCurvature(KroneckerCurvature):
+    """The Alg. 1 softmax bound curvature sum_j s_j B_j (x) x_j x_j^T from O(t n) factors.
+
+    B_j = L_j^T diag(w_j) L_j, where (in visiting order) row i of L_j is e_i - m_{i-1}, the label
+    vector minus the running mean of Alg. 1 before visiting i. Both L u and L^T v cost O(n) per
+    sample through the recurrences of the running mean (rho_i = alpha_i / z_i,
+    keep_i = z_{i-1} / z_i = 1 - rho_i, both computed in log space):
+
+        (L u)_i = u_i - s_{i-1},     s_i = s_{i-1} + rho_i (u_i - s_{i-1}),   s_{-1} = 0,
+        (L^T v)_k = v_k - rho_k q_k, q_{k-1} = v_k + keep_k q_k,           q_{n-1} = 0,
+
+    so a product costs O(t n d + t n) and no (t, n, n) array exists; ``to_dense`` builds B in
+    chunks of rows. ``free`` is the first free class (1 for a model with a reference class 0
+    whose scores are fixed at 0: the curvature is then the (1:, 1:) sub-block of each B_j).
+
+    Arrays are class-major, (n, t): ``perm`` (visiting order: sorted position i of sample j is
+    label perm[i, j]), ``inv`` (its inverse), ``rho``, ``keep`` and ``w`` (the Alg. 1 weights
+    beta(r), multiplied by the sample weights).
+    """
+
+    def __init__(self, X, perm, inv, rho, keep, w, free: int = 0):
+        self.X = X
+        self.perm = perm
+        self.inv = inv
+        self.rho = rho
+        self.keep = keep
+        self.w = w
+        self.free = int(free)
+        self.n_labels = perm.shape[0]
+        self.n = self.n_labels - self.free
+        self.d = X.shape[1]
+        self.reg = 0.0
+        p = self.n * self.d
+        self.shape = (p, p)
+        self._B = None
+
+    # -- O(n) per-sample kernels, class-major --------------------------------------------------
+    def _label_rows(self, UT_free: np.ndarray) -> np.ndarray:
+        if not self.free:
+            return UT_free
+        out = np.zeros((self.n_labels, UT_free.shape[1]))
+        out[self.free:] = UT_free
+        return out
+
+    def _apply(self, UT: np.ndarray) -> np.ndarray:
+        """(B_j u_j) for all j, label coordinates (n_labels, t) in and out."""
+        Us = np.take_along_axis(UT, self.perm, axis=0)
+        n = self.n_labels
+        A = np.empty_like(Us)
+        s = np.zeros(Us.shape[1])
+        rho, keep = self.rho, self.keep
+        for i in range(n):
+            np.subtract(Us[i], s, out=A[i])
+            if i + 1 < n:
+                s += rho[i] * A[i]
+        A *= self.w
+        R = np.empty_like(A)
+        q = np.zeros(Us.shape[1])
+        for k in range(n - 1, -1, -1):
+            np.subtract(A[k], rho[k] * q, out=R[k])
+            if k:
+                q *= keep[k]
+                q += A[k]
+        return np.take_along_axis(R, self.inv, axis=0)
+
+    def _diag_labels(self) -> np.ndarray:
+        """diag(B_j) for all j, label coordinates (n_labels, t): B_kk = w_k + rho_k^2 e_k with
+        e_{k-1} = w_k + keep_k^2 e_k, e_{n-1} = 0 (visiting order)."""
+        n = self.n_labels
+        D = np.empty_like(self.w)
+        e = np.zeros(self.w.shape[1])
+        for k in range(n - 1, -1, -1):
+            D[k] = self.w[k] + self.rho[k] ** 2 * e
+            if k:
+                e *= self.keep[k] ** 2
+                e += self.w[k]
+        return np.take_along_axis(D, self.inv, axis=0)
+
+    def matvec(self, v):
+        V = np.asarray(v, dtype=np.float64).reshape(self.n, self.d)
+        if sp.issparse(self.X):
+            UT = np.ascontiguousarray(np.asarray(self.X @ V.T).T)
+        else:
+            UT = V @ self.X.T
+        RT = self._apply(self._label_rows(UT))[self.free:]
+        if sp.issparse(self.X):
+            return np.asarray(self.X.T @ RT.T).T.ravel()
+        return (RT @ self.X).ravel()
+
+    def _diag_weights(self) -> np.ndarray:
+        """(t, n) diagonal of each B_j over the free classes."""
+        return self._diag_labels()[self.free:].T
+
+    def diagonal(self):
+        W = self._diag_weights()
+        if sp.issparse(self.X):
+            diag = np.asarray(self.X.multiply(self.X).T @ W).T
+        else:
+            diag = W.T @ (self.X * self.X)
+        return diag.ravel()
+
+    def diagonal_blocks(self):
+        if sp.issparse(self.X):
+            return None
+        return self._grams(self._diag_weights())
+
+    # -- explicit B, by chunks of rows ---------------------------------------------------------
+    def _B_rows(self, a: int, b: int) -> np.ndarray:
+        """B_j (rows a:b, free classes) as a (b - a, n, n) array, from the factors."""
+        n = self.n_labels
+        t = b - a
+        perm = self.perm[:, a:b].T
+        rho = self.rho[:, a:b].T
+        keep = self.keep[:, a:b].T
+        # M[i, k] = alpha_k / z_{i-1} = rho_k prod_{k < m < i} keep_m (visiting order, k < i)
+        M = np.zeros((t, n, n))
+        run = np.zeros((t, n))
+        for i in range(1, n):
+            run *= keep[:, i - 1, None]
+            run[:, i - 1] = rho[:, i - 1]
+            M[:, i, :] = run
+        L = np.eye(n)[None] - M
+        L = np.take_along_axis(L, np.argsort(perm, axis=1)[:, None, :], axis=2)
+        B = np.matmul((L * self.w[:, a:b].T[:, :, None]).transpose(0, 2, 1), L)
+        return B[:, self.free:, self.free:]
+
+    @property
+    def B(self) -> np.ndarray:
+        if self._B is None:
+            self._B = self._B_rows(0, self.X.shape[0])
+        return self._B
+
+    def to_dense(self):
+        t = self.X.shape[0]
+        step = max(1, _DENSE_CHUNK_ELEMS // (self.n_labels ** 2))
+        if t <= step:
+            return KroneckerCurvature(self.X, self._B_rows(0, t)).to_dense()
+        out = None
+        for a in range(0, t, step):
+            part = KroneckerCurvature(self.X[a:a + step], self._B_rows(a, min(t, a + step)))
+            if out is None:
+                out = part.to_dense()
+            else:
+                part.add_to_dense(out)
+        return out

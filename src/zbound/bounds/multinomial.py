@@ -1,4 +1,4 @@
-"""Kronecker-structured Alg. 1 for softmax models (DESIGN.md 3.3).
+"""Kronecker-structured Alg. 1 for softmax models.
 
 With features f_x(y) = e_y (x) x and theta = vec(W), W of shape (n, d), the running mean of Alg. 1
 is m (x) x and every rank-one term factors: l_i = (e_{y_i} - m_{i-1}) (x) x. So the bound of sample
@@ -14,7 +14,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from zbound._validation import check_design
-from zbound.bounds.curvature import KroneckerCurvature
+from zbound.bounds.curvature import KroneckerCurvature, LabelBoundCurvature
 from zbound.bounds.scalar import beta, log_cumsum_exp, ordering
 
 
@@ -62,6 +62,63 @@ def label_bound(log_alpha: np.ndarray, order: str = "descending"):
     with np.errstate(under="ignore"):
         probs = np.exp(log_alpha - log_z[:, None])
     return log_z + shift[:, 0], probs, B
+
+
+def label_bound_factors(log_alpha: np.ndarray, order: str = "descending"):
+    """Alg. 1 on the label vectors in factored form: O(t n) memory, no (t, n, n) array.
+
+    Returns ``log_z`` (t,), ``probs`` (t, n) and a dict of class-major (n, t) factors
+    ``perm``, ``inv``, ``rho``, ``keep``, ``w`` that :class:`LabelBoundCurvature` takes: the
+    visiting order and its inverse, rho_i = alpha_i / z_i, keep_i = z_{i-1} / z_i and the
+    weights beta(log alpha_i - log z_{i-1}) (0 for the first visited label), all from log-space
+    running sums as in :func:`label_bound`, which gives the same B = L^T diag(w) L explicitly.
+    """
+    log_alpha = np.asarray(log_alpha, dtype=np.float64)
+    if log_alpha.ndim != 2 or log_alpha.shape[1] == 0:
+        raise ValueError(f"log_alpha must have shape (t, n) with n >= 1, got {log_alpha.shape}")
+    if np.any(np.isnan(log_alpha) | (log_alpha == np.inf)):
+        raise ValueError("log_alpha contains NaN or +inf")
+    t, n = log_alpha.shape
+    perm = ordering(log_alpha, order)
+    shift = np.max(log_alpha, axis=1, keepdims=True)
+    shift = np.where(np.isfinite(shift), shift, 0.0)
+    with np.errstate(over="ignore"):
+        log_alpha = log_alpha - shift
+    la = np.take_along_axis(log_alpha, perm, axis=1)
+    log_z_run = log_cumsum_exp(la, axis=1)
+    log_z = log_z_run[:, -1]
+    if np.any(log_z == -np.inf):
+        raise ValueError("a sample has zero prior weight on every class: log Z = -inf")
+    log_z_prev = np.empty_like(log_z_run)
+    log_z_prev[:, 0] = -np.inf
+    log_z_prev[:, 1:] = log_z_run[:, :-1]
+    with np.errstate(invalid="ignore", over="ignore"):
+        r = la - log_z_prev
+        rho = np.exp(la - log_z_run)
+        keep = np.exp(log_z_prev - log_z_run)
+    r[:, 0] = np.inf
+    w = beta(r)
+    rho = np.nan_to_num(rho, nan=0.0)            # zero-weight labels before any positive weight
+    keep = np.nan_to_num(keep, nan=1.0)
+    perm = np.ascontiguousarray(perm.T)
+    factors = {
+        "perm": perm,
+        "inv": np.argsort(perm, axis=0),
+        "rho": np.ascontiguousarray(rho.T),
+        "keep": np.ascontiguousarray(keep.T),
+        "w": np.ascontiguousarray(w.T),
+    }
+    with np.errstate(under="ignore"):
+        probs = np.exp(log_alpha - log_z[:, None])
+    return log_z + shift[:, 0], probs, factors
+
+
+def label_bound_curvature(X, factors: dict, sample_weight: np.ndarray | None = None,
+                          free: int = 0) -> LabelBoundCurvature:
+    """sum_j s_j B_j (x) x_j x_j^T over the classes from ``free`` on, as an operator."""
+    w = factors["w"] if sample_weight is None else factors["w"] * sample_weight
+    return LabelBoundCurvature(X, factors["perm"], factors["inv"], factors["rho"],
+                               factors["keep"], w, free)
 
 
 @dataclass

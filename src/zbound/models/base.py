@@ -1,12 +1,18 @@
-"""The interface between models and solvers (DESIGN.md 2).
+"""The interface between models and solvers.
 
-A model is an objective with its data: J(theta) = sum_j [log Z_j(theta) - theta^T f_j(y_j)]
-+ (reg / 2) ||theta||^2 for log-linear families, or anything else with the same methods.
-Solvers see a model only through this protocol and never import model internals.
+A model states an objective; solvers minimize it and see it only through this protocol
+(``n_params``, ``value``, ``value_and_grad``, ``value_grad_hessian``, ``hessian`` and
+``majorizer``). Nothing here or elsewhere under ``zbound.models`` imports ``zbound.solvers``.
+
+The usual model is :class:`zbound.models.objective.Objective`: a data term (a loss summed over
+rows, evaluated chunk by chunk) plus penalties. A :class:`Majorizer` is a quadratic upper bound
+on an objective at a point; majorizers compose: the majorizers of the chunks of a loss add up,
+a penalty adds its own (exact, being quadratic), and a weight scales one (EM responsibilities).
 """
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
@@ -17,10 +23,13 @@ from zbound.bounds.curvature import Curvature
 
 @dataclass
 class Majorizer:
-    """Quadratic upper bound on the objective at ``theta``.
+    """Quadratic upper bound on an objective at ``theta``.
 
     J(theta + delta) <= value + grad @ delta + 0.5 * delta @ curvature @ delta for every delta,
-    with equality at delta = 0. ``curvature`` already includes the regularizer.
+    with equality at delta = 0. ``curvature`` is a :class:`zbound.bounds.curvature.Curvature`.
+
+    ``m1 + m2`` (both at the same theta) majorizes the sum of the two objectives; ``c * m``
+    (c >= 0) majorizes c times the objective.
     """
 
     theta: np.ndarray
@@ -35,6 +44,28 @@ class Majorizer:
     def minimizer(self, method: str = "cholesky", **kwargs) -> np.ndarray:
         """Unconstrained minimizer theta - C^{-1} grad (the step of Alg. 2 without constraints)."""
         return self.theta - self.curvature.solve(self.grad, method=method, **kwargs)
+
+    def __add__(self, other):
+        if isinstance(other, numbers.Real) and other == 0:
+            return self
+        if not isinstance(other, Majorizer):
+            return NotImplemented
+        if self.theta is not other.theta and not np.array_equal(self.theta, other.theta):
+            raise ValueError("majorizers add only at the same expansion point theta")
+        return Majorizer(self.theta, self.value + other.value, self.grad + other.grad,
+                         self.curvature + other.curvature)
+
+    __radd__ = __add__
+
+    def __mul__(self, c):
+        if not isinstance(c, numbers.Real):
+            return NotImplemented
+        c = float(c)
+        if not (np.isfinite(c) and c >= 0):
+            raise ValueError(f"a majorizer can only be scaled by a finite number >= 0, got {c}")
+        return Majorizer(self.theta, c * self.value, c * self.grad, c * self.curvature)
+
+    __rmul__ = __mul__
 
 
 @runtime_checkable

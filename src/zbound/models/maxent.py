@@ -11,8 +11,9 @@ Its solution is p(y) = h(y) exp(theta^T f(y) + vartheta^T g(y)) / Z(theta, varth
     Z = sum_y h(y) exp(beta^T F(y)),   beta = [theta; vartheta],   F(y) = [f(y); g(y)].
 
 :class:`MaxEnt` is this dual as a :class:`zbound.models.base.Model`: its majorizer is Alg. 1
-(:func:`zbound.bounds.enumerate.quadratic_bound`) on the stacked features F, and ``fit`` minimizes
-it under vartheta >= 0 with the constrained majorization solver (the QP of the supplement).
+(:func:`zbound.bounds.enumerate.quadratic_bound`) on the stacked features F. The model states the
+problem; :func:`zbound.solvers.solve_maxent` minimizes it under vartheta >= 0 with a constrained
+majorization solver (the QP of the supplement) and returns :meth:`MaxEnt.solution`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from zbound.models.base import Majorizer
 
 @dataclass
 class MaxEntSolution:
-    """Result of :meth:`MaxEnt.fit`.
+    """Primal solution recovered from a dual point (:meth:`MaxEnt.solution`).
 
     p : (n,) the minimum relative entropy distribution
     theta : (d,) multipliers of the equality constraints
@@ -39,7 +40,7 @@ class MaxEntSolution:
     inequality_value : (d',) sum_y p(y) g(y), >= ~0
     max_violation : largest violation of the primal constraints
     complementary_slackness : max_k |vartheta_k * (sum_y p(y) g_k(y))|
-    result : the solver's :class:`zbound.solvers.Result`
+    result : the solver's :class:`zbound.solvers.Result` (None if not given)
     """
 
     p: np.ndarray
@@ -137,39 +138,19 @@ class MaxEnt:
         qb = quadratic_bound(self.features, beta, self.log_prior, order)
         return Majorizer(beta, float(qb.log_z), qb.mean, DenseCurvature(qb.curvature))
 
-    # -- fitting -----------------------------------------------------------------------------
+    # -- what the solution must satisfy ------------------------------------------------------
     def constraints(self):
-        """vartheta >= 0 as :class:`zbound.solvers.LinearConstraints` (None when d' = 0)."""
-        from zbound.solvers import LinearConstraints
+        """vartheta >= 0 as :class:`zbound.constraints.LinearConstraints` (None when d' = 0)."""
+        from zbound.constraints import LinearConstraints
 
         if self.d_ineq == 0:
             return None
         lb = np.r_[np.full(self.d, -np.inf), np.zeros(self.d_ineq)]
         return LinearConstraints(lb=lb)
 
-    def fit(self, method: str = "newton-bound", tol: float = 1e-10, max_iter: int = 500,
-            feasibility_tol: float = 1e-6, **solver_options) -> MaxEntSolution:
-        """Minimize the dual under vartheta >= 0 and recover p.
-
-        ``tol`` is the solver's stationarity tolerance (for the unconstrained coordinates, the
-        moment residual sum_y p(y) F(y) itself); ``solver_options`` go to
-        :func:`zbound.solvers.minimize`.
-
-        ``method`` is any constrained method of :data:`zbound.solvers.METHODS` ("newton-bound",
-        "bound" = Alg. 2 with the supplement's QP, "squarem"). Raises RuntimeError when the
-        primal constraints are still violated by more than ``feasibility_tol`` at the end: then
-        they are infeasible (or feasible only on the boundary of the simplex) and the dual has
-        no minimizer.
-        """
-        from zbound.solvers import minimize
-
-        # Stop on stationarity only: the dual is flat near its minimizer (a change of 1e-13 in
-        # log Z still leaves ~1e-6 moment residuals), so an objective-change test stops early.
-        solver_options.setdefault("ftol", 0.0)
-        res = minimize(self, np.zeros(self.n_params), method=method,
-                       constraints=self.constraints(), tol=tol, max_iter=max_iter,
-                       **solver_options)
-        beta = res.x
+    def solution(self, beta: np.ndarray, result=None) -> MaxEntSolution:
+        """The primal distribution at dual point ``beta`` and its constraint residuals."""
+        beta = np.asarray(beta, dtype=np.float64)
         lse, lp = self._log_p(beta)
         p = np.exp(lp)
         eq = self.f.T @ p
@@ -180,13 +161,8 @@ class MaxEnt:
         slack = float(np.max(np.abs(vartheta * ineq), initial=0.0))
         with np.errstate(divide="ignore", invalid="ignore"):
             terms = np.where(p > 0, p * (lp - self.log_prior), 0.0)
-        sol = MaxEntSolution(p=p, theta=beta[:self.d].copy(), vartheta=vartheta.copy(),
-                             log_z=lse, relative_entropy=float(np.sum(terms)),
-                             equality_residual=eq, inequality_value=ineq,
-                             max_violation=violation, complementary_slackness=slack, result=res)
-        if violation > feasibility_tol:
-            raise RuntimeError(
-                f"the moment constraints are violated by {violation:.3g} after {res.nit} "
-                f"iterations ({res.message}); they are infeasible, or feasible only at the "
-                "boundary of the simplex, so the dual log Z has no minimizer")
-        return sol
+        return MaxEntSolution(p=p, theta=beta[:self.d].copy(), vartheta=vartheta.copy(),
+                              log_z=lse, relative_entropy=float(np.sum(terms)),
+                              equality_residual=eq, inequality_value=ineq,
+                              max_violation=violation, complementary_slackness=slack,
+                              result=result)

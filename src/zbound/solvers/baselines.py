@@ -1,16 +1,16 @@
-"""Baseline optimizers on exactly the same objective as the bound methods (DESIGN.md 5).
+"""Baseline optimizers on exactly the same objective as the bound methods.
 
-They call only ``model.value``, ``model.value_and_grad`` and ``model.value_grad_hessian``:
+They call only ``model.value``, ``model.value_and_grad``, ``model.value_grad_hessian`` and
+``model.hessian``:
 
 - SciPy ``minimize`` with L-BFGS-B (box constraints allowed), BFGS, CG and Newton-CG (Newton
   with a line search, truncated-CG inner solve, exact Hessian from the model); the target test
-  raises StopIteration from ``callback(intermediate_result)`` (SciPy >= 1.11);
+  raises StopIteration from ``callback(intermediate_result)`` (SciPy >= 1.11). SciPy runs its
+  own loop, so these override ``run`` and cannot be stepped with ``update``;
 - Newton's method with a backtracking Armijo line search (dense Cholesky, or truncated PCG on
   Hessian-vector products for large p), own code;
 - steepest descent with a backtracking Armijo line search that grows the trial step after each
   accepted one and refines it by quadratic interpolation, own code.
-
-All return :class:`zbound.solvers.result.Result` with a per-iteration trace.
 """
 
 from __future__ import annotations
@@ -20,28 +20,26 @@ import math
 import numpy as np
 import scipy.optimize
 
-from zbound.solvers._common import Options, finish, resolve_inner, stop_reason
-from zbound.solvers._linalg import cholesky_solve, dense, jacobi, pcg
-from zbound.solvers.result import Recorder, Result
+from zbound._linalg import cholesky_solve, jacobi
+from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.result import Recorder, Result, Status
 
 _ARMIJO = 1e-4
-_SCIPY = {"lbfgs": "L-BFGS-B", "bfgs": "BFGS", "cg": "CG", "newton-cg": "Newton-CG"}
 # Up to this many parameters SciPy's Newton-CG gets the dense Hessian, beyond it products.
 _DENSE_HESS_MAX = 300
 
 
-class _Counted:
-    """value_and_grad with a call counter and a one-entry cache.
+class _Cached:
+    """value_and_grad with a one-entry cache.
 
     The cache serves the trace's gradient norm and SciPy's first call at x0, which the wrapper
     has already evaluated for the trace's first row (so the peer pays no extra evaluation).
     """
 
-    __slots__ = ("vg", "n", "x", "f", "g")
+    __slots__ = ("vg", "x", "f", "g")
 
     def __init__(self, model):
         self.vg = model.value_and_grad
-        self.n = 0
         self.x = None
         self.f = math.inf
         self.g = None
@@ -50,124 +48,163 @@ class _Counted:
         if self.x is not None and np.array_equal(x, self.x):
             return self.f, self.g.copy()
         f, g = self.vg(x)
-        self.n += 1
         self.x, self.f, self.g = x.copy(), f, g
         return f, g
 
 
-def scipy_minimize(model, x: np.ndarray, opts: Options, method: str = "lbfgs") -> Result:
-    """SciPy L-BFGS-B / BFGS / CG / Newton-CG on ``model.value_and_grad`` (and, for Newton-CG,
-    the model's exact Hessian); stops at ``opts.target``."""
-    scipy_method = _SCIPY[method]
-    fun = _Counted(model)
-    rec = Recorder()
-    f0, g0 = fun(x)
-    rec.record(f0, float(np.linalg.norm(g0)), 1)
-    state = {"reason": None, "nit": 0, "f_prev": None}
-    gtol = opts.tol * max(1.0, abs(f0))
+class _ScipyMethod(Solver):
+    scipy_method: str = ""
 
-    def callback(intermediate_result):
-        xk = intermediate_result.x
-        fk = float(intermediate_result.fun)
-        gk = fun.g if fun.x is not None and np.array_equal(fun.x, xk) else None
-        gnorm = float(np.linalg.norm(gk)) if gk is not None else math.nan
-        rec.record(fk, gnorm, fun.n)
-        state["nit"] += 1
-        if opts.target is not None and fk <= opts.target:
-            state["reason"] = "target objective reached"
-            raise StopIteration
-        if opts.callback is not None and opts.callback(xk, fk):
-            state["reason"] = "stopped by callback"
-            raise StopIteration
+    def update(self, model, state):
+        raise NotImplementedError(f"{self.info.name!r} runs SciPy's own loop: use run(), not "
+                                  "init()/update()")
 
-    kwargs = {}
-    if scipy_method == "L-BFGS-B":
-        options = {"maxiter": opts.max_iter, "gtol": gtol, "ftol": opts.ftol,
-                   "maxfun": max(15000, 20 * opts.max_iter)}
-        cons = opts.constraints
-        if cons is not None:
-            kwargs["bounds"] = scipy.optimize.Bounds(cons.lb, cons.ub)
-    elif scipy_method == "Newton-CG":
-        # SciPy's Newton-CG stops on the step size (xtol); the target or gtol-equivalent
-        # stationarity is checked in the callback through the cached gradient.
-        options = {"maxiter": opts.max_iter, "xtol": 1e-12}
-        kwargs.update(_scipy_hessian(model, x.shape[0]))
-    else:
-        options = {"maxiter": opts.max_iter, "gtol": gtol, "norm": np.inf}
-    if opts.max_iter == 0 or (opts.target is not None and f0 <= opts.target):
-        reason = "target objective reached" if opts.max_iter else None
-        return finish(method, x, f0, g0, rec, 0, {"value_and_grad": fun.n}, reason, opts)
-    res = scipy.optimize.minimize(fun, x, jac=True, method=scipy_method, callback=callback,
-                                  options=options, **kwargs)
-    reason = state["reason"]
-    x_out = np.asarray(res.x, dtype=np.float64)
-    f_out = float(res.fun)
-    if reason is None:
-        reason = str(res.message) if res.success else None
-        if not res.success:
-            # precision loss near the optimum counts as converged when the gradient is small
-            g_chk = fun.g if np.array_equal(fun.x, x_out) else fun(x_out)[1]
-            if float(np.max(np.abs(g_chk))) <= max(gtol, 1e-5 * max(1.0, abs(f_out))):
-                reason = f"{res.message} (gradient small: converged)"
-            elif "iteration" not in str(res.message).lower():
-                return _failed(method, x_out, f_out, rec, state["nit"], fun.n, str(res.message),
-                               opts)
-    g_out = fun.g if fun.x is not None and np.array_equal(fun.x, x_out) else None
-    if len(rec) == 1 or rec.last_objective != f_out:
-        rec.record(f_out, float(np.linalg.norm(g_out)) if g_out is not None else math.nan, fun.n)
-    return finish(method, x_out, f_out, g_out, rec, state["nit"], {"value_and_grad": fun.n},
-                  reason, opts, info={"scipy_message": str(res.message)})
+    def _hessian(self, model, p: int) -> dict:
+        return {}
 
+    def run(self, model, x0) -> Result:
+        model, x = self.prepare(model, x0)
+        fun = _Cached(model)
+        rec = Recorder()
+        f0, g0 = fun(x)
+        state = State(x, f0, g0, recorder=rec)
+        self.record(model, state)
+        gtol = self.tol * max(1.0, abs(f0))
+        reason = {"status": None}
 
-def _scipy_hessian(model, p: int) -> dict:
-    """``hess`` (dense, small p) or ``hessp`` (products, one Hessian per point) for SciPy."""
-    if p <= _DENSE_HESS_MAX:
-        return {"hess": lambda x: dense(model.hessian(x))}
-    cache = {"x": None, "H": None}
+        def callback(intermediate_result):
+            xk = intermediate_result.x
+            fk = float(intermediate_result.fun)
+            gk = fun.g if fun.x is not None and np.array_equal(fun.x, xk) else None
+            rec.record(fk, float(np.linalg.norm(gk)) if gk is not None else math.nan,
+                       model.n_evals)
+            state.nit += 1
+            if self.target is not None and fk <= self.target:
+                reason["status"] = Status.TARGET
+                raise StopIteration
+            if self.callback is not None and self.callback(xk, fk):
+                reason["status"] = Status.CALLBACK
+                raise StopIteration
 
-    def hessp(x, v):
-        if cache["x"] is None or not np.array_equal(cache["x"], x):
-            cache["x"], cache["H"] = x.copy(), model.hessian(x)
-        return cache["H"].matvec(v)
-
-    return {"hessp": hessp}
-
-
-def _failed(method, x, f, rec, nit, n, message, opts) -> Result:
-    out = finish(method, x, f, None, rec, nit, {"value_and_grad": n}, None, opts)
-    out.converged = False
-    out.message = message
-    return out
+        kwargs = {}
+        if self.scipy_method == "L-BFGS-B":
+            options = {"maxiter": self.max_iter, "gtol": gtol, "ftol": self.ftol,
+                       "maxfun": max(15000, 20 * self.max_iter)}
+            cons = self.constraints
+            if cons is not None:
+                kwargs["bounds"] = scipy.optimize.Bounds(cons.lb, cons.ub)
+        elif self.scipy_method == "Newton-CG":
+            # SciPy's Newton-CG stops on the step size (xtol); the target is checked in the
+            # callback.
+            options = {"maxiter": self.max_iter, "xtol": 1e-12}
+            kwargs.update(self._hessian(model, x.shape[0]))
+        else:
+            options = {"maxiter": self.max_iter, "gtol": gtol, "norm": np.inf}
+        if self.max_iter == 0 or (self.target is not None and f0 <= self.target):
+            state.status = Status.TARGET if self.max_iter else Status.MAX_ITER
+            return self.result(model, state)
+        res = scipy.optimize.minimize(fun, x, jac=True, method=self.scipy_method,
+                                      callback=callback, options=options, **kwargs)
+        status = reason["status"]
+        x_out = np.asarray(res.x, dtype=np.float64)
+        f_out = float(res.fun)
+        message = None
+        if status is None:
+            if res.success:
+                status, message = Status.STATIONARY, str(res.message)
+            else:
+                # precision loss near the optimum counts as converged when the gradient is small
+                g_chk = fun.g if np.array_equal(fun.x, x_out) else fun(x_out)[1]
+                if float(np.max(np.abs(g_chk))) <= max(gtol, 1e-5 * max(1.0, abs(f_out))):
+                    status, message = (Status.STATIONARY,
+                                       f"{res.message} (gradient small: converged)")
+                elif "iteration" in str(res.message).lower():
+                    status = Status.MAX_ITER
+                else:
+                    status, message = Status.FAILED, str(res.message)
+        g_out = fun.g if fun.x is not None and np.array_equal(fun.x, x_out) else None
+        if len(rec) == 1 or rec.last_objective != f_out:
+            rec.record(f_out, float(np.linalg.norm(g_out)) if g_out is not None else math.nan,
+                       model.n_evals)
+        state.x, state.f, state.g = x_out, f_out, g_out
+        state.status, state.message = status, message
+        out = self.result(model, state)
+        out.info = {"scipy_message": str(res.message)}
+        return out
 
 
-def newton(model, x: np.ndarray, opts: Options, method: str = "newton") -> Result:
+@register
+class ScipyLBFGSB(_ScipyMethod):
+    info = MethodInfo("lbfgs", peer=True, constraints="box", description="SciPy L-BFGS-B")
+    scipy_method = "L-BFGS-B"
+
+
+@register
+class ScipyBFGS(_ScipyMethod):
+    info = MethodInfo("bfgs", peer=True, constraints="none", description="SciPy BFGS")
+    scipy_method = "BFGS"
+
+
+@register
+class ScipyCG(_ScipyMethod):
+    info = MethodInfo("cg", peer=True, constraints="none",
+                      description="SciPy nonlinear conjugate gradient")
+    scipy_method = "CG"
+
+
+@register
+class ScipyNewtonCG(_ScipyMethod):
+    info = MethodInfo("newton-cg", peer=True, constraints="none", needs=("hessian",),
+                      description="SciPy Newton-CG: Newton with a line search, exact Hessian "
+                                  "(dense up to 300 parameters, else Hessian-vector products)")
+    scipy_method = "Newton-CG"
+
+    def _hessian(self, model, p):
+        """``hess`` (dense, small p) or ``hessp`` (products, one Hessian per point)."""
+        if p <= _DENSE_HESS_MAX:
+            return {"hess": lambda x: model.hessian(x).to_dense()}
+        cache = {"x": None, "H": None}
+
+        def hessp(x, v):
+            if cache["x"] is None or not np.array_equal(cache["x"], x):
+                cache["x"], cache["H"] = x.copy(), model.hessian(x)
+            return cache["H"].matvec(v)
+
+        return {"hessp": hessp}
+
+
+@register
+class Newton(Solver):
     """Newton's method with a backtracking Armijo line search.
 
     Direction d = -H^{-1} g by dense Cholesky (p <= 300 by default; if H is not positive definite
-    a multiple of the identity is added until it is) or by truncated Jacobi-PCG on ``H.matvec``
+    a multiple of the identity is added until it is) or by truncated Jacobi-PCG on products
     (forcing term min(0.5, sqrt(||g|| / ||g0||))). The full step is tried with one
     ``value_grad_hessian`` call; shorter steps (halving) use ``value`` only.
     """
-    p = x.shape[0]
-    inner = resolve_inner(opts.inner, p)
-    counts = {"value_grad_hessian": 0, "value": 0}
-    rec = Recorder()
-    vgh = model.value_grad_hessian
-    f, g, H = vgh(x)
-    counts["value_grad_hessian"] += 1
-    gn = float(math.sqrt(g @ g))
-    g0 = max(gn, 1e-300)
-    rec.record(f, gn, 1)
-    cg_maxiter = opts.extra.get("cg_maxiter", max(20, min(p, 250)))
-    nit = 0
-    f_prev = None
-    reason = None
-    while True:
-        reason = stop_reason(f, f_prev, float(np.max(np.abs(g))), opts)
-        if reason is not None or nit >= opts.max_iter:
-            break
-        if inner == "cholesky":
-            Hd = dense(H)
+
+    info = MethodInfo("newton", peer=True, constraints="none",
+                      needs=("value_grad_hessian", "value"),
+                      description="Newton's method with backtracking Armijo line search "
+                                  "(Cholesky or truncated CG)")
+    options = {"cg_maxiter": None}
+
+    def init(self, model, x):
+        p = x.shape[0]
+        f, g, H = model.value_grad_hessian(x)
+        state = State(x, f, g)
+        state.extra.update(H=H, g0=max(float(math.sqrt(g @ g)), 1e-300),
+                           inner=self.resolve_inner(p),
+                           cg_maxiter=self.opts["cg_maxiter"] or max(20, min(p, 250)))
+        return state
+
+    def update(self, model, state):
+        ex = state.extra
+        f, g, x, H = state.f, state.g, state.x, ex["H"]
+        p = x.shape[0]
+        gn = float(math.sqrt(g @ g))
+        if ex["inner"] == "cholesky":
+            Hd = H.to_dense()
             d = cholesky_solve(Hd, g)
             shift = 1e-8 * max(1.0, float(np.max(np.abs(np.diag(Hd)))))
             while d is None:
@@ -175,81 +212,61 @@ def newton(model, x: np.ndarray, opts: Options, method: str = "newton") -> Resul
                 shift *= 10.0
             d = -d
         else:
-            d = -pcg(H.matvec, g, jacobi(H.diagonal()), min(0.5, math.sqrt(gn / g0)),
-                     cg_maxiter)[0]
+            d = -H.solve(g, "cg", rtol=min(0.5, math.sqrt(gn / ex["g0"])),
+                         maxiter=ex["cg_maxiter"], precond=jacobi(H.diagonal()))
         gd = float(g @ d)
         if not gd < 0.0:
             d = -g
             gd = -gn * gn
-        f_new, g_new, H_new = vgh(x + d)
-        counts["value_grad_hessian"] += 1
+        f_new, g_new, H_new = model.value_grad_hessian(x + d)
         step = 1.0
         ok = f_new <= f + _ARMIJO * gd
         while not ok and step > 1e-12:
             step *= 0.5
             f_new = model.value(x + step * d)
-            counts["value"] += 1
             ok = f_new <= f + _ARMIJO * step * gd
         if not ok:
-            reason = "line search failed"
-            break
+            state.status = Status.LINE_SEARCH_FAILED
+            return
         x_new = x + step * d
         if step != 1.0:
-            f_new, g_new, H_new = vgh(x_new)
-            counts["value_grad_hessian"] += 1
-        nit += 1
-        f_prev, f, g, H, x = f, f_new, g_new, H_new, x_new
-        gn = float(math.sqrt(g @ g))
-        rec.record(f, gn, sum(counts.values()))
-        if opts.callback is not None and opts.callback(x, f):
-            reason = "stopped by callback"
-            break
-    return finish(method, x, f, g, rec, nit, counts, reason, opts)
+            f_new, g_new, H_new = model.value_grad_hessian(x_new)
+        ex["H"] = H_new
+        self.accept(model, state, x_new, f_new, g_new)
 
 
-def steepest_descent(model, x: np.ndarray, opts: Options, method: str = "steepest") -> Result:
+@register
+class SteepestDescent(Solver):
     """Gradient descent d = -g with a backtracking Armijo line search.
 
     The trial step starts at twice the last accepted step (step growth; 1 / ||g|| at first) and
     shrinks by safeguarded quadratic interpolation (within [0.1, 0.5] of the failed step). Each
     trial is a ``value_and_grad`` call, so the accepted trial also gives the next gradient.
     """
-    counts = {"value_and_grad": 0}
-    rec = Recorder()
-    vg = model.value_and_grad
-    f, g = vg(x)
-    counts["value_and_grad"] += 1
-    gg = float(g @ g)
-    rec.record(f, math.sqrt(gg), 1)
-    step = 1.0 / max(math.sqrt(gg), 1e-12)
-    nit = 0
-    f_prev = None
-    reason = None
-    while True:
-        reason = stop_reason(f, f_prev, float(np.max(np.abs(g))), opts)
-        if reason is not None or nit >= opts.max_iter:
-            break
-        ok = False
+
+    info = MethodInfo("steepest", peer=True, constraints="none",
+                      description="steepest descent with backtracking Armijo line search and "
+                                  "step growth")
+
+    def init(self, model, x):
+        f, g = model.value_and_grad(x)
+        state = State(x, f, g)
+        state.extra["step"] = 1.0 / max(math.sqrt(float(g @ g)), 1e-12)
+        return state
+
+    def update(self, model, state):
+        f, g, x = state.f, state.g, state.x
+        gg = float(g @ g)
+        step = state.extra["step"]
         for _ in range(60):
             x_new = x - step * g
-            f_new, g_new = vg(x_new)
-            counts["value_and_grad"] += 1
+            f_new, g_new = model.value_and_grad(x_new)
             if f_new <= f - _ARMIJO * step * gg:
-                ok = True
-                break
+                state.extra["step"] = 2.0 * step
+                self.accept(model, state, x_new, f_new, g_new)
+                return
             # minimizer of the quadratic through f, slope -gg and f_new, safeguarded
             denom = 2.0 * (f_new - f + step * gg)
             trial = gg * step * step / denom if denom > 0 and np.isfinite(f_new) else 0.5 * step
             step = min(0.5 * step, max(0.1 * step, trial))
-        if not ok:
-            reason = "line search failed"
-            break
-        nit += 1
-        f_prev, f, g, x = f, f_new, g_new, x_new
-        gg = float(g @ g)
-        rec.record(f, math.sqrt(gg), counts["value_and_grad"])
-        step *= 2.0
-        if opts.callback is not None and opts.callback(x, f):
-            reason = "stopped by callback"
-            break
-    return finish(method, x, f, g, rec, nit, counts, reason, opts)
+        state.status = Status.LINE_SEARCH_FAILED

@@ -9,8 +9,52 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import IntEnum
 
 import numpy as np
+
+
+class Status(IntEnum):
+    """Why a solver stopped (SciPy's ``OptimizeResult.status`` with a message table).
+
+    ``converged`` holds for STATIONARY, FTOL, TARGET, ZERO_STEP and NO_DECREASE (the step
+    cannot decrease the objective any more in float64: a numerical optimum).
+    """
+
+    RUNNING = -1
+    STATIONARY = 0
+    FTOL = 1
+    TARGET = 2
+    ZERO_STEP = 3
+    NO_DECREASE = 4
+    CALLBACK = 5
+    MAX_ITER = 6
+    LINE_SEARCH_FAILED = 7
+    FAILED = 8
+
+    @property
+    def message(self) -> str:
+        return _MESSAGES[self]
+
+    @property
+    def converged(self) -> bool:
+        return self in _CONVERGED
+
+
+_MESSAGES = {
+    Status.RUNNING: "running",
+    Status.STATIONARY: "stationarity measure below tol",
+    Status.FTOL: "relative objective change below ftol",
+    Status.TARGET: "target objective reached",
+    Status.ZERO_STEP: "zero step: stationary to the accuracy of the step solver",
+    Status.NO_DECREASE: "no decrease (numerical limit of the bound step)",
+    Status.CALLBACK: "stopped by callback",
+    Status.MAX_ITER: "maximum number of iterations reached",
+    Status.LINE_SEARCH_FAILED: "line search failed",
+    Status.FAILED: "the solver failed",
+}
+_CONVERGED = frozenset({Status.STATIONARY, Status.FTOL, Status.TARGET, Status.ZERO_STEP,
+                        Status.NO_DECREASE})
 
 
 @dataclass(frozen=True)
@@ -50,8 +94,8 @@ class Result:
     x : (p,) final iterate
     fun : objective at ``x``
     converged : True when a stopping test (tolerance or target) was met, False when the
-        iteration limit was hit or the method failed
-    message : why it stopped
+        iteration limit was hit, a callback stopped it, or the method failed
+    message : why it stopped (the status's message, or the peer solver's own words)
     nit : accepted iterations
     n_evals : model evaluations in total (objective, gradient, Hessian and bound calls each count 1)
     method : registry name of the method that produced it
@@ -60,6 +104,7 @@ class Result:
     target_reached : whether ``fun <= target`` (False when no target was given)
     counts : evaluations by kind, e.g. {"value": 3, "value_and_grad": 10, "bound": 7}
     info : method-specific extras (e.g. accepted Newton / bound steps)
+    status : :class:`Status` code
     """
 
     x: np.ndarray
@@ -74,6 +119,7 @@ class Result:
     target_reached: bool = False
     counts: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    status: Status = Status.RUNNING
 
     @property
     def success(self) -> bool:
@@ -81,8 +127,14 @@ class Result:
         return self.converged
 
     def __repr__(self) -> str:
-        return (f"Result(method={self.method!r}, fun={self.fun:.10g}, converged={self.converged}, "
-                f"nit={self.nit}, n_evals={self.n_evals}, message={self.message!r})")
+        return (f"Result(method={self.method!r}, status={self.status.name}, "
+                f"converged={self.converged}, fun={self.fun:.10g}, nit={self.nit}, "
+                f"n_evals={self.n_evals}, message={self.message!r})")
+
+    def __str__(self) -> str:
+        head = "converged" if self.converged else "NOT converged"
+        return (f"{self.method}: {head} ({self.status.name}: {self.message}) after {self.nit} "
+                f"iterations and {self.n_evals} evaluations; objective {self.fun:.10g}")
 
 
 class Recorder:

@@ -1,0 +1,338 @@
+"""Data terms: losses summed over rows, evaluated as a map over row chunks and a reduce.
+
+A loss is sum_j s_j l_j(theta) over t rows (s_j >= 0 sample weights). Every quantity a solver
+needs is a sum over rows, so each is computed chunk by chunk (a map) and summed (a reduce):
+value, gradient, the Hessian operator (a sum of chunk operators) and the Alg. 1 majorizer (a sum
+of chunk majorizers). No call holds more than one chunk's temporaries, and the same shape lets a
+distributed backend run the map on workers. ``subset(rows)`` gives the loss on a subset of the
+rows (mini-batches), ``reweighted(s)`` the same rows with other weights (EM responsibilities).
+
+- :class:`SoftmaxLoss`: softmax / logistic log-loss, multinomial (all classes free) or with a
+  reference class whose scores are fixed at 0 (binary logistic regression is the two-class
+  case), sample weights, dense or CSR X.
+- :class:`LogLinearLoss`: conditional log-linear model over explicit configurations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from zbound._validation import check_design
+from zbound.bounds.curvature import DenseCurvature, SoftmaxCurvature, SumCurvature
+from zbound.bounds.enumerate import quadratic_bound
+from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
+from zbound.models._softmax import class_major_product, class_major_scores, logsumexp_classes
+from zbound.models.base import Majorizer
+
+# Default chunk: rows whose largest per-row temporary (n x n for a dense bound assembly,
+# n x d for scores and products) fills about this many float64 numbers (64 MB).
+_CHUNK_ELEMS = 1 << 23
+
+
+def check_sample_weight(sample_weight, t: int) -> np.ndarray | None:
+    """(t,) float64 weights >= 0, or None for unit weights; ValueError names the problem."""
+    if sample_weight is None:
+        return None
+    sw = np.asarray(sample_weight, dtype=np.float64)
+    if sw.ndim == 0:
+        sw = np.full(t, float(sw))
+    if sw.shape != (t,):
+        raise ValueError(f"sample_weight must have shape ({t},), got {sw.shape}")
+    if not np.isfinite(sw).all():
+        raise ValueError("sample_weight contains NaN or inf")
+    if (sw < 0).any():
+        raise ValueError("sample_weight must be non-negative")
+    return sw
+
+
+def check_chunk_size(chunk_size, t: int, per_row: int) -> int:
+    """Rows per chunk: ``chunk_size`` if given (an integer >= 1), else a default that keeps a
+    chunk's largest temporary near 64 MB; never more than t."""
+    if chunk_size is None:
+        return max(1, min(t, _CHUNK_ELEMS // max(1, per_row)))
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, int | np.integer) \
+            or chunk_size < 1:
+        raise ValueError(f"chunk_size must be an integer >= 1 or None, got {chunk_size!r}")
+    return int(min(chunk_size, max(t, 1)))
+
+
+def _reduce_curvature(parts):
+    if len(parts) == 1:
+        return parts[0]
+    if all(type(p) is DenseCurvature for p in parts):
+        return DenseCurvature(sum(p.matrix for p in parts), sum(p.reg for p in parts))
+    return SumCurvature(*parts)
+
+
+class ChunkedLoss:
+    """Map over row chunks and reduce; subclasses implement the per-chunk kernels
+    ``_value(theta, c)``, ``_value_grad(theta, c)``, ``_value_grad_hessian(theta, c)`` and
+    ``_majorizer(theta, c, order)`` (the last two return (value, grad, Curvature)) for a chunk
+    record ``c`` of ``self._chunks``."""
+
+    n_params: int
+    n_samples: int
+    chunk_size: int
+    _chunks: list
+
+    @property
+    def n_chunks(self) -> int:
+        return len(self._chunks)
+
+    def value(self, theta: np.ndarray) -> float:
+        chunks = self._chunks
+        if len(chunks) == 1:
+            return self._value(theta, chunks[0])
+        return float(sum(self._value(theta, c) for c in chunks))
+
+    def value_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        chunks = self._chunks
+        if len(chunks) == 1:
+            return self._value_grad(theta, chunks[0])
+        f, g = self._value_grad(theta, chunks[0])
+        for c in chunks[1:]:
+            fc, gc = self._value_grad(theta, c)
+            f += fc
+            g += gc
+        return f, g
+
+    def value_grad_hessian(self, theta: np.ndarray):
+        chunks = self._chunks
+        if len(chunks) == 1:
+            return self._value_grad_hessian(theta, chunks[0])
+        f, g, H = self._value_grad_hessian(theta, chunks[0])
+        parts = [H]
+        for c in chunks[1:]:
+            fc, gc, Hc = self._value_grad_hessian(theta, c)
+            f += fc
+            g += gc
+            parts.append(Hc)
+        return f, g, _reduce_curvature(parts)
+
+    def hessian(self, theta: np.ndarray):
+        return self.value_grad_hessian(theta)[2]
+
+    def majorizer(self, theta: np.ndarray, order: str = "descending") -> Majorizer:
+        """Sum over chunks of the Alg. 1 bounds on every row's log Z: a quadratic upper bound
+        on the loss, exact in value and gradient at theta."""
+        theta = np.asarray(theta, dtype=np.float64)
+        chunks = self._chunks
+        f, g, C = self._majorizer(theta, chunks[0], order)
+        if len(chunks) > 1:
+            parts = [C]
+            for c in chunks[1:]:
+                fc, gc, Cc = self._majorizer(theta, c, order)
+                f += fc
+                g += gc
+                parts.append(Cc)
+            C = _reduce_curvature(parts)
+        return Majorizer(theta, float(f), g, C)
+
+
+class SoftmaxLoss(ChunkedLoss):
+    """sum_j s_j [log sum_a exp(S_ja) - S_{j, y_j}], the softmax (multinomial logistic) loss.
+
+    theta = vec(W), W of shape (k, d) row-major. Multinomial: k = n_classes, S = X W^T.
+    With ``reference_class=True``: k = n_classes - 1 and S = [0, X W^T] (class 0 is the
+    reference); for two classes that is exactly scikit-learn's binary logistic loss. The
+    Alg. 1 bound on the label vectors restricted to the free classes majorizes the restricted
+    loss.
+
+    Parameters
+    ----------
+    X : (t, d) array or CSR matrix (append a bias column yourself if wanted)
+    y : (t,) integer class indices in [0, n_classes)
+    n_classes : int, default max(y) + 1 (>= 2)
+    sample_weight : (t,) >= 0 or None (unit weights)
+    reference_class : bool, default False
+    chunk_size : rows per chunk, default: a chunk's largest temporary near 64 MB
+    """
+
+    def __init__(self, X, y, n_classes: int | None = None, sample_weight=None,
+                 reference_class: bool = False, chunk_size: int | None = None):
+        X = check_design(X, nonempty=True)
+        y = np.asarray(y)
+        t = X.shape[0]
+        if y.shape != (t,):
+            raise ValueError(f"y must have shape ({t},) to match X, got {y.shape}")
+        if not np.issubdtype(y.dtype, np.integer):
+            raise TypeError(f"y must hold integer class indices, got dtype {y.dtype}")
+        n = int(y.max()) + 1 if n_classes is None else int(n_classes)
+        if y.min() < 0 or y.max() >= n:
+            raise ValueError(f"class indices must lie in [0, {n}), got [{y.min()}, {y.max()}]")
+        if n < 2:
+            raise ValueError("softmax regression needs at least 2 classes")
+        self.X = X
+        self.y = y.astype(np.intp)
+        self.n_classes = n
+        self.reference_class = bool(reference_class)
+        self.free = 1 if self.reference_class else 0
+        self.k = n - self.free
+        self.d = X.shape[1]
+        self.n_features = self.d
+        self.n_params = self.k * self.d
+        self.n_samples = t
+        self.sample_weight = check_sample_weight(sample_weight, t)
+        self.chunk_size = check_chunk_size(chunk_size, t, max(n * n, n + self.d))
+        self._chunks = [self._chunk(a, min(t, a + self.chunk_size))
+                        for a in range(0, t, self.chunk_size)]
+
+    def _chunk(self, a: int, b: int):
+        X = self.X if (a, b) == (0, self.n_samples) else self.X[a:b]
+        y = self.y[a:b]
+        sw = None if self.sample_weight is None else self.sample_weight[a:b]
+        Y = np.zeros((self.n_classes, b - a))
+        Y[y, np.arange(b - a)] = 1.0 if sw is None else sw
+        # sum_j s_j S_{j, y_j} = theta . vec(sum_j s_j e_{y_j} x_j^T) over the free classes
+        observed = class_major_product(Y[self.free:], X).ravel()
+        return (X, sw, observed)
+
+    # -- constructors of related losses --------------------------------------------------------
+    def subset(self, rows) -> SoftmaxLoss:
+        """The same loss on the rows ``rows`` (indices, a slice or a boolean mask)."""
+        sw = None if self.sample_weight is None else self.sample_weight[rows]
+        return SoftmaxLoss(self.X[rows], self.y[rows], self.n_classes, sw,
+                           self.reference_class, None)
+
+    def reweighted(self, sample_weight) -> SoftmaxLoss:
+        """The same rows with other sample weights (e.g. EM responsibilities)."""
+        return SoftmaxLoss(self.X, self.y, self.n_classes, sample_weight,
+                           self.reference_class, self.chunk_size)
+
+    # -- per-chunk kernels, scores class-major (n_classes, rows) --------------------------------
+    def _scores_t(self, theta, X):
+        ST = class_major_scores(X, theta.reshape(self.k, self.d))
+        if self.free:
+            ST = np.vstack([np.zeros((1, ST.shape[1])), ST])
+        return ST
+
+    def _data_value(self, theta, lse, sw, observed):
+        total = float(lse.sum()) if sw is None else float(sw @ lse)
+        return total - float(theta @ observed)
+
+    def _value(self, theta, c):
+        X, sw, observed = c
+        return self._data_value(theta, logsumexp_classes(self._scores_t(theta, X))[0], sw,
+                                observed)
+
+    def _grad_from(self, PT, X, sw, observed):
+        g = class_major_product(PT if sw is None else PT * sw, X).ravel()
+        g -= observed
+        return g
+
+    def _value_grad_p(self, theta, c):
+        X, sw, observed = c
+        ST = self._scores_t(theta, X)
+        lse, s = logsumexp_classes(ST)
+        ST /= s                                             # P^T
+        PT = ST[self.free:]
+        return (self._data_value(theta, lse, sw, observed), self._grad_from(PT, X, sw, observed),
+                PT)
+
+    def _value_grad(self, theta, c):
+        f, g, _ = self._value_grad_p(theta, c)
+        return f, g
+
+    def _value_grad_hessian(self, theta, c):
+        """Exact Hessian sum_j s_j (diag p_j - p_j p_j^T) (x) x_j x_j^T (free classes)."""
+        f, g, PT = self._value_grad_p(theta, c)
+        X, sw, _ = c
+        return f, g, SoftmaxCurvature(X, PT.T, 0.0, weights=sw, complete=not self.free)
+
+    def _majorizer(self, theta, c, order):
+        X, sw, observed = c
+        S = np.ascontiguousarray(self._scores_t(theta, X).T)
+        log_z, P, factors = label_bound_factors(S, order)
+        f = self._data_value(theta, log_z, sw, observed)
+        g = self._grad_from(np.ascontiguousarray(P[:, self.free:].T), X, sw, observed)
+        return f, g, label_bound_curvature(X, factors, sw, self.free)
+
+    def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
+        """(t, n_classes) class probabilities at theta for X (default: the training rows)."""
+        X = self.X if X is None else check_design(X)
+        ST = self._scores_t(np.asarray(theta, dtype=np.float64), X)
+        _, s = logsumexp_classes(ST)
+        ST /= s
+        return ST.T
+
+
+class LogLinearLoss(ChunkedLoss):
+    """sum_j [log Z_j(theta) - theta^T f_j(y_j) - log h_j(y_j)] over explicit configurations,
+    Z_j(theta) = sum_y h_j(y) exp(theta^T f_j(y)).
+
+    Parameters
+    ----------
+    features : (t, n, d) features of every configuration of every row
+    observed : (t,) index of the observed configuration of each row
+    log_prior : (t, n) or broadcastable log h_j(y); -inf gives zero weight
+    chunk_size : rows per chunk (the Alg. 1 curvature is (rows, d, d) per chunk)
+    """
+
+    def __init__(self, features, observed, log_prior=None, chunk_size: int | None = None):
+        features = np.asarray(features, dtype=np.float64)
+        if features.ndim != 3 or 0 in features.shape:
+            raise ValueError(f"features must be a non-empty (t, n, d) array, got {features.shape}")
+        if not np.all(np.isfinite(features)):
+            raise ValueError("features contain NaN or inf")
+        t, n, d = features.shape
+        observed = np.asarray(observed)
+        if observed.shape != (t,) or not np.issubdtype(observed.dtype, np.integer):
+            raise ValueError(f"observed must be ({t},) integer indices, got {observed.shape}")
+        if observed.min() < 0 or observed.max() >= n:
+            raise ValueError(f"observed indices must lie in [0, {n})")
+        if log_prior is None:
+            log_prior = np.zeros((t, n))
+        log_prior = np.broadcast_to(np.asarray(log_prior, dtype=np.float64), (t, n))
+        if np.any(np.isnan(log_prior)) or np.any(log_prior == np.inf):
+            raise ValueError("log_prior contains NaN or +inf (use -inf for zero weight)")
+        rows = np.arange(t)
+        if np.any(log_prior[rows, observed] == -np.inf):
+            raise ValueError("an observed configuration has zero prior weight")
+        self.features = features
+        self.observed = observed.astype(np.intp)
+        self.log_prior = log_prior
+        self.n_params = d
+        self.n_samples = t
+        self.chunk_size = check_chunk_size(chunk_size, t, max(n * d, d * d))
+        self._chunks = []
+        for a in range(0, t, self.chunk_size):
+            b = min(t, a + self.chunk_size)
+            r = np.arange(a, b)
+            F = features[a:b]
+            obs = self.observed[a:b]
+            self._chunks.append((F, log_prior[a:b], F[r - a, obs].sum(axis=0),
+                                 float(log_prior[r, obs].sum())))
+
+    @staticmethod
+    def _lse(A):
+        m = A.max(axis=1, keepdims=True)
+        E = np.exp(A - m)
+        s = E.sum(axis=1, keepdims=True)
+        return (m + np.log(s)).ravel(), E / s
+
+    def _value_of(self, theta, lse, c):
+        return float(lse.sum() - theta @ c[2] - c[3])
+
+    def _value(self, theta, c):
+        return self._value_of(theta, self._lse(c[1] + c[0] @ theta)[0], c)
+
+    def _value_grad(self, theta, c):
+        lse, P = self._lse(c[1] + c[0] @ theta)
+        return self._value_of(theta, lse, c), np.einsum("tn,tnd->d", P, c[0]) - c[2]
+
+    def _value_grad_hessian(self, theta, c):
+        F = c[0]
+        lse, P = self._lse(c[1] + F @ theta)
+        mean = np.einsum("tn,tnd->td", P, F)
+        # Cov_p f, centered before the product: E[f f^T] - mu mu^T cancels catastrophically when
+        # the features share a large offset (relative error 3e-8 at 1e4, 5e-4 at 1e6).
+        Fc = F - mean[:, None, :]
+        H = np.einsum("tn,tni,tnj->ij", P, Fc, Fc)
+        return self._value_of(theta, lse, c), mean.sum(axis=0) - c[2], DenseCurvature(H)
+
+    def _majorizer(self, theta, c, order):
+        qb = quadratic_bound(c[0], theta, c[1], order)
+        return (self._value_of(theta, qb.log_z, c), qb.mean.sum(axis=0) - c[2],
+                DenseCurvature(qb.curvature.sum(axis=0)))
+
+

@@ -1,0 +1,86 @@
+"""Penalties: quadratic terms added to a data term. Being quadratic, each is its own exact
+majorizer (value, gradient and a constant curvature operator).
+
+- :class:`L2Penalty`: 1/2 sum_i s_i theta_i^2 with one strength or one per coordinate (0 leaves a
+  coordinate, e.g. an intercept, unpenalized).
+- :class:`InterceptCentering`: weight/2 (u^T theta)^2 for the 0/1 intercept indicator u: zero on
+  the sum-zero representative of the intercepts, it makes a multinomial curvature definite along
+  "add c to every intercept", the direction softmax scores are invariant to.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from zbound.bounds.curvature import Curvature, DiagonalCurvature, RankOneCurvature, ScaledIdentity
+
+
+class L2Penalty:
+    """1/2 sum_i s_i theta_i^2; ``strength`` a number >= 0 or a (p,) array of them."""
+
+    def __init__(self, strength):
+        if isinstance(strength, bool):
+            raise TypeError("L2 strength must be a real number or an array, got a bool")
+        if isinstance(strength, numbers.Real):
+            s = float(strength)
+            if not (np.isfinite(s) and s >= 0):
+                raise ValueError(f"L2 strength must be finite and >= 0, got {strength}")
+            self.strength = s
+            self.n_params = None
+            self.is_zero = s == 0.0
+        else:
+            s = np.asarray(strength, dtype=np.float64)
+            if s.ndim != 1:
+                raise ValueError(f"per-coordinate L2 strengths must be 1-D, got shape {s.shape}")
+            if not (np.isfinite(s).all() and (s >= 0).all()):
+                raise ValueError("per-coordinate L2 strengths must be finite and >= 0")
+            self.strength = s
+            self.n_params = s.size
+            self.is_zero = not s.any()
+
+    def value(self, theta: np.ndarray) -> float:
+        s = self.strength
+        if self.n_params is None:
+            return 0.5 * s * float(theta @ theta)
+        return 0.5 * float(s @ (theta * theta))
+
+    def grad(self, theta: np.ndarray) -> np.ndarray:
+        return self.strength * theta
+
+    def add_grad(self, theta: np.ndarray, g: np.ndarray) -> None:
+        """g += grad, in place."""
+        g += self.strength * theta
+
+    def curvature(self, p: int) -> Curvature:
+        if self.n_params is None:
+            return ScaledIdentity(p, self.strength)
+        return DiagonalCurvature(self.strength)
+
+
+class InterceptCentering:
+    """weight/2 (u^T theta)^2, u (p,) the 0/1 indicator of the intercept entries."""
+
+    def __init__(self, indicator: np.ndarray, weight: float):
+        self.u = np.asarray(indicator, dtype=np.float64)
+        if self.u.ndim != 1:
+            raise ValueError(f"indicator must be 1-D, got shape {self.u.shape}")
+        weight = float(weight)
+        if not (np.isfinite(weight) and weight >= 0):
+            raise ValueError(f"centering weight must be finite and >= 0, got {weight}")
+        self.weight = weight
+        self.n_params = self.u.size
+        self.is_zero = weight == 0.0
+
+    def value(self, theta):
+        return 0.5 * self.weight * float(self.u @ theta) ** 2
+
+    def grad(self, theta):
+        return (self.weight * float(self.u @ theta)) * self.u
+
+    def add_grad(self, theta, g):
+        g += (self.weight * float(self.u @ theta)) * self.u
+
+    def curvature(self, p: int) -> Curvature:
+        return RankOneCurvature(self.u, self.weight)
