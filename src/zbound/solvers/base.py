@@ -361,6 +361,8 @@ class Solver:
             state.status = status
 
     def record(self, model: CountedModel, state: State) -> None:
+        if state.recorder is None:          # stepped by hand with init/update: no trace
+            return
         g = state.g
         state.recorder.record(state.f, math.sqrt(g @ g) if g is not None else math.nan,
                               model.n_evals)

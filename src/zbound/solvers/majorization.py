@@ -93,6 +93,14 @@ class _MMBase(Solver):
         state.extra["zero_step"] = not d.any()
         return stat
 
+    def pending_step(self, state) -> np.ndarray:
+        """The step computed by the last stationarity test, or a fresh one (when stepped by
+        hand without the tests)."""
+        d = state.extra.pop("step", None)
+        if d is None:
+            d = self.mm_step(state.extra["maj"], state.extra["inner"])[0]
+        return d
+
     def advance(self, model, state, x_new) -> bool:
         """Move to x_new (a point the bound guarantees to descend to): build its majorizer and
         accept it; False when rounding ate the guaranteed decrease."""
@@ -116,7 +124,7 @@ class BoundMM(_MMBase):
                     "quadratic majorizer each iteration (QP under constraints)")
 
     def update(self, model, state):
-        self.advance(model, state, state.x + state.extra["step"])
+        self.advance(model, state, state.x + self.pending_step(state))
 
 
 @register
@@ -153,7 +161,7 @@ class Squarem(_MMBase):
         ex = state.extra
         cons = self.constraints
         x0 = state.x
-        d0 = ex["step"]
+        d0 = self.pending_step(state)
         x1 = x0 + d0
         if not self.advance(model, state, x1):                        # x1 = F(x0)
             return
@@ -305,7 +313,9 @@ class NewtonBound(_MMBase):
             d = ex["direction"](ex["H"], g, _norm(g) / ex["g0"])
             pred = None if d is None else 0.5 * float(g @ d)
         else:
-            d, pred = ex["step"]
+            if "step" not in ex:
+                self.stationarity(model, state)
+            d, pred = ex.pop("step")
         if d is not None and pred == 0.0:
             state.status = Status.ZERO_STEP
             return
