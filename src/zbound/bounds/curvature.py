@@ -24,6 +24,7 @@ them cheaply, ``diagonal_blocks`` and a faster ``solve``).
 
 from __future__ import annotations
 
+import copy
 import functools
 import numbers
 
@@ -120,11 +121,11 @@ class Curvature:
         raise ValueError(f"unknown solve method {method!r}; use one of {SOLVE_METHODS}")
 
     def __add__(self, other):
+        if isinstance(other, Curvature):
+            return SumCurvature(self, other)
         if isinstance(other, numbers.Real) and other == 0:
             return self
-        if not isinstance(other, Curvature):
-            return NotImplemented
-        return SumCurvature(self, other)
+        return NotImplemented
 
     __radd__ = __add__
 
@@ -134,6 +135,11 @@ class Curvature:
         return ScaledCurvature(self, float(c))
 
     __rmul__ = __mul__
+
+    def with_ridge(self, scale: float, inplace: bool = False) -> Curvature:
+        """This operator plus scale * I. Structures with a ridge fold it in (``inplace``: into
+        this very operator, for one that nothing else holds, e.g. fresh from a loss)."""
+        return self + ScaledIdentity(self.shape[0], scale)
 
 
 class DenseCurvature(Curvature):
@@ -280,11 +286,13 @@ class SumCurvature(Curvature):
         flat = []
         for part in parts:
             flat.extend(part.parts if isinstance(part, SumCurvature) else (part,))
-        shapes = {p.shape for p in flat}
-        if len(shapes) != 1:
-            raise ValueError(f"cannot add curvatures of shapes {sorted(shapes)}")
+        shape = flat[0].shape
+        for part in flat:
+            if part.shape != shape:
+                raise ValueError(f"cannot add curvatures of shapes "
+                                 f"{sorted({p.shape for p in flat})}")
         self.parts = tuple(flat)
-        self.shape = flat[0].shape
+        self.shape = shape
 
     def matvec(self, v):
         out = self.parts[0].matvec(v)
@@ -357,6 +365,12 @@ class KroneckerCurvature(Curvature):
         self.d = X.shape[1]
         p = self.n * self.d
         self.shape = (p, p)
+
+    def with_ridge(self, scale: float, inplace: bool = False) -> KroneckerCurvature:
+        """reg + scale (the ridge folded into products, diagonal and assembly)."""
+        out = self if inplace else copy.copy(self)
+        out.reg = self.reg + float(scale)
+        return out
 
     def matvec(self, v):
         V = np.asarray(v, dtype=np.float64).reshape(self.n, self.d)
@@ -654,8 +668,12 @@ class LabelBoundCurvature(KroneckerCurvature):
             UT = V @ self.X.T
         RT = self._apply(self._label_rows(UT))[self.free:]
         if sp.issparse(self.X):
-            return np.asarray(self.X.T @ RT.T).T.ravel()
-        return (RT @ self.X).ravel()
+            out = np.asarray(self.X.T @ RT.T).T.ravel()
+        else:
+            out = (RT @ self.X).ravel()
+        if self.reg:
+            out += self.reg * v
+        return out
 
     def _diag_weights(self) -> np.ndarray:
         """(t, n) diagonal of each B_j over the free classes."""
@@ -667,12 +685,16 @@ class LabelBoundCurvature(KroneckerCurvature):
             diag = np.asarray(self.X.multiply(self.X).T @ W).T
         else:
             diag = W.T @ (self.X * self.X)
-        return diag.ravel()
+        return diag.ravel() + self.reg
 
     def diagonal_blocks(self):
         if sp.issparse(self.X):
             return None
-        return self._grams(self._diag_weights())
+        blocks = self._grams(self._diag_weights())
+        if self.reg:
+            idx = np.arange(self.d)
+            blocks[:, idx, idx] += self.reg
+        return blocks
 
     # -- explicit B, by chunks of rows ---------------------------------------------------------
     def _B_rows(self, a: int, b: int) -> np.ndarray:
@@ -702,14 +724,25 @@ class LabelBoundCurvature(KroneckerCurvature):
 
     def to_dense(self):
         t = self.X.shape[0]
+        if self.n_labels == 2 and not sp.issparse(self.X):
+            # Two labels: B_j = w_j [[1, -1], [-1, 1]] (w_j the second visited label's
+            # weight), whatever the order; no (t, 2, 2) array, one Gram product.
+            w = self.w[1]
+            if self.free:
+                out = self._grams(w[:, None])[0]
+                out.flat[:: self.d + 1] += self.reg
+                return out
+            return self._assemble(lambda ia, ib: -w[:, None], True)
         step = max(1, _DENSE_CHUNK_ELEMS // (self.n_labels ** 2))
-        if t <= step:
-            return KroneckerCurvature(self.X, self._B_rows(0, t)).to_dense()
         out = None
         for a in range(0, t, step):
-            part = KroneckerCurvature(self.X[a:a + step], self._B_rows(a, min(t, a + step)))
+            rows = slice(a, min(t, a + step))
+            part = KroneckerCurvature(self.X if step >= t else self.X[rows],
+                                      self._B_rows(a, rows.stop))
             if out is None:
                 out = part.to_dense()
             else:
                 part.add_to_dense(out)
+        if self.reg:
+            out.flat[:: out.shape[0] + 1] += self.reg
         return out

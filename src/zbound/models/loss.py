@@ -68,7 +68,8 @@ class ChunkedLoss:
     """Map over row chunks and reduce; subclasses implement the per-chunk kernels
     ``_value(theta, c)``, ``_value_grad(theta, c)``, ``_value_grad_hessian(theta, c)`` and
     ``_majorizer(theta, c, order)`` (the last two return (value, grad, Curvature)) for a chunk
-    record ``c`` of ``self._chunks``."""
+    record ``c`` of ``self._chunks``. Every call returns new arrays and operators, which the
+    caller owns (an objective folds its penalties into them in place)."""
 
     n_params: int
     n_samples: int
@@ -155,15 +156,16 @@ class SoftmaxLoss(ChunkedLoss):
         t = X.shape[0]
         if y.shape != (t,):
             raise ValueError(f"y must have shape ({t},) to match X, got {y.shape}")
-        if not np.issubdtype(y.dtype, np.integer):
+        if y.dtype.kind not in "iu":
             raise TypeError(f"y must hold integer class indices, got dtype {y.dtype}")
-        n = int(y.max()) + 1 if n_classes is None else int(n_classes)
-        if y.min() < 0 or y.max() >= n:
-            raise ValueError(f"class indices must lie in [0, {n}), got [{y.min()}, {y.max()}]")
+        lo, hi = int(y.min()), int(y.max())
+        n = hi + 1 if n_classes is None else int(n_classes)
+        if lo < 0 or hi >= n:
+            raise ValueError(f"class indices must lie in [0, {n}), got [{lo}, {hi}]")
         if n < 2:
             raise ValueError("softmax regression needs at least 2 classes")
         self.X = X
-        self.y = y.astype(np.intp)
+        self.y = y.astype(np.intp, copy=False)
         self.n_classes = n
         self.reference_class = bool(reference_class)
         self.free = 1 if self.reference_class else 0
@@ -178,9 +180,12 @@ class SoftmaxLoss(ChunkedLoss):
                         for a in range(0, t, self.chunk_size)]
 
     def _chunk(self, a: int, b: int):
-        X = self.X if (a, b) == (0, self.n_samples) else self.X[a:b]
-        y = self.y[a:b]
-        sw = None if self.sample_weight is None else self.sample_weight[a:b]
+        whole = a == 0 and b == self.n_samples
+        X = self.X if whole else self.X[a:b]
+        y = self.y if whole else self.y[a:b]
+        sw = self.sample_weight
+        if sw is not None and not whole:
+            sw = sw[a:b]
         Y = np.zeros((self.n_classes, b - a))
         Y[y, np.arange(b - a)] = 1.0 if sw is None else sw
         # sum_j s_j S_{j, y_j} = theta . vec(sum_j s_j e_{y_j} x_j^T) over the free classes

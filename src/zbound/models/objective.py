@@ -58,7 +58,7 @@ class Objective:
         for p in self.penalties:
             f += p.value(theta)
             p.add_grad(theta, g)
-            H = H + p.curvature(self.n_params)
+            H = p.add_curvature(H, inplace=True)      # H is fresh from the loss
         return f, g, H
 
     def hessian(self, theta: np.ndarray):
@@ -73,7 +73,7 @@ class Objective:
         for p in self.penalties:
             f += p.value(m.theta)
             p.add_grad(m.theta, g)
-            C = C + p.curvature(self.n_params)
+            C = p.add_curvature(C, inplace=True)      # fresh from the loss too
         return Majorizer(m.theta, float(f), g, C)
 
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:

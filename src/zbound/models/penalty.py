@@ -10,8 +10,6 @@ majorizer (value, gradient and a constant curvature operator).
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
 from zbound.bounds.curvature import Curvature, DiagonalCurvature, RankOneCurvature, ScaledIdentity
@@ -23,7 +21,7 @@ class L2Penalty:
     def __init__(self, strength):
         if isinstance(strength, bool):
             raise TypeError("L2 strength must be a real number or an array, got a bool")
-        if isinstance(strength, numbers.Real):
+        if isinstance(strength, int | float | np.integer | np.floating):
             s = float(strength)
             if not (np.isfinite(s) and s >= 0):
                 raise ValueError(f"L2 strength must be finite and >= 0, got {strength}")
@@ -58,6 +56,13 @@ class L2Penalty:
             return ScaledIdentity(p, self.strength)
         return DiagonalCurvature(self.strength)
 
+    def add_curvature(self, C: Curvature, inplace: bool = False) -> Curvature:
+        """C + this penalty's curvature (a scalar strength folds into the operator's ridge;
+        ``inplace`` lets it fold into C itself when nothing else holds C)."""
+        if self.n_params is None:
+            return C.with_ridge(self.strength, inplace)
+        return C + DiagonalCurvature(self.strength)
+
 
 class InterceptCentering:
     """weight/2 (u^T theta)^2, u (p,) the 0/1 indicator of the intercept entries."""
@@ -84,3 +89,6 @@ class InterceptCentering:
 
     def curvature(self, p: int) -> Curvature:
         return RankOneCurvature(self.u, self.weight)
+
+    def add_curvature(self, C: Curvature, inplace: bool = False) -> Curvature:
+        return C + RankOneCurvature(self.u, self.weight)
