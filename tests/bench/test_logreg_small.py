@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import math
 import os
 from pathlib import Path
@@ -10,14 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from zbound.bench.records import REQUIRED_FIELDS
+from zbound.bench.records import REQUIRED_FIELDS, read_suite
 from zbound.bench.runner import run_suite
 from zbound.bench.suites import logreg_small as L
+from zbound.solvers import MethodInfo, Solver, State, register, unregister
 
 _DATA = os.environ.get("ZBOUND_DATA", "").strip()
 needs_data = pytest.mark.skipif(
     not _DATA or not Path(_DATA).is_dir(),
-    reason="needs the shared benchmark data: set ZBOUND_DATA (CI sets it to ../shared/data)")
+    reason="needs the benchmark data: set ZBOUND_DATA to the data directory")
 
 
 def _wine(binary: bool):
@@ -86,26 +87,70 @@ def test_start_points_shared_and_small():
     assert a.shape == (4, 42) and 0.003 < a.std() < 0.03
 
 
+def test_tiny_config_is_small_and_keeps_every_method():
+    cfg = L.tiny()
+    assert [tuple(c) for c in L.cells(cfg)] == [("table3", "wine", "lambda=100", 100.0, None),
+                                                ("weak-l2", "wine", "C=1", None, 1.0)]
+    assert cfg.methods is None and L.method_plan(cfg) == L.method_plan(L.config(True))
+    assert L.tiny(weak_sets=()).weak_sets == ()
+
+
+class TinyNewton(Solver):
+    """A small new solver: full Newton steps, no line search (enough on these convex cells)."""
+
+    info = MethodInfo("tiny-newton", peer=False, constraints="none",
+                      needs=("value_and_grad", "value_grad_hessian"),
+                      description="full Newton steps (test)")
+
+    def init(self, model, x):
+        f, g = model.value_and_grad(x)
+        return State(x, f, g)
+
+    def update(self, model, state):
+        _, g, H = model.value_grad_hessian(state.x)
+        x = state.x - np.linalg.solve(H.to_dense(), g)
+        f, g = model.value_and_grad(x)
+        self.accept(model, state, x, f, g)
+
+
+class TinyPeer(TinyNewton):
+    info = dataclasses.replace(TinyNewton.info, name="tiny-peer", peer=True)
+
+
 @pytest.fixture
-def tiny(monkeypatch):
-    def config(quick):
-        return L.Config(table3_sets=("wine",), lambdas=(100.0,), weak_sets=("wine",),
-                        weak_C=(1.0,), starts_table3=2, starts_weak=1, repeats=2,
-                        time_budget_s=10.0, sklearn_tols=(1e-2, 1e-4, 1e-6, 1e-8),
-                        curve_points=20)
-
-    monkeypatch.setattr(L, "config", config)
+def tiny_methods():
+    register(TinyNewton)
+    register(TinyPeer)
+    yield
+    unregister("tiny-newton")
+    unregister("tiny-peer")
 
 
-def test_smoke_run_json_contract(tiny, tmp_path):
-    doc = run_suite("logreg-small", quick=True, out=tmp_path, show_progress=False)
-    on_disk = json.loads((tmp_path / "logreg-small.json").read_text())
+def test_extra_methods_come_from_the_registry(tiny_methods):
+    base = L.method_plan(L.config(True))
+    library, solver_of, default = L.method_plan(
+        L.tiny(extra_methods=("tiny-newton", "tiny-peer", "bfgs", "bound")))
+    assert solver_of["tiny-newton"] == "tiny-newton" and solver_of["tiny-peer"] == "tiny-peer"
+    assert "tiny-newton" in library and "tiny-peer" not in library  # METHODS[name].peer
+    # already run under another record name (scipy-bfgs) or as a built-in: not twice
+    assert "bfgs" not in solver_of and list(solver_of).count("bound") == 1
+    assert set(solver_of) == set(base[1]) | {"tiny-newton", "tiny-peer"}
+    with pytest.raises(ValueError, match="not registered"):
+        L.method_plan(L.tiny(extra_methods=("no-such-method",)))
+
+
+@pytest.mark.slow
+def test_smoke_run_json_contract(tmp_path):
+    doc = run_suite("logreg-small", quick=True, out=tmp_path, show_progress=False,
+                    options={"config": L.tiny()})
+    on_disk = read_suite(tmp_path / "logreg-small.json")
     assert on_disk["suite"] == "logreg-small" and on_disk["quick"] is True
     assert on_disk["records"] == doc["records"]
     recs = doc["records"]
-    library, solver_of, default = L.method_plan(L.config(True))
+    library, solver_of, default = L.method_plan(L.tiny())
     methods = set(solver_of) | set(L.SKLEARN_PEERS)
     cells = {("table3", "wine", "lambda=100"), ("weak-l2", "wine", "C=1")}
+    cells_sorted = sorted(cells)
     assert {(r["task"], r["dataset"], r["setting"]) for r in recs} == cells
     assert len(recs) == len(cells) * len(methods)
     for cell in cells:
@@ -124,6 +169,14 @@ def test_smoke_run_json_contract(tiny, tmp_path):
         assert m["iterations"] >= 0 and m["n_reached"] == m["n_starts"]
         assert len(m["time_per_start_s"]) == m["n_starts"]
         f_star = m["f_star"]
+        # the cell's numbers are stored, not parsed back from the setting string
+        X, y, K = L.load_design("wine")
+        assert (m["t"], m["d"], m["n_classes"]) == (X.shape[0], X.shape[1], K)
+        if r["task"] == "table3":
+            assert m["lambda"] == 100.0 and m["C"] is None
+            assert m["reg"] == pytest.approx(X.shape[0] * 100.0)
+        else:
+            assert m["C"] == 1.0 and m["lambda"] is None and m["reg"] == 1.0
         assert r["target_objective"] == pytest.approx(f_star + 1e-6 * abs(f_star), rel=1e-12)
         if r["method"].startswith("sklearn-"):
             assert r["evaluations"] is None and m["sklearn_tol"] in (1e-2, 1e-4, 1e-6, 1e-8)
@@ -133,8 +186,9 @@ def test_smoke_run_json_contract(tiny, tmp_path):
     extra = doc["extra"]
     assert set(extra["references"]) == {"/".join(c) for c in cells}
     assert extra["config"]["default_method"] == default
-    curves = extra["curves"]["table3/wine/lambda=100"]["methods"]
-    assert set(curves) == methods
+    curve = extra["curves"]["table3/wine/lambda=100"]
+    assert (curve["task"], curve["dataset"], curve["setting"]) == cells_sorted[0]
+    assert set(curve["methods"]) == methods
     text = (tmp_path / "logreg-small.md").read_text()
     for heading in ("## Table 3: seconds to target", "## Default solver vs fastest peer",
                     "## SQUAREM vs plain Alg. 2", "## Does the paper's ranking hold?",
@@ -144,11 +198,31 @@ def test_smoke_run_json_contract(tiny, tmp_path):
     assert (tmp_path / "logreg-small-weak-l2-wine.png").stat().st_size > 1000
 
 
-def _rec(task, dataset, setting, method, t, peer=False, default=False, reached=True, evals=None):
+def test_a_registered_method_runs_through_the_suite(tmp_path, tiny_methods):
+    """A newly registered solver is benchmarked by name: ``run_suite(methods=[...])`` adds it
+    to the suite's own methods, and it runs through ``zbound.solvers.minimize``."""
+    default = L.default_method()
+    cfg = L.tiny(weak_sets=(), starts_table3=1, repeats=1,
+                 methods=(default, "tiny-newton", "tiny-peer", "newton", "sklearn-lbfgs"))
+    doc = run_suite("logreg-small", quick=True, out=tmp_path, show_progress=False,
+                    methods=["tiny-newton", "tiny-peer"], options={"config": cfg})
+    recs = {r["method"]: r for r in doc["records"]}
+    assert set(recs) == {default, "tiny-newton", "tiny-peer", "newton", "sklearn-lbfgs"}
+    for name, peer in (("tiny-newton", False), ("tiny-peer", True)):
+        r = recs[name]
+        assert r["peer"] is peer and r["default"] is False and r["reached"], name
+        assert r["metrics"]["solver"] == name and r["evaluations"] >= 1
+        assert r["final_objective"] <= r["target_objective"]
+    assert doc["extra"]["config"]["extra_methods"] == ["tiny-newton", "tiny-peer"]
+    assert "tiny-newton" in (tmp_path / "logreg-small.md").read_text()
+
+
+def _rec(task, dataset, setting, method, t, peer=False, default=False, reached=True, evals=None,
+         **metrics):
     return {"task": task, "dataset": dataset, "setting": setting, "method": method,
             "peer": peer, "default": default, "reached": reached,
             "time_to_target_s": t if reached else None,
-            "metrics": {"bound_evaluations": evals, "iterations": 1}}
+            "metrics": {"bound_evaluations": evals, "iterations": 1, **metrics}}
 
 
 def test_ratio_verdict_counts_and_cap():
@@ -200,6 +274,22 @@ def test_ranking_rows():
     recs[0]["time_to_target_s"] = 0.35
     (row,) = L.ranking_rows(recs)
     assert not row["bound_first"] and row["newton_before_cg"] and not row["holds"]
+
+
+def test_report_reads_cell_numbers_from_metrics(tmp_path):
+    """Table 3 and the ranking take lambda from the records' metrics: a setting label that does
+    not spell it out still finds the paper's numbers."""
+    times = {"bound": 0.1, "newton": 0.2, "scipy-cg": 0.3, "scipy-bfgs": 0.5, "steepest": 0.4,
+             "newton-bound": 0.05}
+    recs = [_rec("table3", "wine", "strong", m, t, peer=m not in ("bound", "newton-bound"),
+                 default=m == "newton-bound", **{"lambda": 100.0, "C": None})
+            for m, t in times.items()]
+    (row,) = L.ranking_rows(recs)
+    assert row["lambda"] == 100.0
+    text = L.report({"records": recs, "extra": {}}, tmp_path)
+    paper = L.PAPER_TABLE3["BFGS"][("wine", 100.0)]
+    assert f"| wine | 100 | {paper:.2f} |" in text
+    assert "| wine | 100 | Bound < Newton" in text
 
 
 @needs_data

@@ -4,7 +4,14 @@ A suite is a module in :mod:`zbound.bench.suites` with
 
 - ``run(ctx: SuiteContext) -> None``: solves things and calls ``ctx.writer.add(...)`` per record;
 - optionally ``report(doc: dict, out: Path) -> str``: extra Markdown (and PNG plots written into
-  ``out``) appended after the generic tables of :mod:`zbound.bench.report`.
+  ``out``) appended after the generic tables of :mod:`zbound.bench.report`;
+- optionally ``ACCEPTS_METHODS = True``: the suite benchmarks the names in ``ctx.methods``
+  (methods registered in ``zbound.solvers.METHODS``) besides its own list;
+- optionally ``OPTIONS``: names of the suite-specific ``ctx.options`` it understands (e.g.
+  ``logreg-small`` takes ``config``, a smaller ``Config`` for tests).
+
+Every record goes through :class:`zbound.bench.records.RecordWriter`, which checks it against the
+record contract and rewrites ``out/SUITE.json`` after each one.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from zbound.bench.records import RecordWriter
 SUITES: dict[str, str] = {
     "logreg-small": "zbound.bench.suites.logreg_small",
     "ising": "zbound.bench.suites.ising",
+    "chunked": "zbound.bench.suites.chunked",
 }
 
 
@@ -40,6 +48,10 @@ class SuiteContext:
     quick: bool
     out: Path
     progress: Progress | None = None
+    #: registered ``zbound.solvers`` method names to add to the suite's own methods
+    methods: tuple[str, ...] = ()
+    #: suite-specific options (names in the suite's ``OPTIONS``)
+    options: dict[str, Any] = field(default_factory=dict)
     console: Console = field(default_factory=lambda: Console(stderr=True))
     _task: Any = None
 
@@ -75,12 +87,47 @@ def load_suite(name: str):
     return importlib.import_module(module)
 
 
+def _check_request(name: str, suite, methods, options) -> tuple[tuple[str, ...], dict[str, Any]]:
+    """Validate ``methods`` and ``options`` for ``suite`` before anything is run or written."""
+    if isinstance(methods, str):
+        methods = (methods,)
+    methods = tuple(methods or ())
+    bad = [m for m in methods if not isinstance(m, str)]
+    if bad:
+        raise TypeError(f"methods must be method names (str), got {bad!r}")
+    if methods:
+        if not getattr(suite, "ACCEPTS_METHODS", False):
+            raise ValueError(f"benchmark suite {name!r} does not take extra methods")
+        from zbound.solvers import METHODS
+
+        unknown = [m for m in methods if m not in METHODS]
+        if unknown:
+            raise ValueError(f"methods {unknown} are not registered in zbound.solvers.METHODS "
+                             f"(registered: {', '.join(sorted(METHODS))})")
+    options = dict(options or {})
+    known = tuple(getattr(suite, "OPTIONS", ()))
+    unknown = sorted(set(options) - set(known))
+    if unknown:
+        raise ValueError(f"benchmark suite {name!r} has no options {unknown}"
+                         + (f"; it takes {list(known)}" if known else ""))
+    return methods, options
+
+
 def run_suite(name: str, quick: bool = False, out: str | Path = "bench-out",
-              show_progress: bool = True) -> dict[str, Any]:
-    """Run suite ``name``; write ``out/NAME.json``, ``out/NAME.md`` and plots; return the JSON."""
+              show_progress: bool = True, methods: list[str] | tuple[str, ...] | None = None,
+              options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Run suite ``name``; write ``out/NAME.json``, ``out/NAME.md`` and plots; return the JSON.
+
+    ``methods``: names registered in ``zbound.solvers.METHODS`` to benchmark besides the
+    suite's own (suites with ``ACCEPTS_METHODS``; ``logreg-small`` runs each through
+    ``zbound.solvers.minimize`` and marks it a peer as ``METHODS[name].peer`` says).
+    ``options``: suite-specific settings named in the suite's ``OPTIONS``, e.g.
+    ``options={"config": logreg_small.tiny()}`` for a run of seconds.
+    """
     from zbound.bench.report import write_report
 
     suite = load_suite(name)
+    methods, options = _check_request(name, suite, methods, options)
     out = Path(out)
     writer = RecordWriter(name, quick, out)
     start = time.perf_counter()
@@ -92,10 +139,12 @@ def run_suite(name: str, quick: bool = False, out: str | Path = "bench-out",
             TimeElapsedColumn(),
         )
         with Progress(*columns, console=Console(stderr=True), transient=False) as progress:
-            ctx = SuiteContext(writer=writer, quick=quick, out=out, progress=progress)
+            ctx = SuiteContext(writer=writer, quick=quick, out=out, progress=progress,
+                               methods=methods, options=options)
             suite.run(ctx)
     else:
-        ctx = SuiteContext(writer=writer, quick=quick, out=out)
+        ctx = SuiteContext(writer=writer, quick=quick, out=out, methods=methods,
+                           options=options)
         suite.run(ctx)
     writer.set_extra("elapsed_s", time.perf_counter() - start)
     doc = writer.to_dict()
