@@ -41,6 +41,7 @@ def kron_problems(draw):
     return X, B, reg, v, draw(st.booleans())
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(kron_problems())
 def test_kronecker_matches_dense(problem):
@@ -60,6 +61,7 @@ def test_kronecker_matches_dense(problem):
                                atol=1e-13 * scale * (1 + np.abs(v).sum()))
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(kron_problems().filter(lambda p: p[2] > 0))
 def test_kronecker_solves(problem):

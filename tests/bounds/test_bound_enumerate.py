@@ -149,6 +149,7 @@ def check_against_reference(qb, F, lp, theta0, order):
 
 
 # ----------------------------------------------------------------------------- properties
+@pytest.mark.slow
 @settings(max_examples=1000)
 @given(problems())
 @example((np.array([[700.0], [-700.0]]), np.array([1.0]), None, np.array([[-1.0], [3.0]]),
@@ -197,6 +198,7 @@ def batched_problems(draw):
     return F, theta0, lp, thetas, order
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(batched_problems())
 def test_quadratic_bound_batched_equals_per_sample(problem):
@@ -300,6 +302,7 @@ def test_sweep_curvature_dominates_hessian():
 
 
 # ----------------------------------------------------------------------------- exactness
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(problems(max_n=6, max_d=3).filter(lambda p: p[2] is None or np.all(np.abs(p[2]) < 1e3)))
 def test_mean_is_gradient_by_finite_differences(problem):

@@ -55,6 +55,7 @@ def label_problems(draw):
     return la, U, draw(st.sampled_from(ORDERS))
 
 
+@pytest.mark.slow
 @settings(max_examples=800)
 @given(label_problems())
 @example((np.array([[700.0, -700.0, 0.0, 700.0]]), np.ones((1, 4)), "descending"))
@@ -207,6 +208,7 @@ def softmax_problems(draw):
     return X, W, lp, sparse, Wn, draw(st.sampled_from(ORDERS))
 
 
+@pytest.mark.slow
 @settings(max_examples=400)
 @given(softmax_problems())
 def test_kronecker_path_equals_explicit_features(problem):

@@ -53,6 +53,7 @@ def test_reference_is_consistent_across_its_two_branches():
 FINITE_R = st.floats(allow_nan=False, allow_infinity=False)
 
 
+@pytest.mark.slow
 @settings(max_examples=3000)
 @given(FINITE_R)
 @example(0.0)

@@ -1,4 +1,9 @@
-"""Timing helpers: alternate methods across repeats and report medians (DESIGN.md 4.2)."""
+"""Timing helpers: alternate methods across repeats and report medians.
+
+Benchmark and demo times are measured in one process, with the compared methods alternating
+(A B C A B C ...) over at least 3 repeats, and the median is reported, so that a burst of load
+from other processes lands on one repeat of several methods rather than on every repeat of one.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Data set loaders and synthetic generators.
 
 Benchmark data is read from the directory named by the environment variable ``ZBOUND_DATA``
-(CI: ``../shared/data``; provenance, formats and checksums in its ``SOURCES.md``). Nothing is
+(its ``SOURCES.md`` gives the provenance, format and checksum of every file). Nothing is
 copied into the repository. Every file's sha256 is checked against ``SOURCES.md`` the first time
 it is read in a process; a missing or corrupted file raises ``FileNotFoundError`` /
 ``ValueError`` naming the file and ``ZBOUND_DATA``. The scikit-learn sets (wine, digits, iris,

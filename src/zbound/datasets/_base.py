@@ -1,7 +1,7 @@
 """Shared pieces of the loaders: the ``Dataset`` record, the data directory and checksums.
 
 Benchmark data lives outside the repository, in the directory named by the environment variable
-``ZBOUND_DATA`` (CI sets it to ``../shared/data``). Every file a loader reads is listed in
+``ZBOUND_DATA`` (CI sets it to the data directory). Every file a loader reads is listed in
 ``SHA256`` with the checksum given in ``SOURCES.md`` for the file as stored (for ``.gz`` files,
 the compressed bytes). A file is hashed the first time it is read in a process; the result is
 cached by (absolute path, size, modification time), so a file that is replaced or edited while the
@@ -84,7 +84,10 @@ _VERIFIED: dict[tuple[str, int, int], str] = {}
 
 
 class DataUnavailableError(FileNotFoundError):
-    """Raised for data that the shared data directory does not hold at all (see SOURCES.md)."""
+    """Raised for data that the benchmark data directory (ZBOUND_DATA) does not hold at all.
+
+    SOURCES.md in that directory lists what is missing.
+    """
 
 
 @dataclass
@@ -165,8 +168,8 @@ def data_dir() -> Path:
     if not value:
         raise FileNotFoundError(
             f"Environment variable {ENV_VAR} is not set. Set it to the benchmark data "
-            f"directory (the one holding SOURCES.md; CI uses ../shared/data), "
-            f"e.g. `export {ENV_VAR}=../shared/data`."
+            f"directory (the one holding SOURCES.md), "
+            f"e.g. `export {ENV_VAR}=/path/to/data`."
         )
     path = Path(value).expanduser()
     if not path.is_dir():

@@ -1,10 +1,10 @@
 """Image sets: KMNIST test images (with a deterministic split) and Fashion-MNIST labels.
 
-The shared data holds only part of these sets (ZBOUND_DATA/SOURCES.md, sections 3 and 4):
-KMNIST's 10000 test images with test and training labels (the 60000 training images are
-missing), and Fashion-MNIST's labels (all images are missing). Where a paper trained on the full
-60000 images, benchmarks use a split of the KMNIST test images (:func:`load_kmnist` with
-``test_size``) or scikit-learn's digits, and say so in their reports (DESIGN.md 4.3).
+The benchmark data directory (named by ZBOUND_DATA) holds only part of these sets (its
+SOURCES.md, sections 3 and 4): KMNIST's 10000 test images with test and training labels (the
+60000 training images are missing), and Fashion-MNIST's labels (all images are missing). Where
+a paper trained on the full 60000 images, benchmarks use a split of the KMNIST test images
+(:func:`load_kmnist` with ``test_size``) or scikit-learn's digits, and say so in their reports.
 """
 
 from __future__ import annotations
