@@ -45,6 +45,7 @@ def softmax_problems(draw):
     return X, y, n, sw, reference, theta, chunk, sparse, order
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(softmax_problems())
 def test_softmax_chunks_equal_the_whole(problem):
@@ -75,6 +76,7 @@ def test_softmax_chunks_equal_the_whole(problem):
     np.testing.assert_allclose(mp.curvature.to_dense(), mw.curvature.to_dense(), **tol)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(softmax_problems(), st.integers(0, 2**31 - 1))
 def test_chunk_majorizers_plus_penalty_majorize_the_objective(problem, seed):
@@ -161,6 +163,7 @@ def test_loglinear_chunks_equal_the_whole(chunk):
     np.testing.assert_allclose(mp.curvature.to_dense(), mw.curvature.to_dense(), rtol=1e-11)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(softmax_problems())
 def test_factored_label_bound_equals_the_explicit_kronecker_sum(problem):
