@@ -79,7 +79,7 @@ def test_kronecker_solves(problem):
 
 
 def test_kronecker_cg_partial_solve_decreases_majorizer_and_x0():
-    """DESIGN 3.3: any partial CG solve from 0 decreases q(x) = x^T C x / 2 - g^T x."""
+    """Any partial CG solve from 0 decreases q(x) = x^T C x / 2 - g^T x."""
     rng = np.random.default_rng(0)
     X = rng.normal(size=(40, 6))
     A = rng.normal(size=(40, 4, 4))

@@ -418,7 +418,7 @@ def test_brute_force_enumeration_of_binary_pairwise_model():
 # ----------------------------------------------------------------------------- ordering quality
 @pytest.mark.parametrize("n, d, spread", [(4, 3, 1.0), (8, 4, 2.0), (16, 5, 0.5), (8, 8, 4.0)])
 def test_descending_is_tighter_than_given_on_average(n, d, spread):
-    """DESIGN.md 3.2: descending order is tighter than the given order (statistically).
+    """Descending order is tighter than the given order (statistically).
 
     Over 1000 random problems, the bound at random nearby theta is lower with descending order on
     average with a margin of 4 standard errors, and so is the trace of Sigma.

@@ -1,4 +1,4 @@
-"""Kronecker-structured Alg. 1 (`label_bound`, `multinomial_bound`, DESIGN.md 3.3).
+"""Kronecker-structured Alg. 1 (`label_bound`, `multinomial_bound`).
 
 References: the literal long-double loop of Alg. 1 on label vectors e_y, and the generic
 `quadratic_bound` on explicit softmax features f_x(y) = e_y (x) x. Inputs for the path-equality

@@ -91,7 +91,8 @@ def test_beta_special_values():
 
 
 def test_beta_taylor_coefficient_is_one_over_48():
-    # (1/4 - beta(r)) / r^2 -> 1/48 as r -> 0 (DESIGN.md 3.1 prints 1/96; check which is right).
+    # (1/4 - beta(r)) / r^2 -> 1/48 as r -> 0 (an early design note printed 1/96; check which
+    # is right).
     r = np.array([1e-2, 3e-3, 1e-3, 3e-4])
     ratio = (0.25 - beta_reference(r)) / LD(r) ** 2
     np.testing.assert_allclose(ratio.astype(float), 1 / 48, rtol=1e-4)

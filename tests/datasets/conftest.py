@@ -11,7 +11,7 @@ from zbound.datasets import _base
 def _data_problem() -> str | None:
     value = os.environ.get("ZBOUND_DATA", "").strip()
     if not value:
-        return "ZBOUND_DATA is not set (CI sets it to ../shared/data)"
+        return "ZBOUND_DATA is not set (CI sets it to the data directory)"
     if not Path(value).is_dir():
         return f"ZBOUND_DATA={value!r} is not a directory"
     return None

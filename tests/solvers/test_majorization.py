@@ -138,7 +138,7 @@ def test_large_problem_uses_truncated_newton_by_default():
 
 
 def test_descending_order_needs_fewer_bound_steps_than_given_order():
-    # DESIGN.md 3.2: descending alpha order gives a tighter bound than the given order.
+    # Descending alpha order gives a tighter bound than the given order.
     model = logistic_problem(11, t=80, d=4, n=5, reg=0.5, separation=2.0)
     x0 = np.zeros(model.n_params)
     its = {}
@@ -150,8 +150,8 @@ def test_descending_order_needs_fewer_bound_steps_than_given_order():
 
 
 def test_squarem_needs_far_fewer_bound_evaluations_than_plain_alg2_on_wine():
-    # DESIGN.md 3.2: wine, standardized + bias, C = 10: ~888 plain Alg. 2 steps to 1e-6
-    # relative suboptimality against a few dozen SQUAREM cycles.
+    # Measured before the code existed: wine, standardized + bias, C = 10: ~888 plain Alg. 2
+    # steps to 1e-6 relative suboptimality against a few dozen SQUAREM cycles.
     from sklearn.datasets import load_wine
 
     from zbound.models.multinomial import MultinomialLogistic

@@ -2,8 +2,8 @@
 
 The curvature weight of Alg. 1 is beta(r) = tanh(r / 2) / (2 r) with r = log(alpha / z). It is even
 in r, equals 1/4 at r = 0 and tends to 0 as |r| -> inf (footnote 3 of the paper); its Taylor series
-at 0 is 1/4 - r^2/48 + r^4/480 (DESIGN.md 3.1 prints r^2/96; the coefficient 1/48 is the correct
-one, checked numerically in tests/bounds/test_scalar.py).
+at 0 is 1/4 - r^2/48 + r^4/480 (an early design note printed r^2/96; the coefficient 1/48 is
+the correct one, checked numerically in tests/bounds/test_scalar.py).
 """
 
 from __future__ import annotations
@@ -51,8 +51,9 @@ def log_cumsum_exp(a: np.ndarray, axis: int = -1) -> np.ndarray:
 def ordering(log_alpha: np.ndarray, order: str) -> np.ndarray:
     """Permutation (along the last axis) in which Alg. 1 visits configurations.
 
-    "descending" visits the largest alpha first (tightest in DESIGN.md 3.2), "ascending" the
-    smallest first, "given" the order of the input. Ties keep their input order (stable sort).
+    "descending" visits the largest alpha first (the tightest, as measured on softmax problems),
+    "ascending" the smallest first, "given" the order of the input. Ties keep their input order
+    (stable sort).
     """
     n = log_alpha.shape[-1]
     if order == "descending":
