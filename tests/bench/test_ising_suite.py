@@ -31,11 +31,12 @@ TINY = {
 
 @pytest.fixture
 def tiny_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(ising, "_config", lambda quick: dict(TINY))
+    monkeypatch.setattr(ising.config, "suite_config", lambda quick: dict(TINY))
     doc = runner.run_suite("ising", quick=True, out=tmp_path, show_progress=False)
     return doc, tmp_path
 
 
+@pytest.mark.slow
 def test_ising_suite_writes_the_contract_fields_and_valid_bounds(tiny_run):
     doc, out = tiny_run
     on_disk = json.loads((out / "ising.json").read_text())
@@ -71,3 +72,53 @@ def test_ising_suite_writes_the_contract_fields_and_valid_bounds(tiny_run):
     assert (out / "fig1_hierarchy.png").stat().st_size > 1000
     assert (out / "fig2_logdet_d5.png").stat().st_size > 1000
     assert (out / "fig14_cp_gap_general.png").stat().st_size > 1000
+
+
+def test_suite_is_a_package_with_run_and_report():
+    from zbound.bench.suites.ising import problems
+
+    assert callable(ising.run) and callable(ising.report)
+    p = problems.Problem(5, "logdet", "complete", "mixed", 0.3)
+    assert p.dataset == "logdet-mixed/d=5/complete"
+    assert p.fields() == {"d": 5, "params": "logdet", "coupling": "mixed", "graph": "complete",
+                          "w": 0.3, "eps": 1.0}
+    # the same seed gives the same draws
+    a, b = p.draw(2, 7), p.draw(2, 7)
+    assert all((x.J == y.J).all() and (x.h == y.h).all() for x, y in zip(a, b))
+
+
+def test_plot_styles_are_distinct_beyond_ten_series():
+    from zbound.bench.plots import PALETTE, style_for
+
+    styles = [style_for(k) for k in range(30)]
+    keys = {(s["color"], s["linestyle"], s["marker"]) for s in styles}
+    assert len(keys) == 30
+    assert [s["color"] for s in styles[:10]] == list(PALETTE)  # tab10, no repeated colour
+
+
+def test_panel_x_range_covers_every_series_and_titles_wrap(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    from zbound.bench.plots import Panel, Series, draw_panel, panel_grid
+
+    fast = Series("fast", x=[0, 1, 2], y=[1.0, 1e-3, 1e-6])
+    slow = Series("slow", x=list(range(0, 500, 10)), y=[10.0 ** (-k / 10) for k in range(50)],
+                  band=[0.1] * 50)
+    panel = Panel("a long title " * 8, "iteration", "gap", [fast, slow], logy=True)
+    fig, ax = plt.subplots()
+    try:
+        draw_panel(ax, panel, title_width_in=3.0)
+        lo, hi = ax.get_xlim()
+        assert lo <= 0 and hi >= 490
+        assert "\n" in ax.get_title()
+    finally:
+        plt.close(fig)
+    # the signature the other suites use still works, plus caption / styles
+    path = panel_grid([[panel, panel]], tmp_path / "g.png", title="grid")
+    assert path.stat().st_size > 1000
+    panel_grid([[panel]], tmp_path / "h.png", caption="gap = (D - P)/max(|D|, |P|, 1)",
+               styles={"slow": {"color": "black"}})
+    assert (tmp_path / "h.png").stat().st_size > 1000

@@ -1,4 +1,4 @@
-"""CVXPY formulation of the quantum relaxation (the speed peer, DESIGN 3.6)."""
+"""CVXPY formulation of the quantum relaxation (the speed peer of the Chambolle-Pock solver)."""
 
 import numpy as np
 import pytest

@@ -71,6 +71,7 @@ def test_elimination_matches_enumeration_on_trees(model):
     assert model.energy(x) == pytest.approx(value, abs=1e-11)
 
 
+@pytest.mark.slow
 def test_elimination_handles_low_treewidth_cycles_and_large_trees():
     # a cycle (treewidth 2) with a chord
     d = 8

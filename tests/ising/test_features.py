@@ -1,4 +1,4 @@
-"""Feature sets, XOR classes, projection onto V and the coefficient matrix F (paper 001, Sec. 3)."""
+"""Feature sets, XOR classes, projection onto V and the coefficient matrix F (Sec. 3)."""
 
 import itertools
 

@@ -1,4 +1,4 @@
-"""Hierarchies and greedy feature selection (paper 001, Sec. 5.2-5.3, Alg. 2)."""
+"""Hierarchies and greedy feature selection (Beyler & Bach, Sec. 5.2-5.3, Alg. 2)."""
 
 import numpy as np
 import pytest

@@ -52,6 +52,7 @@ _settings = st.sampled_from([
 ])
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(2, 7), _settings, st.sampled_from(["complete", "tree"]),
        st.integers(0, 2**31), st.floats(0.05, 30.0), st.floats(0.1, 5.0))

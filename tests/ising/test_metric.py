@@ -1,4 +1,4 @@
-"""Diagonal metric learning with Kelley's cutting planes (paper 001, supplement C, App. D)."""
+"""Diagonal metric learning with Kelley's cutting planes (Beyler & Bach, supplement C, App. D)."""
 
 import math
 

@@ -1,4 +1,4 @@
-"""Quantum relaxation by Chambolle-Pock (paper 001, Sec. 4, 5.1, 6)."""
+"""Quantum relaxation by Chambolle-Pock (Beyler & Bach, Sec. 4, 5.1, 6)."""
 
 import itertools
 import math
@@ -20,9 +20,12 @@ from zbound.ising.features import (
 )
 from zbound.ising.model import IsingModel
 from zbound.ising.quantum import (
+    CPSolution,
+    QuantumResult,
     dual_value,
     entropy_prox,
     quantum_bound,
+    solve_quantum,
     zero_temperature_bound,
 )
 
@@ -64,6 +67,7 @@ def assert_in_k_prime(S, fs, atol=1e-9):
     assert np.linalg.eigvalsh(S)[0] >= -atol
 
 
+@pytest.mark.slow
 @settings(max_examples=40)
 @given(
     d=st.integers(1, 16),
@@ -89,7 +93,8 @@ def test_bound_is_valid_on_random_instances(d, seed, log_scale, log_eps, feats):
     assert np.isfinite(r.bound)
     assert r.bound >= exact - 1e-10 * max(1.0, abs(exact))
     assert r.primal <= r.bound + 1e-10 * max(1.0, abs(r.bound))
-    assert np.all(np.abs(r.marginals) <= 1 + 1e-9)
+    assert np.all((r.marginals >= 0) & (r.marginals <= 1))
+    assert np.all(np.abs(r.means) <= 1 + 1e-9)
 
 
 @pytest.mark.parametrize("eps", [0.5, 1.0, 4.0])
@@ -101,7 +106,8 @@ def test_all_features_is_exact(eps):
     r = quantum_bound(model, all_features(5), tol=1e-9)
     assert r.converged
     assert abs(r.bound - exact) <= 1e-6
-    np.testing.assert_allclose(r.marginals, marg, atol=1e-5)
+    np.testing.assert_allclose(r.means, marg, atol=1e-5)
+    np.testing.assert_allclose(r.marginals, (1 + marg) / 2, atol=1e-5)  # P(x_i = 1)
 
 
 def test_converged_result_is_consistent():
@@ -161,13 +167,14 @@ def test_entropy_prox_solves_the_scalar_problem(lam):
         assert obj(s) <= obj(ref.x) + 1e-12
 
 
-def test_symmetric_model_has_zero_marginals():
-    """h = 0 makes f even, so the (unique) relaxed optimum has E[x_i] = 0."""
+def test_symmetric_model_has_half_marginals():
+    """h = 0 makes f even, so the (unique) relaxed optimum has E[x_i] = 0, P(x_i = 1) = 1/2."""
     rng = np.random.default_rng(3)
     m = random_model(7, rng)
     model = IsingModel(np.zeros(7), m.J)
     r = quantum_bound(model)
-    np.testing.assert_allclose(r.marginals, 0.0, atol=1e-5)
+    np.testing.assert_allclose(r.means, 0.0, atol=1e-5)
+    np.testing.assert_allclose(r.marginals, 0.5, atol=1e-5)
 
 
 def test_marginals_follow_strong_fields():
@@ -176,7 +183,8 @@ def test_marginals_follow_strong_fields():
     model = IsingModel(h, 0.1 * random_model(4, rng).J, 0.5)
     r = quantum_bound(model)
     _, exact = brute_phi(model)
-    assert np.all(np.sign(r.marginals) == np.sign(exact))
+    assert np.all(np.sign(r.means) == np.sign(exact))
+    assert np.all((r.marginals > 0.5) == (exact > 0))
 
 
 def test_monotone_in_epsilon_and_below_zero_temperature():
@@ -276,20 +284,22 @@ def test_bad_inputs():
         zero_temperature_bound(model, solver="MOSEK")
 
 
+@pytest.mark.slow
 def test_partial_spectrum_path_matches_full_eigendecomposition(monkeypatch):
     """For n >= 150 the solver computes only eigenpairs with prox value > 1e-18 (syevr)."""
-    import zbound.ising.quantum as q
+    import zbound.ising.quantum.chambolle_pock as cp
 
     rng = np.random.default_rng(13)
     model = random_model(155, rng, eps=0.5)
     part = quantum_bound(model, tol=1e-6, polish=False)
-    monkeypatch.setattr(q, "_PARTIAL_MIN_N", 10**9)
+    monkeypatch.setattr(cp, "PARTIAL_MIN_N", 10**9)
     full = quantum_bound(model, tol=1e-6, polish=False)
     assert part.converged and full.converged
     assert part.iterations == full.iterations
     assert part.bound == pytest.approx(full.bound, rel=1e-12)
 
 
+@pytest.mark.slow
 def test_polish_and_plain_chambolle_pock_agree():
     rng = np.random.default_rng(14)
     model = random_model(9, rng, eps=0.6)
@@ -334,3 +344,40 @@ def test_zero_temperature_bound_is_valid_on_random_instances(d, seed, log_scale)
     mf = max_f(model)
     assert z.bound >= mf - 1e-9 * max(1.0, abs(mf))
     assert z.bound >= z.value - 1e-7 * max(1.0, abs(z.value))
+
+
+def test_solve_quantum_returns_a_solution_dataclass():
+    """The solver returns a CPSolution; quantum_bound's result carries the same numbers."""
+    rng = np.random.default_rng(16)
+    model = random_model(6, rng, eps=0.8)
+    fs = edge_features(6, [(0, 1), (2, 3)])
+    sol = solve_quantum(coefficient_matrix(model, fs), fs, model.epsilon, tol=1e-7)
+    assert isinstance(sol, CPSolution) and sol.converged
+    r = quantum_bound(model, fs, tol=1e-7)
+    assert isinstance(r, QuantumResult)
+    assert (r.bound, r.primal, r.iterations, r.newton_steps) == (
+        sol.bound, sol.primal, sol.iterations, sol.newton_steps)
+    np.testing.assert_array_equal(r.sigma, sol.sigma)
+    assert r.converged and r.status == "converged"
+    short = quantum_bound(model, fs, tol=1e-12, max_iter=3, polish=False)
+    assert not short.converged and short.status == "max_iter reached"
+    assert short.bound >= r.bound - 1e-9
+
+
+@pytest.mark.parametrize("d", [3, 7, 15, 31, 70])
+def test_blas_threads_are_limited_at_every_size(monkeypatch, d):
+    """The default limits BLAS threads to 1 for every n (docs/quantum.md, measurement)."""
+    import zbound.ising.quantum.bound as qb
+
+    seen = []
+    real = qb._limit_blas_threads
+
+    def spy(limit):
+        seen.append(limit)
+        return real(limit)
+
+    monkeypatch.setattr(qb, "_limit_blas_threads", spy)
+    rng = np.random.default_rng(17)
+    quantum_bound(random_model(d, rng), max_iter=40)
+    quantum_bound(random_model(d, rng), max_iter=40, blas_threads=None)
+    assert seen == [1, None]

@@ -36,6 +36,7 @@ _settings = st.sampled_from([
 ])
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.integers(3, 7), _settings, st.integers(0, 2**31), st.floats(0.1, 20.0),
        st.floats(0.2, 5.0), st.sampled_from(["uniform", "optimize"]))
@@ -52,6 +53,7 @@ def test_converged_trw_upper_bounds_log_partition(d, setting, seed, scale, eps, 
         assert r.bound >= exact - 1e-6 * max(1.0, abs(exact))
 
 
+@pytest.mark.slow
 def test_optimizing_rho_tightens_the_uniform_bound():
     gains = []
     for seed in range(4):

@@ -9,7 +9,10 @@
   (:func:`logdet_bound`), and the CVXPY formulation of the quantum relaxation
   (:func:`cvxpy_quantum_bound`, the speed peer).
 
-CVXPY is imported only when a CVXPY-based function is called.
+Every result reports ``bound`` (the upper bound; for exact results the exact value),
+``converged`` (bool) and ``status`` (short string), and ``marginals`` always means P(x_i = 1)
+(``means`` is E[x_i] = 2 P(x_i = 1) - 1). CVXPY is imported only when a CVXPY-based function is
+called.
 """
 
 from zbound.ising.cvxpy_quantum import cvxpy_quantum_bound

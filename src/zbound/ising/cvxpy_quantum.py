@@ -1,4 +1,5 @@
-"""The quantum relaxation a_eps(F) written in CVXPY: the generic conic speed peer (DESIGN 3.6).
+"""The quantum relaxation a_eps(F) written in CVXPY: the generic conic solver the library's
+Chambolle-Pock solver is timed against (the speed peer of ``zbound bench ising``).
 
     maximize  tr(F Sigma) + (eps / n) von_neumann_entr(Sigma)
     s.t.      Sigma >> 0, Sigma in V (entries equal on each XOR class), diag(Sigma) = 1
@@ -17,7 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from zbound.ising.features import FeatureSet, coefficient_matrix
-from zbound.ising.quantum import _k_prime_constraints, _resolve
+from zbound.ising.quantum.checks import resolve_features
+from zbound.ising.quantum.kprime import k_prime_constraints
 
 __all__ = ["CvxpyQuantumResult", "cvxpy_quantum_bound"]
 
@@ -28,14 +30,19 @@ _SOLVERS = ("CLARABEL", "SCS")
 class CvxpyQuantumResult:
     """bound: the solver's optimal value, or None when it failed, was inaccurate or not finite.
 
-    status: CVXPY's status string (or "solver_error: ..."); seconds: wall time of building and
-    solving; sigma: the solver's primal matrix (None on failure).
+    status: CVXPY's status string (or "solver_error: ..."); converged: ``bound`` is not None
+    (status "optimal" with a finite value); seconds: wall time of building and solving; sigma:
+    the solver's primal matrix (None on failure). No marginals are read from it.
     """
 
     bound: float | None
     status: str
     seconds: float
     sigma: np.ndarray | None
+
+    @property
+    def converged(self) -> bool:
+        return self.bound is not None
 
 
 def cvxpy_quantum_bound(
@@ -52,7 +59,7 @@ def cvxpy_quantum_bound(
     import cvxpy as cp
 
     start = time.perf_counter()
-    features = _resolve(model, features)
+    features = resolve_features(model, features)
     if not isinstance(solver, str) or solver.upper() not in _SOLVERS:
         raise ValueError(f"solver must be one of {_SOLVERS}, got {solver!r}")
     solver = solver.upper()
@@ -67,7 +74,7 @@ def cvxpy_quantum_bound(
     F = coefficient_matrix(model, features)
     n = features.n
     S = cp.Variable((n, n), symmetric=True)
-    cons = [*_k_prime_constraints(S, features), S >> 0]
+    cons = [*k_prime_constraints(S, features), S >> 0]
     obj = cp.Maximize(cp.trace(F @ S) + (eps / n) * cp.von_neumann_entr(S))
     prob = cp.Problem(obj, cons)
     opts = {}

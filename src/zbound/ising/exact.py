@@ -32,7 +32,8 @@ _LOW_BITS = 14
 class ExactResult:
     """Exact quantities of an Ising model (Phi_eps convention of eq. (5)).
 
-    ``log_partition``: Phi_eps(f); ``marginals``: P(x_i = 1), shape (d,); ``means``: E[x_i];
+    ``log_partition``: Phi_eps(f) (also as ``bound``; ``converged`` is True, ``status`` "exact");
+    ``marginals``: P(x_i = 1), shape (d,); ``means``: E[x_i] = 2 P(x_i = 1) - 1;
     ``moments``: E[x_i x_j], shape (d, d) with unit diagonal (None if not computed);
     ``max_value``: max_x f(x); ``argmax``: a maximizer in {-1, 1}^d.
     """
@@ -43,6 +44,20 @@ class ExactResult:
     moments: np.ndarray | None = None
     max_value: float | None = None
     argmax: np.ndarray | None = None
+
+    @property
+    def bound(self) -> float:
+        """Phi_eps itself (an exact value is also the tightest upper bound), named like the
+        ``bound`` of the relaxations."""
+        return self.log_partition
+
+    @property
+    def converged(self) -> bool:
+        return True
+
+    @property
+    def status(self) -> str:
+        return "exact"
 
 
 def _check_model(model) -> IsingModel:

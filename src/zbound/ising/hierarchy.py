@@ -13,7 +13,8 @@ import time
 from dataclasses import dataclass, field
 
 from zbound.ising.features import FeatureSet, default_features, distance_one_candidates
-from zbound.ising.quantum import QuantumResult, _check_int, _check_positive, _resolve, quantum_bound
+from zbound.ising.quantum import QuantumResult, quantum_bound
+from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
 
 __all__ = ["GreedyResult", "greedy_features", "degree_hierarchy"]
 
@@ -23,7 +24,9 @@ class GreedyResult:
     """bound: final (tight-tolerance) upper bound on Phi_eps with ``features``.
 
     history: one dict per greedy step: ``added`` (mask), ``bound`` (selection-tolerance bound
-    with it), ``n_candidates``, ``seconds``. ``result``: the final QuantumResult.
+    with it), ``n_candidates``, ``seconds``. ``result``: the final QuantumResult, whose
+    ``converged``, ``status``, ``marginals`` (P(x_i = 1)) and ``means`` (E[x_i]) are also
+    readable here.
     """
 
     bound: float
@@ -31,6 +34,24 @@ class GreedyResult:
     history: list[dict] = field(default_factory=list)
     result: QuantumResult | None = None
     seconds: float = 0.0
+
+    @property
+    def converged(self) -> bool:
+        return self.result is not None and self.result.converged
+
+    @property
+    def status(self) -> str:
+        return "no final solve" if self.result is None else self.result.status
+
+    @property
+    def marginals(self):
+        """P(x_i = 1) of the final solve (NaN where x_i is not representable)."""
+        return None if self.result is None else self.result.marginals
+
+    @property
+    def means(self):
+        """E[x_i] of the final solve."""
+        return None if self.result is None else self.result.means
 
 
 def greedy_features(
@@ -51,10 +72,10 @@ def greedy_features(
     features: starting set (default (1, x)). Extra keyword arguments go to quantum_bound.
     """
     start = time.perf_counter()
-    features = _resolve(model, features)
-    k = _check_int("k", k, 0)
-    tol_select = _check_positive("tol_select", tol_select)
-    tol_final = _check_positive("tol_final", tol_final)
+    features = resolve_features(model, features)
+    k = check_int("k", k, 0)
+    tol_select = check_positive("tol_select", tol_select)
+    tol_final = check_positive("tol_final", tol_final)
     current = quantum_bound(model, features, tol=tol_select, max_iter=max_iter_select,
                             **solver_options)
     history: list[dict] = []
@@ -98,13 +119,13 @@ def degree_hierarchy(model, max_features: int | None = None, tol: float = 1e-6, 
 
     Starts from (1, x) and adds monomials of degree 2, 3, ... (in lexicographic order of their
     variables), one at a time, up to ``max_features`` (default: all 2^d, so needs d <= 12).
-    Returns a list of (n, QuantumResult).
+    Returns a list of (n, QuantumResult) (``marginals`` of each are P(x_i = 1)).
     """
     from itertools import combinations
 
     d = model.d
     features = default_features(d)
-    limit = (1 << d) if max_features is None else _check_int("max_features", max_features, 1)
+    limit = (1 << d) if max_features is None else check_int("max_features", max_features, 1)
     if max_features is None and d > 12:
         raise ValueError(f"degree_hierarchy over all 2^{d} features needs d <= 12")
     extra = [sum(1 << i for i in c) for deg in range(2, d + 1)

@@ -43,7 +43,10 @@ LOGDET_CONSTANT = 0.5 * np.log(np.pi * np.e / 2.0)   # per variable, in nats
 @dataclass(frozen=True)
 class LogDetResult:
     """``bound``: the relaxation's value (Phi_eps convention; None if the solver failed);
-    ``marginals``: P(x_i = 1) = (1 + mu_i) / 2; ``moments``: the optimal (d+1) x (d+1) Sigma."""
+    ``status``: CVXPY's status string ("optimal", "optimal_inaccurate" or the failure);
+    ``converged``: ``status == "optimal"``; ``solver``: the CVXPY solver that produced it;
+    ``marginals``: P(x_i = 1) = (1 + mu_i) / 2, clipped to [0, 1] (``means``: mu_i = E[x_i]);
+    ``moments``: the optimal (d+1) x (d+1) Sigma = E[(1, x)(1, x)^T] of the relaxation."""
 
     bound: float | None
     marginals: np.ndarray | None
@@ -51,6 +54,15 @@ class LogDetResult:
     status: str
     solver: str
     seconds: float
+
+    @property
+    def converged(self) -> bool:
+        return self.status == "optimal"
+
+    @property
+    def means(self) -> np.ndarray | None:
+        """E[x_i] = mu_i, the first row of ``moments`` (unclipped)."""
+        return None if self.moments is None else self.moments[0, 1:].copy()
 
 
 def logdet_entropy_bound(moments: np.ndarray) -> float:

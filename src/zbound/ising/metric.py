@@ -24,14 +24,9 @@ import numpy as np
 import scipy.linalg
 
 from zbound.ising.features import FeatureSet, coefficient_matrix
-from zbound.ising.quantum import (
-    QuantumResult,
-    _check_int,
-    _check_positive,
-    _k_prime_constraints,
-    _resolve,
-    quantum_bound,
-)
+from zbound.ising.quantum import QuantumResult, quantum_bound
+from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
+from zbound.ising.quantum.kprime import k_prime_constraints
 
 __all__ = [
     "MetricResult",
@@ -85,6 +80,8 @@ class MetricResult:
     lower: best objective value of eq. (10) found (a value of a feasible Sigma).
     kelley_upper: the cutting-plane model's maximum (upper value on a_eps^diag).
     quantum: the plain relaxation a_eps(F) result it started from.
+    converged: Kelley's gap reached ``tol``; status: "converged", "max_iter reached" or
+    "master problem <CVXPY status>" (the bound is valid in every case).
     """
 
     bound: float
@@ -93,6 +90,7 @@ class MetricResult:
     gap: float
     iterations: int
     converged: bool
+    status: str
     seconds: float
     sigma: np.ndarray
     quantum: QuantumResult
@@ -123,13 +121,13 @@ def metric_learning_bound(
     import cvxpy as cp
 
     start = time.perf_counter()
-    features = _resolve(model, features)
+    features = resolve_features(model, features)
     eps = model.epsilon
     if eps <= 0:
         raise ValueError("metric_learning_bound needs epsilon > 0")
-    tol = _check_positive("tol", tol)
-    max_iter = _check_int("max_iter", max_iter, 1)
-    interior = _check_positive("interior", interior)
+    tol = check_positive("tol", tol)
+    max_iter = check_int("max_iter", max_iter, 1)
+    interior = check_positive("interior", interior)
     if interior >= 1:
         raise ValueError(f"interior must be in (0, 1), got {interior}")
     F = coefficient_matrix(model, features)
@@ -139,7 +137,7 @@ def metric_learning_bound(
 
     S = cp.Variable((n, n), symmetric=True)
     s = cp.Variable()
-    base = [*_k_prime_constraints(S, features), S >> 0]
+    base = [*k_prime_constraints(S, features), S >> 0]
     cuts: list = []
     best_lower, best_sigma = -math.inf, None
     upper = math.inf
@@ -160,6 +158,7 @@ def metric_learning_bound(
     add_cut(quantum.sigma)
     add_cut(np.eye(n))
     converged = False
+    status = "max_iter reached"
     it = 0
     while it < max_iter:
         it += 1
@@ -168,12 +167,14 @@ def metric_learning_bound(
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
             prob.solve(solver=solver)
         if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or S.value is None:
+            status = f"master problem {prob.status}"
             break
         if prob.status == cp.OPTIMAL:  # an inaccurate master value is no certificate
             upper = min(upper, float(prob.value))
         history.append((upper, best_lower))
         if upper - best_lower <= tol * max(abs(upper), abs(best_lower), eps):
             converged = True
+            status = "converged"
             break
         add_cut(0.5 * (S.value + S.value.T))
     history.append((upper, best_lower))
@@ -185,6 +186,7 @@ def metric_learning_bound(
         gap=(bound - best_lower) / max(abs(bound), abs(best_lower), eps),
         iterations=it,
         converged=converged,
+        status=status,
         seconds=time.perf_counter() - start,
         sigma=best_sigma,
         quantum=quantum,

@@ -42,9 +42,12 @@ _S = np.array([-1.0, 1.0])
 class TRWResult:
     """TRW output (Phi_eps convention). ``bound`` is guaranteed >= Phi_eps only if ``converged``.
 
-    ``marginals``: P(x_i = 1), shape (d,); ``pairwise``: edge moments E[x_s x_t], shape (m,) in the
-    order of ``edges``; ``rho``: edge appearance probabilities (m,); ``iterations``: total
-    message-passing sweeps (over all rho steps); ``rho_steps``: conditional-gradient steps taken.
+    ``bound``: eps (B(theta; rho) - d log 2); ``converged``: the messages converged (for every
+    accepted rho); ``status``: "converged" or "messages did not converge in N sweeps".
+    ``marginals``: P(x_i = 1), shape (d,) (``means``: E[x_i] = 2 P(x_i = 1) - 1);
+    ``pairwise``: edge moments E[x_s x_t], shape (m,) in the order of ``edges``; ``rho``: edge
+    appearance probabilities (m,); ``iterations``: total message-passing sweeps (over all rho
+    steps); ``rho_steps``: conditional-gradient steps taken.
     """
 
     bound: float
@@ -55,7 +58,12 @@ class TRWResult:
     converged: bool
     iterations: int
     rho_steps: int
-    message: str = ""
+    status: str = ""
+
+    @property
+    def means(self) -> np.ndarray:
+        """E[x_i] = 2 P(x_i = 1) - 1."""
+        return 2.0 * self.marginals - 1.0
 
 
 class _Graph:
@@ -277,7 +285,7 @@ def trw_bound(
             if not accepted:
                 solver.logm = saved
                 break
-    message = "converged" if conv else f"messages did not converge in {max_iter} sweeps"
+    status = "converged" if conv else f"messages did not converge in {max_iter} sweeps"
     if not conv and warn:
         warnings.warn(
             f"TRW message passing did not converge within {max_iter} iterations "
@@ -295,5 +303,5 @@ def trw_bound(
         converged=bool(conv),
         iterations=int(total_its),
         rho_steps=steps,
-        message=message,
+        status=status,
     )
