@@ -157,16 +157,21 @@ def test_writer_rejects_and_keeps_the_file_valid(tmp_path):
     read_suite(tmp_path / "demo.json")
 
 
-def test_duplicates_warn_by_default(tmp_path):
+def test_duplicates_are_rejected_by_default(tmp_path):
     w = RecordWriter("dup", quick=True, out=tmp_path)
     w.add(**_fields())
-    with pytest.warns(DuplicateRecordWarning, match="table3/wine/lambda=100/bound"):
-        w.add(**_fields())
-    assert len(w.records) == 2
-    with pytest.warns(DuplicateRecordWarning):
-        read_suite(tmp_path / "dup.json")
     with pytest.raises(ValueError, match="duplicate"):
-        read_suite(tmp_path / "dup.json", duplicates="error")
+        w.add(**_fields())
+    assert len(w.records) == 1
+    lax = RecordWriter("dup", quick=True, out=tmp_path, duplicates="warn")
+    lax.add(**_fields())
+    with pytest.warns(DuplicateRecordWarning, match="table3/wine/lambda=100/bound"):
+        lax.add(**_fields())
+    assert len(lax.records) == 2
+    with pytest.raises(ValueError, match="duplicate"):
+        read_suite(tmp_path / "dup.json")
+    with pytest.warns(DuplicateRecordWarning):
+        read_suite(tmp_path / "dup.json", duplicates="warn")
     with pytest.raises(ValueError, match="'error' or 'warn'"):
         RecordWriter("dup", quick=True, out=tmp_path, duplicates="ignore")
 

@@ -68,9 +68,8 @@ _NONNEGATIVE_METRICS = ("epochs_to_target", "peak_memory_mb", "iterations")
 MAX_LABEL_CHARS = 120
 #: What a second record with the same (task, dataset, setting, method) gets: "error" (ValueError)
 #: or "warn" (:class:`DuplicateRecordWarning`, the record is kept). The contract is one record per
-#: key; the default is "warn" because the ``ising`` suite's zero-temperature task still writes
-#: ``logdet-sdp`` twice for ``gaussian/d=8/tree`` (tree graph with and without tree features).
-DUPLICATES = "warn"
+#: key.
+DUPLICATES = "error"
 
 
 class DuplicateRecordWarning(UserWarning):
