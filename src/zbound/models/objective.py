@@ -49,15 +49,13 @@ class Objective:
     def value_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
         f, g = self.loss.value_and_grad(theta)
         for p in self.penalties:
-            f += p.value(theta)
-            p.add_grad(theta, g)
+            f += p.add_value_grad(theta, g)
         return f, g
 
     def value_grad_hessian(self, theta: np.ndarray):
         f, g, H = self.loss.value_grad_hessian(theta)
         for p in self.penalties:
-            f += p.value(theta)
-            p.add_grad(theta, g)
+            f += p.add_value_grad(theta, g)
             H = p.add_curvature(H, inplace=True)      # H is fresh from the loss
         return f, g, H
 
@@ -71,8 +69,7 @@ class Objective:
             return m
         f, g, C = m.value, m.grad, m.curvature
         for p in self.penalties:
-            f += p.value(m.theta)
-            p.add_grad(m.theta, g)
+            f += p.add_value_grad(m.theta, g)
             C = p.add_curvature(C, inplace=True)      # fresh from the loss too
         return Majorizer(m.theta, float(f), g, C)
 

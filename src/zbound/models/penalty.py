@@ -42,7 +42,7 @@ class L2Penalty:
         s = self.strength
         if self.n_params is None:
             return 0.5 * s * float(theta @ theta)
-        return 0.5 * float(s @ (theta * theta))
+        return 0.5 * float((s * theta) @ theta)
 
     def grad(self, theta: np.ndarray) -> np.ndarray:
         return self.strength * theta
@@ -50,6 +50,16 @@ class L2Penalty:
     def add_grad(self, theta: np.ndarray, g: np.ndarray) -> None:
         """g += grad, in place."""
         g += self.strength * theta
+
+    def add_value_grad(self, theta: np.ndarray, g: np.ndarray) -> float:
+        """g += grad in place; returns the value."""
+        s = self.strength
+        if self.n_params is None:
+            g += s * theta
+            return 0.5 * s * float(theta @ theta)
+        st = s * theta
+        g += st
+        return 0.5 * float(st @ theta)
 
     def curvature(self, p: int) -> Curvature:
         if self.n_params is None:
@@ -79,13 +89,19 @@ class InterceptCentering:
         self.is_zero = weight == 0.0
 
     def value(self, theta):
-        return 0.5 * self.weight * float(self.u @ theta) ** 2
+        ut = float(self.u @ theta)
+        return 0.5 * self.weight * ut * ut
 
     def grad(self, theta):
         return (self.weight * float(self.u @ theta)) * self.u
 
     def add_grad(self, theta, g):
         g += (self.weight * float(self.u @ theta)) * self.u
+
+    def add_value_grad(self, theta, g) -> float:
+        ut = float(self.u @ theta)
+        g += (self.weight * ut) * self.u
+        return 0.5 * self.weight * ut * ut
 
     def curvature(self, p: int) -> Curvature:
         return RankOneCurvature(self.u, self.weight)

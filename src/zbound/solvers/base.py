@@ -186,10 +186,12 @@ class State:
     recorder: Recorder | None = None
 
 
-def _check_number(name, value, *, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+_REAL = (int, float, np.integer, np.floating)
+_INTEGER = (int, np.integer)
+
+
+def _check_number(name, value):
+    if isinstance(value, bool) or not isinstance(value, _REAL):
         raise ValueError(f"{name} must be a number, got {value!r}")
     return float(value)
 
@@ -215,27 +217,37 @@ class Solver:
     info: ClassVar[MethodInfo]
     options: ClassVar[dict[str, Any]] = {}
 
+    @property
+    def _needs(self) -> tuple[str, ...]:
+        return ("value_and_grad", *self.info.needs)
+
     def __init__(self, *, tol: float = 1e-8, ftol: float = 1e-13, max_iter: int = 1000,
                  target: float | None = None, callback=None,
                  constraints: LinearConstraints | None = None, order: str = "descending",
                  inner: str = "auto", **options):
-        tol = _check_number("tol", tol)
+        if type(tol) is not float:
+            tol = _check_number("tol", tol)
         if not (tol >= 0 and math.isfinite(tol)):
             raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
-        ftol = _check_number("ftol", ftol)
+        if type(ftol) is not float:
+            ftol = _check_number("ftol", ftol)
         if not (ftol >= 0 and math.isfinite(ftol)):
             raise ValueError(f"ftol must be a finite number >= 0, got {ftol!r}")
-        if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) \
-                or max_iter < 0:
+        if type(max_iter) is not int and (isinstance(max_iter, bool)
+                                          or not isinstance(max_iter, _INTEGER)):
+            raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
+        if max_iter < 0:
             raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
         if target is not None:
-            if isinstance(target, bool) or not isinstance(
-                    target, int | float | np.integer | np.floating) or math.isnan(target):
+            if type(target) is not float and (isinstance(target, bool)
+                                              or not isinstance(target, _REAL)):
                 raise ValueError(f"target must be a number or None, got {target!r}")
             target = float(target)
+            if math.isnan(target):
+                raise ValueError(f"target must be a number or None, got {target!r}")
         if callback is not None and not callable(callback):
             raise TypeError("callback must be callable: callback(x, f) -> stop?")
-        if not isinstance(order, str):
+        if type(order) is not str:
             raise TypeError(f"order must be a string naming a configuration ordering, "
                             f"got {order!r}")
         if inner not in INNER_SOLVERS:
@@ -253,29 +265,37 @@ class Solver:
                 raise ValueError(f"method {self.info.name!r} supports only box constraints "
                                  "(lb, ub), not A x <= b; use 'newton-bound', 'bound' or "
                                  "'squarem'")
-        unknown = set(options) - set(self.options)
-        if unknown:
-            known = sorted(self.options) or "none"
-            raise TypeError(f"unexpected options {sorted(unknown)} for method "
-                            f"{self.info.name!r} (its options: {known})")
+        if options:
+            unknown = [k for k in options if k not in self.options]
+            if unknown:
+                known = sorted(self.options) or "none"
+                raise TypeError(f"unexpected options {sorted(unknown)} for method "
+                                f"{self.info.name!r} (its options: {known})")
+            self.opts = {**self.options, **options}
+        else:
+            self.opts = self.options
         self.tol, self.ftol, self.max_iter, self.target = tol, ftol, int(max_iter), target
         self.callback, self.constraints, self.order, self.inner = (callback, constraints,
                                                                    order, inner)
-        self.opts = {**self.options, **options}
-        self._config = dict(tol=tol, ftol=ftol, max_iter=int(max_iter), target=target,
-                            callback=callback, constraints=constraints, order=order,
-                            inner=inner, **options)
+        self._options = options
         self.check_options()
 
     def check_options(self) -> None:
         """Validate ``self.opts`` (methods with options override this)."""
 
+    @property
+    def config(self) -> dict[str, Any]:
+        """The settings this solver was configured with."""
+        return dict(tol=self.tol, ftol=self.ftol, max_iter=self.max_iter, target=self.target,
+                    callback=self.callback, constraints=self.constraints, order=self.order,
+                    inner=self.inner, **self._options)
+
     def replace(self, **changes) -> Solver:
         """A copy with some settings changed."""
-        return type(self)(**{**self._config, **changes})
+        return type(self)(**{**self.config, **changes})
 
     def __repr__(self):
-        shown = ", ".join(f"{k}={v!r}" for k, v in self._config.items()
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.config.items()
                           if k != "callback" and v is not None)
         return f"{type(self).__name__}({shown})"
 
@@ -304,7 +324,7 @@ class Solver:
         if p is None:
             raise TypeError(f"model {type(model).__name__} has no n_params; it does not follow "
                             "the zbound Model protocol (zbound.models.base.Model)")
-        for need in ("value_and_grad", *self.info.needs):
+        for need in self._needs:
             if not callable(getattr(model, need, None)):
                 raise TypeError(f"method {self.info.name!r} needs model.{need}(), which "
                                 f"{type(model).__name__} does not have")
