@@ -69,7 +69,7 @@ def test_optimizing_rho_tightens_the_uniform_bound():
 
 def test_non_convergence_warns_and_is_recorded():
     m = random_model(6, "gaussian", "complete", random_state=0)
-    with pytest.warns(RuntimeWarning, match="not guaranteed"):
+    with pytest.warns(RuntimeWarning, match="did not converge"):
         r = trw_bound(m, max_iter=2)
     assert not r.converged and r.iterations == 2
     r = trw_bound(m, max_iter=2, warn=False)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp
 
-from zbound.ising.model import IsingModel
+from zbound.ising.model import IsingModel, check_scale, energy_scale
 
 MAX_ENUMERATION_D = 26
 _LOW_BITS = 14
@@ -63,7 +63,16 @@ class ExactResult:
 def _check_model(model) -> IsingModel:
     if not isinstance(model, IsingModel):
         raise TypeError(f"expected an IsingModel, got {type(model).__name__}")
+    check_scale(model, "exact computation")
     return model
+
+
+def _finite(value: float, model: IsingModel, what: str = "log-partition") -> float:
+    if not np.isfinite(value):
+        raise ValueError(
+            f"exact {what} is not finite ({value}): parameters / eps overflow float64 "
+            f"(scale {energy_scale(model):.3g}, eps = {model.epsilon:.3g})")
+    return float(value)
 
 
 def hypercube(d: int) -> np.ndarray:
@@ -150,7 +159,8 @@ def enumerate_exact(model: IsingModel, moments: bool = True, batch_states: int =
         mom = np.block([[m_ll, m_hl.T], [m_hl, m_hh]]) / total
         mom = 0.5 * (mom + mom.T)
         np.fill_diagonal(mom, 1.0)
-    return ExactResult(float(log_partition), np.clip((1 + means) / 2, 0, 1), means, mom, best,
+    return ExactResult(_finite(log_partition, model), np.clip((1 + means) / 2, 0, 1), means, mom,
+                       best,
                        best_x)
 
 
@@ -295,7 +305,7 @@ def eliminate_exact(model: IsingModel, pairs: str | np.ndarray | None = "edges",
     d, eps = model.d, model.epsilon
     order = elimination_order(d, model.edges(), heuristic)
     log_z = float(logsumexp(_log_z_ve(model, (), order, max_width)))
-    log_partition = eps * (log_z - d * np.log(2.0))
+    log_partition = _finite(eps * (log_z - d * np.log(2.0)), model)
     means = np.empty(d)
     for i in range(d):
         t = _log_z_ve(model, (i,), order, max_width)

@@ -1,10 +1,16 @@
 """Hierarchies of quantum relaxations and greedy feature selection (Beyler & Bach, Sec. 5).
 
-Adding monomials to the feature vector can only lower a_eps(F) (Sec. 5.2): the enlarged K' maps
-into the smaller one. :func:`greedy_features` is Alg. 2: from I (default (1, x)), try every
-candidate at XOR-distance one, alpha XOR e_i, keep the one with the smallest bound, repeat k times.
-Candidates are scored at a loose tolerance, warm-started from the current set's solution, and
-the chosen set is solved once more at the tight tolerance (Sec. 5.3).
+Adding monomials restricts the domain (Sec. 5.2: the enlarged K' maps into the smaller one) but
+also changes the entropy term, -(eps/n) tr S log S with n the number of features, so a_eps(F)
+is *not* monotone in the feature set (docs/quantum.md, section 5: e.g. going from (x) to (1, x)
+with h = 0 raises it whenever J != 0). Every a_eps along the way is a valid bound on Phi_eps, so
+:func:`greedy_features` and :func:`degree_hierarchy` report the best (smallest) bound found so
+far and the feature set that achieved it: more features never give a worse answer.
+
+:func:`greedy_features` is Alg. 2: from I (default (1, x)), try every candidate at XOR-distance
+one, alpha XOR e_i, keep the one with the smallest bound, repeat k times. Candidates are scored at
+a loose tolerance, warm-started from the current set's solution; each chosen set is solved at the
+tight tolerance (Sec. 5.3).
 """
 
 from __future__ import annotations
@@ -21,12 +27,15 @@ __all__ = ["GreedyResult", "greedy_features", "degree_hierarchy"]
 
 @dataclass
 class GreedyResult:
-    """bound: final (tight-tolerance) upper bound on Phi_eps with ``features``.
+    """bound: the smallest tight-tolerance upper bound on Phi_eps over the sets along the greedy
+    path (the start and each selected set), achieved with ``best_features``; never larger than
+    the bound of the start set nor of any shorter greedy run.
 
-    history: one dict per greedy step: ``added`` (mask), ``bound`` (selection-tolerance bound
-    with it), ``n_candidates``, ``seconds``. ``result``: the final QuantumResult, whose
-    ``converged``, ``status``, ``marginals`` (P(x_i = 1)) and ``means`` (E[x_i]) are also
-    readable here.
+    features: the full selected set (start plus the k picks). history: one dict per greedy step:
+    ``added`` (mask), ``bound`` (selection-tolerance bound with it), ``tight_bound`` (its bound at
+    ``tol_final``), ``n_candidates``, ``seconds``. ``result``: the QuantumResult that achieved
+    ``bound``, whose ``converged``, ``status``, ``marginals`` (P(x_i = 1)) and ``means`` (E[x_i])
+    are also readable here; ``final``: the QuantumResult of ``features``.
     """
 
     bound: float
@@ -34,6 +43,8 @@ class GreedyResult:
     history: list[dict] = field(default_factory=list)
     result: QuantumResult | None = None
     seconds: float = 0.0
+    best_features: FeatureSet | None = None
+    final: QuantumResult | None = None
 
     @property
     def converged(self) -> bool:
@@ -76,50 +87,60 @@ def greedy_features(
     k = check_int("k", k, 0)
     tol_select = check_positive("tol_select", tol_select)
     tol_final = check_positive("tol_final", tol_final)
-    current = quantum_bound(model, features, tol=tol_select, max_iter=max_iter_select,
+    current = quantum_bound(model, features, tol=tol_final, max_iter=max_iter_final,
                             **solver_options)
+    best = current
     history: list[dict] = []
     for _ in range(k):
         t0 = time.perf_counter()
         cands = distance_one_candidates(features)
         if not cands:
             break
-        best = None
+        pick = None
         for c in cands:
             fs = features.add(c)
             r = quantum_bound(
                 model, fs, tol=tol_select, max_iter=max_iter_select,
                 warm_start=current if warm_start else None, **solver_options,
             )
-            if best is None or r.bound < best[1].bound:
-                best = (c, r)
-        c, current = best
+            if pick is None or r.bound < pick[1].bound:
+                pick = (c, r)
+        c, selected = pick
         features = features.add(c)
+        current = quantum_bound(
+            model, features, tol=tol_final, max_iter=max_iter_final,
+            warm_start=selected if warm_start else None, **solver_options,
+        )
+        if current.bound < best.bound:
+            best = current
         history.append({
             "added": c,
-            "bound": current.bound,
+            "bound": selected.bound,
+            "tight_bound": current.bound,
             "n_candidates": len(cands),
             "seconds": time.perf_counter() - t0,
         })
-    final = quantum_bound(
-        model, features, tol=tol_final, max_iter=max_iter_final,
-        warm_start=current if warm_start else None, **solver_options,
-    )
     return GreedyResult(
-        bound=final.bound,
+        bound=best.bound,
         features=features,
         history=history,
-        result=final,
+        result=best,
         seconds=time.perf_counter() - start,
+        best_features=best.features,
+        final=current,
     )
 
 
-def degree_hierarchy(model, max_features: int | None = None, tol: float = 1e-6, **options):
+def degree_hierarchy(model, max_features: int | None = None, tol: float = 1e-6,
+                     best_so_far: bool = True, **options):
     """Bounds for feature sets grown in increasing degree (the non-greedy curve of Fig. 1).
 
     Starts from (1, x) and adds monomials of degree 2, 3, ... (in lexicographic order of their
     variables), one at a time, up to ``max_features`` (default: all 2^d, so needs d <= 12).
-    Returns a list of (n, QuantumResult) (``marginals`` of each are P(x_i = 1)).
+    Returns a list of (n, QuantumResult) (``marginals`` of each are P(x_i = 1)). With
+    ``best_so_far`` (default) the result at n is the one with the smallest bound among the sets
+    of size <= n (its ``features`` say which set achieved it), so bounds never increase with n;
+    ``best_so_far=False`` gives each set's own a_eps, which can increase (module docstring).
     """
     from itertools import combinations
 
@@ -132,11 +153,14 @@ def degree_hierarchy(model, max_features: int | None = None, tol: float = 1e-6, 
              for c in combinations(range(d), deg)]
     out = []
     r = quantum_bound(model, features, tol=tol, **options)
+    best = r
     out.append((features.n, r))
     for m in extra:
         if features.n >= limit:
             break
         features = features.add(m)
         r = quantum_bound(model, features, tol=tol, warm_start=r, **options)
-        out.append((features.n, r))
+        if r.bound < best.bound:
+            best = r
+        out.append((features.n, best if best_so_far else r))
     return out

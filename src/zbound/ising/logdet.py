@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zbound.ising.model import IsingModel
+from zbound.ising.model import IsingModel, check_scale
 
 _SOLVER_OPTIONS = {
     "CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9},
@@ -65,6 +65,9 @@ class LogDetResult:
         return None if self.moments is None else self.moments[0, 1:].copy()
 
 
+#: parameters above this are divided out before solving (the problem is homogeneous)
+_RESCALE_ABOVE = 1e4
+
 def logdet_entropy_bound(moments: np.ndarray) -> float:
     """Upper bound on the Shannon entropy H(p) (nats) from the (d+1)x(d+1) moment matrix."""
     S = np.asarray(moments, dtype=np.float64)
@@ -89,15 +92,22 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
     if not isinstance(model, IsingModel):
         raise TypeError(f"expected an IsingModel, got {type(model).__name__}")
     d, eps = model.d, model.epsilon
+    check_scale(model, "logdet_bound", ratio=False)
+    # The problem is homogeneous: maximizing c (h/c . mu + J/c . mu_ij + eps/(2c) log det) has
+    # the same maximizer, so very large parameters are divided by c = max |theta| (interior-point
+    # solvers fail, even panic, with coefficients near 1e300) and the value multiplied back.
+    big = float(max(np.abs(model.h).max(), np.abs(model.J).max()))
+    c = big if big > _RESCALE_ABOVE else 1.0
+    h_s, J_s, eps_s = model.h / c, model.J / c, eps / c
     S = cp.Variable((d + 1, d + 1), symmetric=True)
     mu = S[0, 1:]
     iu, ju = np.triu_indices(d, 1)
-    energy = model.h @ mu
+    energy = h_s @ mu
     pair = None
     if len(iu):
         # vectorized selection of the upper triangle of S[1:, 1:] (column-major vec)
         pair = cp.vec(S[1:, 1:], order="F")[ju * d + iu]
-        energy = energy + model.J[iu, ju] @ pair
+        energy = energy + J_s[iu, ju] @ pair
     cons = [S >> 0, cp.diag(S) == 1]
     if pairwise and len(iu):
         mi, mj = mu[iu], mu[ju]
@@ -107,7 +117,7 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
     shift = np.diag(np.r_[0.0, np.full(d, 1.0 / 3.0)])
     const = eps * (d * LOGDET_CONSTANT - d * np.log(2.0))
     if eps > 0:
-        objective = energy + eps * 0.5 * cp.log_det(S + shift)
+        objective = energy + eps_s * 0.5 * cp.log_det(S + shift)
     else:
         objective = energy
     problem = cp.Problem(cp.Maximize(objective), cons)
@@ -118,6 +128,7 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
         solvers = ["CLARABEL", "SCS"] if d <= 24 else ["SCS", "CLARABEL"]
     status, used = "not solved", solvers[0]
     fallback = None
+    failures: list[str] = []
     start = time.perf_counter()
     for name in solvers:
         used = name
@@ -127,10 +138,15 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
                 problem.solve(solver=name, verbose=verbose, **_SOLVER_OPTIONS.get(name, {}))
             status = problem.status
-        except cp.error.SolverError as exc:
-            status = f"solver error: {exc}"
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - Clarabel panics raise a BaseException
+            # (pyo3 PanicException); any solver failure becomes a reported status
+            status = f"solver error: {type(exc).__name__}: {str(exc)[:200]}"
+            failures.append(f"{name}: {status}")
             continue
         if S.value is None or problem.value is None or not np.isfinite(problem.value):
+            failures.append(f"{name}: status {status!r} without a finite value")
             continue
         if status == cp.OPTIMAL:
             fallback = None
@@ -143,10 +159,16 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
     elif fallback is not None:
         value, Sv, status, used = fallback
     else:
-        return LogDetResult(None, None, None, str(status), used, seconds)
+        reason = "; ".join(failures) if failures else str(status)
+        return LogDetResult(None, None, None, f"failed: {reason}", used, seconds)
+    value = c * value + const
+    if not np.isfinite(value):
+        return LogDetResult(None, None, None,
+                            f"failed: value {value} not finite (parameter scale {big:.3g})",
+                            used, seconds)
     Sv = 0.5 * (Sv + Sv.T)
     return LogDetResult(
-        bound=float(value + const),
+        bound=float(value),
         marginals=np.clip((1 + Sv[0, 1:]) / 2, 0.0, 1.0),
         moments=Sv,
         status=str(status),

@@ -24,6 +24,7 @@ import numpy as np
 import scipy.linalg
 
 from zbound.ising.features import FeatureSet, coefficient_matrix
+from zbound.ising.model import relative_gap
 from zbound.ising.quantum import QuantumResult, quantum_bound
 from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
 from zbound.ising.quantum.kprime import k_prime_constraints
@@ -172,7 +173,7 @@ def metric_learning_bound(
         if prob.status == cp.OPTIMAL:  # an inaccurate master value is no certificate
             upper = min(upper, float(prob.value))
         history.append((upper, best_lower))
-        if upper - best_lower <= tol * max(abs(upper), abs(best_lower), eps):
+        if relative_gap(upper, best_lower, eps) <= tol:
             converged = True
             status = "converged"
             break
@@ -183,7 +184,7 @@ def metric_learning_bound(
         bound=bound,
         lower=best_lower,
         kelley_upper=upper,
-        gap=(bound - best_lower) / max(abs(bound), abs(best_lower), eps),
+        gap=relative_gap(bound, best_lower, eps),
         iterations=it,
         converged=converged,
         status=status,

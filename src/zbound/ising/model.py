@@ -63,3 +63,51 @@ class IsingModel:
         """(m, 2) array of pairs i < j with nonzero coupling."""
         i, j = np.nonzero(np.triu(self.J, 1))
         return np.stack([i, j], axis=1)
+
+
+#: largest energy scale / eps accepted: differences of f / eps up to twice this stay finite
+_MAX_RATIO = 1e300
+
+
+def energy_scale(model: IsingModel) -> float:
+    """sum_i |h_i| + sum_{i<j} |J_ij| >= max_x |f(x)| (inf if it overflows float64)."""
+    with np.errstate(over="ignore"):
+        return float(np.sum(np.abs(model.h)) + 0.5 * np.sum(np.abs(model.J)))
+
+
+def check_scale(model: IsingModel, method: str = "this method", ratio: bool = True) -> float:
+    """Raise a ValueError naming the cause when f / eps cannot be represented in float64.
+
+    Returns the energy scale s = sum |h| + sum_{i<j} |J_ij|. Fails when s overflows, or when
+    eps > 0, ``ratio`` and s / eps exceeds 1e300 (then f(x)/eps - f(y)/eps can overflow: the
+    log-partition computations would produce inf - inf = NaN).
+    """
+    s = energy_scale(model)
+    eps = model.epsilon
+    if not np.isfinite(s):
+        raise ValueError(
+            f"{method}: parameters overflow float64: scale sum|h| + sum_(i<j)|J_ij| is not "
+            f"finite (max |h| = {np.abs(model.h).max():.3g}, "
+            f"max |J| = {np.abs(model.J).max():.3g})")
+    if eps > 0 and ratio:
+        with np.errstate(over="ignore"):
+            ratio = s / eps
+        if not np.isfinite(ratio) or ratio > _MAX_RATIO:
+            raise ValueError(
+                f"{method}: parameters / eps overflow float64: scale sum|h| + sum_(i<j)|J_ij| = "
+                f"{s:.3g}, eps = {eps:.3g}, scale / eps = {ratio:.3g} > {_MAX_RATIO:.0e}")
+    return s
+
+
+def relative_gap(upper: float, lower: float, epsilon: float) -> float:
+    """(upper - lower) / max(|upper|, |lower|, min(eps, 1)), in Phi_eps units.
+
+    Relative to the value where |value| >= min(eps, 1); below that an absolute gap in units of
+    min(eps, 1) (Phi_eps >= E_uniform f = 0 tends to 0 at high temperature, where a purely
+    relative test would ask for ever more digits of a vanishing number, and the guard must not
+    exceed 1 so that ``tol`` never allows an absolute error above ``tol * max(|value|, 1)``).
+    """
+    scale = max(abs(upper), abs(lower), min(float(epsilon), 1.0))
+    if scale == 0.0:
+        return 0.0
+    return (upper - lower) / scale

@@ -12,15 +12,33 @@ in the spanning-tree polytope of the graph G, the TRW bound on A(theta) = log su
     log M_ts(x_s) = logsumexp_{x_t} [ theta_st(x_s, x_t) / rho_st + theta_t(x_t)
                                       + sum_{v in N(t)} rho_vt log M_vt(x_t) - log M_st(x_t) ].
 
+**The reported value is a certificate, valid at any messages.** B evaluated at the beliefs of
+unconverged messages is *not* a bound (it is a value of the maximized function at a point that
+need not even lie in LOCAL(G)). Instead, write rho = sum_k mu_k 1[T_k] as a convex combination
+of spanning trees (stars for the uniform 2/d, the conditional-gradient trees for "optimize", a
+column-generation decomposition for an explicit rho) and split theta over the trees using the
+current messages M (the tree reparametrization, exact at the fixed point):
+
+    theta^k_s(x_s)    = theta_s(x_s) + sum_{v in N(s)} rho_vs log M_vs(x_s)
+                        - sum_{t: st in T_k} log M_ts(x_s),
+    theta^k_st        = theta_st / rho_st                    (st in T_k).
+
+Then sum_k mu_k theta^k = theta for *any* M, and by convexity of A
+
+    A(theta) <= D(M) = sum_k mu_k A(theta^k),
+
+each A(theta^k) exact by sum-product on the tree. At the TRW fixed point D = B(theta; rho).
+Floating-point residuals of the split are added (A is 1-Lipschitz in the sup norm of each term).
 In the paper's convention (eq. (5), uniform base measure, temperature eps) the returned value is
 
-    bound = eps * (B(theta; rho) - d log 2)  >=  Phi_eps(f),
+    bound = eps * (D(M) - d log 2)  >=  Phi_eps(f)      (whether or not the messages converged).
 
-guaranteed only when the messages converged (otherwise B is evaluated at a non-optimal tau and
-may fall below the true maximum). rho is optimized by conditional gradient (Frank-Wolfe) over the
-spanning-tree polytope, dB/drho_st = -I_st(tau*), whose linear minimization is a maximum-weight
-spanning tree with weights I_st (WJW 2005, Sec. VI); or fixed to the uniform 2/d (complete graph,
-as in the paper's d >= 10 experiments).
+Convergence (``converged``) means that D(M) and B at the beliefs agree to ``tol`` (relative, see
+:func:`relative_gap`) *and* the beliefs are locally consistent to ``tol``: only then is the
+certificate known to be close to the TRW optimum B(theta; rho). rho is optimized by conditional
+gradient (Frank-Wolfe) over the spanning-tree polytope, dB/drho_st = -I_st(tau*), whose linear
+minimization is a maximum-weight spanning tree with weights I_st (WJW 2005, Sec. VI); or fixed
+to the uniform 2/d (complete graph, as in the paper's d >= 10 experiments).
 """
 
 from __future__ import annotations
@@ -29,21 +47,27 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.optimize import nnls
 from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components, minimum_spanning_tree
-from scipy.special import logsumexp
+from scipy.sparse.csgraph import breadth_first_order, connected_components, minimum_spanning_tree
 
-from zbound.ising.model import IsingModel
+from zbound.ising.model import IsingModel, check_scale, relative_gap
 
 _S = np.array([-1.0, 1.0])
+_MACH = np.finfo(np.float64).eps
 
 
 @dataclass(frozen=True)
 class TRWResult:
-    """TRW output (Phi_eps convention). ``bound`` is guaranteed >= Phi_eps only if ``converged``.
+    """TRW output (Phi_eps convention).
 
-    ``bound``: eps (B(theta; rho) - d log 2); ``converged``: the messages converged (for every
-    accepted rho); ``status``: "converged" or "messages did not converge in N sweeps".
+    ``bound``: eps (D(M) - d log 2), the tree-decomposition certificate at the final messages: an
+    upper bound on Phi_eps whatever the state of the messages (``certified`` is True unless the
+    certificate could not be evaluated). ``converged``: the certificate and the TRW objective at
+    the beliefs agree to ``tol`` and the beliefs are locally consistent (for every accepted rho);
+    only then is ``bound`` close to the TRW optimum. ``status``: "converged" or "messages did not
+    converge in N sweeps (...)". ``primal``: eps (B(tau) - d log 2) at the final beliefs (not a
+    bound); ``gap``: relative gap between ``bound`` and ``primal`` (:func:`relative_gap`).
     ``marginals``: P(x_i = 1), shape (d,) (``means``: E[x_i] = 2 P(x_i = 1) - 1);
     ``pairwise``: edge moments E[x_s x_t], shape (m,) in the order of ``edges``; ``rho``: edge
     appearance probabilities (m,); ``iterations``: total message-passing sweeps (over all rho
@@ -59,6 +83,9 @@ class TRWResult:
     iterations: int
     rho_steps: int
     status: str = ""
+    primal: float = float("nan")
+    gap: float = float("nan")
+    certified: bool = True
 
     @property
     def means(self) -> np.ndarray:
@@ -83,22 +110,28 @@ class _Graph:
             (np.ones(2 * m), (self.dst, np.arange(2 * m))), shape=(d, 2 * m)).tocsr()
 
 
+def _cover_trees(d: int, edges: np.ndarray) -> list[np.ndarray]:
+    """Spanning forests (indicators (m,)) that together cover every edge."""
+    m = edges.shape[0]
+    covered = np.zeros(m, dtype=bool)
+    trees = []
+    while not covered.all():
+        tree = max_weight_spanning_forest(d, edges, np.where(covered, 1.0, 2.0))
+        trees.append(tree)
+        covered |= tree > 0
+    return trees
+
+
 def spanning_tree_polytope_point(d: int, edges: np.ndarray) -> np.ndarray:
     """A point of the spanning-forest polytope with every edge weight > 0.
 
     Average of spanning forests built so that each new forest covers a not-yet-covered edge
     (maximum spanning forest with weight 2 on uncovered edges and 1 on covered ones).
     """
-    m = edges.shape[0]
-    covered = np.zeros(m, dtype=bool)
-    total = np.zeros(m)
-    count = 0
-    while not covered.all():
-        tree = max_weight_spanning_forest(d, edges, np.where(covered, 1.0, 2.0))
-        total += tree
-        covered |= tree > 0
-        count += 1
-    return total / max(count, 1)
+    trees = _cover_trees(d, edges)
+    if not trees:
+        return np.zeros(edges.shape[0])
+    return np.mean(trees, axis=0)
 
 
 def max_weight_spanning_forest(d: int, edges: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -111,9 +144,12 @@ def max_weight_spanning_forest(d: int, edges: np.ndarray, weights: np.ndarray) -
     cost = w.max() - w + 1.0
     g = coo_matrix((cost, (edges[:, 0], edges[:, 1])), shape=(d, d)).tocsr()
     t = minimum_spanning_tree(g).tocoo()
-    chosen = set(zip(np.minimum(t.row, t.col).tolist(), np.maximum(t.row, t.col).tolist(),
-                     strict=True))
-    return np.array([1.0 if (int(i), int(j)) in chosen else 0.0 for i, j in edges])
+    index = {(int(i), int(j)): k for k, (i, j) in enumerate(edges.tolist())}
+    out = np.zeros(m)
+    for i, j in zip(np.minimum(t.row, t.col).tolist(), np.maximum(t.row, t.col).tolist(),
+                    strict=True):
+        out[index[(i, j)]] = 1.0
+    return out
 
 
 def _check_rho(d: int, edges: np.ndarray, rho: np.ndarray) -> np.ndarray:
@@ -134,6 +170,142 @@ def _check_rho(d: int, edges: np.ndarray, rho: np.ndarray) -> np.ndarray:
     return rho
 
 
+# ---------------------------------------------------------------- tree decompositions of rho
+
+class _Decomposition:
+    """rho' = sum_k mu_k 1[T_k]: trees (K, m) 0/1, mu (K,) >= 0 summing to 1, and for every tree
+    a rooted orientation (parent node and parent edge of each node, depth) for sum-product."""
+
+    def __init__(self, d: int, edges: np.ndarray, trees: np.ndarray, mu: np.ndarray,
+                 structure=None):
+        keep = mu > 0
+        self.trees = np.asarray(trees, dtype=np.float64)[keep]
+        mu = np.asarray(mu, dtype=np.float64)[keep]
+        self.mu = mu / mu.sum()
+        self.d, self.edges = d, edges
+        self.rho = self.mu @ self.trees                                        # (m,)
+        if structure is None:
+            structure = [_root_tree(d, edges, t) for t in self.trees]
+        else:
+            structure = [s for s, k in zip(structure, keep, strict=True) if k]
+        self.structure = structure
+        self.parent = np.array([s[0] for s in structure])                     # (K, d)
+        self.pedge = np.array([s[1] for s in structure])                      # (K, d)
+        self.depth = np.array([s[2] for s in structure])                      # (K, d)
+        self.levels = []
+        for lev in range(int(self.depth.max()), 0, -1):
+            kk, vv = np.nonzero(self.depth == lev)
+            self.levels.append((kk, vv, self.parent[kk, vv], self.pedge[kk, vv]))
+        self.roots = np.nonzero(self.parent < 0)
+        K = self.trees.shape[0]
+        tk, te = np.nonzero(self.trees)
+        # flat (tree, node) targets of the two messages carried by each tree edge
+        self.into_msg = np.r_[te, te + edges.shape[0]]
+        self.into_idx = np.r_[tk * d + edges[te, 1], tk * d + edges[te, 0]]
+        self.size = K * d
+        self.levels = [(kk, vv, kk * d + pp, ee) for kk, vv, pp, ee in self.levels]
+
+    def with_tree(self, tree: np.ndarray, step: float) -> _Decomposition:
+        """(1 - step) * self + step * tree."""
+        trees = np.vstack([self.trees, tree[None]])
+        mu = np.r_[(1 - step) * self.mu, step]
+        return _Decomposition(self.d, self.edges, trees, mu,
+                              self.structure + [_root_tree(self.d, self.edges, tree)])
+
+
+def _root_tree(d: int, edges: np.ndarray, tree: np.ndarray):
+    """Parent node, parent edge (-1 at roots) and depth of every node of a spanning forest."""
+    idx = np.nonzero(tree > 0)[0]
+    parent = np.full(d, -1)
+    pedge = np.full(d, -1)
+    depth = np.zeros(d, dtype=np.int64)
+    if len(idx) == 0:
+        return parent, pedge, depth
+    e = edges[idx]
+    g = coo_matrix((idx + 1.0, (e[:, 0], e[:, 1])), shape=(d, d)).tocsr()
+    g = (g + g.T).tocsr()
+    n_comp, labels = connected_components(g, directed=False)
+    for c in range(n_comp):
+        root = int(np.nonzero(labels == c)[0][0])
+        order, pred = breadth_first_order(g, root, directed=False, return_predecessors=True)
+        for v in order[1:]:
+            p = pred[v]
+            parent[v] = p
+            pedge[v] = int(g[v, p]) - 1
+            depth[v] = depth[p] + 1
+    return parent, pedge, depth
+
+
+def _star_decomposition(d: int, edges: np.ndarray) -> _Decomposition:
+    """Complete graph: the d stars, each with weight 1/d, give rho = 2/d on every edge."""
+    m = edges.shape[0]
+    index = np.full((d, d), -1)
+    index[edges[:, 0], edges[:, 1]] = np.arange(m)
+    index[edges[:, 1], edges[:, 0]] = np.arange(m)
+    trees = np.zeros((d, m))
+    structure = []
+    for c in range(d):
+        trees[c, index[c][np.arange(d) != c]] = 1.0
+        parent = np.full(d, c)
+        parent[c] = -1
+        pedge = index[c].copy()
+        pedge[c] = -1
+        depth = np.ones(d, dtype=np.int64)
+        depth[c] = 0
+        structure.append((parent, pedge, depth))
+    return _Decomposition(d, edges, trees, np.full(d, 1.0 / d), structure)
+
+
+def _decompose(d: int, edges: np.ndarray, rho: np.ndarray, max_trees: int = 400) -> _Decomposition:
+    """Column generation: trees from maximum-weight spanning forests of the residual, weights
+    by non-negative least squares with sum mu = 1 (heavily weighted row). Exact up to rounding
+    once the right trees are found (Caratheodory: at most m + 1 are needed); an inexact rho'
+    still gives a valid certificate, only for B(theta; rho') instead of B(theta; rho)."""
+    trees = _cover_trees(d, edges)
+    if np.allclose(rho, 1.0) and len(trees) == 1:
+        return _Decomposition(d, edges, np.array(trees), np.ones(1))
+    best = None
+    for _ in range(max_trees):
+        T = np.array(trees)
+        A = np.vstack([T.T, 1e3 * np.ones(len(trees))])
+        mu, _ = nnls(A, np.r_[rho, 1e3], maxiter=50 * A.shape[1])
+        mu = np.maximum(mu, 0)
+        resid = rho - mu @ T
+        err = np.abs(resid).max()
+        if best is None or err < best[0]:
+            best = (err, T.copy(), mu.copy())
+        if err < 1e-12:
+            break
+        tree = max_weight_spanning_forest(d, edges, resid)
+        if any(np.array_equal(tree, t) for t in trees):
+            break
+        trees.append(tree)
+    _, T, mu = best
+    # every edge must keep positive weight for the split theta_st / rho'_st
+    cover = _cover_trees(d, edges)
+    if np.any((mu @ T) <= 0):
+        T = np.vstack([T, cover])
+        mu = np.r_[mu * (1 - 1e-9), np.full(len(cover), 1e-9 / len(cover))]
+    return _Decomposition(d, edges, T, mu)
+
+
+def _tree_log_partition(dec: _Decomposition, node: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Exact log-partition of each tree k with node tables node[k] (d, 2) over x in (-1, +1)
+    and pairwise weights w[e] x_s x_t on its edges (sum-product from the leaves up)."""
+    acc = node.copy()
+    K, d = acc.shape[:2]
+    for kk, vv, flat_p, ee in dec.levels:
+        a0, a1, we = acc[kk, vv, 0], acc[kk, vv, 1], w[ee]
+        m_minus = np.logaddexp(a0 + we, a1 - we)        # parent x_p = -1
+        m_plus = np.logaddexp(a0 - we, a1 + we)         # parent x_p = +1
+        acc[:, :, 0] += np.bincount(flat_p, m_minus, minlength=K * d).reshape(K, d)
+        acc[:, :, 1] += np.bincount(flat_p, m_plus, minlength=K * d).reshape(K, d)
+    rk, rv = dec.roots
+    out = np.zeros(acc.shape[0])
+    np.add.at(out, rk, np.logaddexp(acc[rk, rv, 0], acc[rk, rv, 1]))
+    return out
+
+
 class _TRW:
     """Message passing for one model at fixed rho; holds log messages between calls."""
 
@@ -142,28 +314,59 @@ class _TRW:
         self.model = model
         self.g = _Graph(model.d, edges)
         self.theta_s = (model.h[:, None] / eps) * _S[None, :]                  # (d, 2)
-        jst = model.J[edges[:, 0], edges[:, 1]] / eps
-        self.theta_st = jst[:, None, None] * np.outer(_S, _S)[None]           # (m, 2, 2) [xs, xt]
+        self.jst = model.J[edges[:, 0], edges[:, 1]] / eps
+        self.theta_st = self.jst[:, None, None] * np.outer(_S, _S)[None]      # (m, 2, 2) [xs, xt]
         self.logm = np.full((2 * self.g.m, 2), -np.log(2.0))                  # message to dst
 
     def _node_sums(self, rho):
         # a_t(x_t) = theta_t(x_t) + sum_{v in N(t)} rho_vt log M_vt(x_t)
         return self.theta_s + self.g.incidence @ (rho[self.g.und][:, None] * self.logm)
 
-    def run(self, rho, damping, tol, max_iter):
-        """Damped parallel updates until max |M_new - M_old| < tol (normalized messages).
-
-        The test is on messages as probabilities: log messages of near-deterministic edges can
-        drift towards -inf for a long time without changing beliefs or the bound.
-        """
+    def certificate(self, dec: _Decomposition) -> float:
+        """D(M) = sum_k mu_k A(theta^k) + rounding slack >= A(theta) (module docstring)."""
         g = self.g
+        m, d = g.m, g.d
+        if m == 0:
+            return float(np.sum(np.logaddexp(self.theta_s[:, 0], self.theta_s[:, 1])))
+        rho = dec.rho
+        base = self._node_sums(rho)                                            # (d, 2)
+        K = dec.trees.shape[0]
+        node = np.empty((K, d, 2))
+        for x in range(2):
+            # sum over tree edges of the message arriving at each endpoint
+            into = np.bincount(dec.into_idx, self.logm[dec.into_msg, x], minlength=dec.size)
+            node[:, :, x] = base[:, x][None, :] - into.reshape(K, d)
+        w = self.jst / rho
+        logz = _tree_log_partition(dec, node, w)
+        value = float(dec.mu @ logz)
+        # rounding residuals of the split (A is 1-Lipschitz in each node / edge term)
+        r_node = self.theta_s - np.einsum("k,kdx->dx", dec.mu, node)
+        r_edge = self.jst - w * (dec.mu @ dec.trees)
+        slack = np.abs(r_node).max(axis=1).sum() + np.abs(r_edge).sum()
+        slack += 8 * _MACH * (float(dec.mu @ np.abs(logz)) + np.abs(node).max() * d)
+        return value + slack
+
+    def run(self, rho, damping, tol, max_iter, dec, check_every=10):
+        """Damped parallel updates; every ``check_every`` sweeps, converged when the certificate
+        D (an upper bound on B(theta; rho)) and the TRW objective at the beliefs projected onto
+        LOCAL(G) (a lower bound on it) agree to ``tol`` (:func:`relative_gap`) and the last sweep
+        changed no message, as a probability, by more than ``tol`` (the gap is second order in
+        the error of the beliefs; this keeps the marginals accurate too).
+
+        Returns (converged, sweeps, best certificate D, best projected value P, gap)."""
+        g = self.g
+        eps = self.model.epsilon
+        d = g.d
         if g.m == 0:
-            return True, 0
+            D = self.certificate(dec)
+            return True, 0, D, D, 0.0
         # pairwise table oriented (x_dst, x_src) for every directed edge src -> dst
         pair = np.concatenate([self.theta_st, self.theta_st.transpose(0, 2, 1)])
         pair = np.swapaxes(pair, 1, 2) / rho[g.und][:, None, None]            # [x_dst, x_src]
         p0, p1 = pair[:, :, 0], pair[:, :, 1]                                  # (2m, 2) over x_dst
-        old_p = np.exp(self.logm)
+        best_D, best_P = np.inf, -np.inf
+        shift = d * np.log(2)
+        gap = np.inf
         for it in range(1, max_iter + 1):
             a = self._node_sums(rho)
             pre = a[g.src] - self.logm[g.rev]                                 # (2m, 2) over x_src
@@ -172,18 +375,52 @@ class _TRW:
             if damping > 0:
                 new = (1 - damping) * new + damping * self.logm
                 new -= np.logaddexp(new[:, :1], new[:, 1:])
+            check = it % check_every == 0 or it == max_iter
+            if check:
+                step = float(np.max(np.abs(np.exp(new) - np.exp(self.logm))))
             self.logm = new
-            new_p = np.exp(new)
-            delta = np.max(np.abs(new_p - old_p))
-            old_p = new_p
-            if delta < tol:
-                return True, it
-        return False, max_iter
+            if check:
+                best_D = min(best_D, self.certificate(dec))
+                best_P = max(best_P, self.projected_value(rho))
+                gap = relative_gap(eps * (best_D - shift), eps * (best_P - shift), eps)
+                if gap <= tol and step <= tol:
+                    return True, it, best_D, best_P, gap
+        return False, max_iter, best_D, best_P, gap
+
+    def projected_value(self, rho) -> float:
+        """B at the beliefs projected onto LOCAL(G): node beliefs kept, each edge belief replaced
+        by the table with those marginals and P(1, 1) clipped into the feasible interval. A
+        point of LOCAL(G), so its value is a lower bound on B(theta; rho)."""
+        log_bs, log_bst = self.beliefs(rho)
+        bs = np.exp(log_bs)
+        s, t = self.g.edges[:, 0], self.g.edges[:, 1]
+        ps, pt = bs[s, 1], bs[t, 1]
+        q = np.clip(np.exp(log_bst[:, 1, 1]), np.maximum(0.0, ps + pt - 1), np.minimum(ps, pt))
+        tab = np.empty((len(s), 2, 2))
+        tab[:, 1, 1] = q
+        tab[:, 1, 0] = ps - q
+        tab[:, 0, 1] = pt - q
+        tab[:, 0, 0] = 1 - ps - pt + q
+        tab = np.maximum(tab, 0.0)
+        energy = np.sum(bs * self.theta_s) + np.sum(tab * self.theta_st)
+        ent_s = -np.sum(np.where(bs > 0, bs * log_bs, 0.0), axis=1)
+        log_ind = log_bs[s][:, :, None] + log_bs[t][:, None, :]     # finite: from log space
+        pos = tab > 0
+        mi = np.sum(np.where(pos, tab * (np.log(np.where(pos, tab, 1.0)) - log_ind), 0.0),
+                    axis=(1, 2))
+        return float(energy + ent_s.sum() - np.dot(rho, mi))
+
+    def inconsistency(self, bs, bst):
+        if self.g.m == 0:
+            return 0.0
+        s, t = self.g.edges[:, 0], self.g.edges[:, 1]
+        return float(max(np.abs(bst.sum(axis=2) - bs[s]).max(),
+                         np.abs(bst.sum(axis=1) - bs[t]).max()))
 
     def beliefs(self, rho):
         g = self.g
         a = self._node_sums(rho)
-        log_bs = a - logsumexp(a, axis=1, keepdims=True)                      # (d, 2)
+        log_bs = a - np.logaddexp(a[:, :1], a[:, 1:])                         # (d, 2)
         m = g.m
         s, t = g.edges[:, 0], g.edges[:, 1]
         # edge (s,t): message k: s -> t, message m + k: t -> s
@@ -191,19 +428,20 @@ class _TRW:
         pt = a[t] - self.logm[:m]            # exclude s -> t, over x_t
         log_bst = self.theta_st / rho[:, None, None] + ps[:, :, None] + pt[:, None, :]
         if m:
-            log_bst -= logsumexp(log_bst, axis=(1, 2), keepdims=True)
+            rows = np.logaddexp(log_bst[:, :, :1], log_bst[:, :, 1:])
+            log_bst -= np.logaddexp(rows[:, :1], rows[:, 1:])
         return log_bs, log_bst
 
     def value(self, rho):
-        """B(theta; rho) at the current beliefs, and the mutual informations I_st."""
+        """B(theta; rho) at the current beliefs (not a bound), and the mutual informations I_st."""
         log_bs, log_bst = self.beliefs(rho)
         bs, bst = np.exp(log_bs), np.exp(log_bst)
         s, t = self.g.edges[:, 0], self.g.edges[:, 1]
         energy = np.sum(bs * self.theta_s) + np.sum(bst * self.theta_st)
-        ent_s = -np.sum(bs * log_bs, axis=1)
+        ent_s = -np.sum(np.where(bs > 0, bs * log_bs, 0.0), axis=1)
         if self.g.m:
             ind = log_bs[s][:, :, None] + log_bs[t][:, None, :]
-            mi = np.sum(bst * (log_bst - ind), axis=(1, 2))
+            mi = np.sum(np.where(bst > 0, bst * (log_bst - ind), 0.0), axis=(1, 2))
         else:
             mi = np.zeros(0)
         return energy + ent_s.sum() - np.dot(rho, mi), mi, bs, bst
@@ -218,15 +456,19 @@ def trw_bound(
     rho_steps: int = 30,
     rho_tol: float = 1e-7,
     warn: bool = True,
+    check_every: int = 10,
 ) -> TRWResult:
     """TRW upper bound on Phi_eps(f) (eq. (5)), node marginals and edge moments.
 
     ``rho``: "optimize" (conditional gradient over the spanning-tree polytope, started from a
     point with all weights positive), "uniform" (rho_st = 2/d; needs the complete graph, the
     paper's choice for d >= 10), or an explicit (m,) array in the order of ``model.edges()``.
-    ``damping`` in [0, 1): weight of the old log message. Messages have converged when the largest
-    change of a normalized log message is below ``tol``; if they have not after ``max_iter``
-    sweeps a RuntimeWarning is emitted (if ``warn``) and ``converged`` is False.
+    ``damping`` in [0, 1): weight of the old log message. ``bound`` is the tree-decomposition
+    certificate (module docstring), an upper bound at any messages. Converged: every
+    ``check_every`` sweeps, the relative gap between the certificate and the TRW objective at the
+    beliefs is below ``tol`` and the beliefs are locally consistent to ``tol``; otherwise after
+    ``max_iter`` sweeps a RuntimeWarning is emitted (if ``warn``) and ``converged`` is False
+    (the bound is still certified, but may be far above B(theta; rho)).
     """
     if not isinstance(model, IsingModel):
         raise TypeError(f"expected an IsingModel, got {type(model).__name__}")
@@ -236,6 +478,9 @@ def trw_bound(
         raise ValueError(f"damping must be in [0, 1), got {damping}")
     if max_iter < 1:
         raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    if check_every < 1:
+        raise ValueError(f"check_every must be >= 1, got {check_every}")
+    check_scale(model, "TRW")
     d, eps = model.d, model.epsilon
     edges = model.edges()
     m = edges.shape[0]
@@ -245,16 +490,25 @@ def trw_bound(
             if m != d * (d - 1) // 2:
                 raise ValueError("rho='uniform' (2/d) is the spanning-tree point of the complete "
                                  "graph only; the model has missing edges")
+            dec = _star_decomposition(d, edges) if m else None
             rho_v = np.full(m, 2.0 / d)
         elif rho == "optimize":
-            rho_v = spanning_tree_polytope_point(d, edges) if m else np.zeros(0)
+            if m:
+                trees = np.array(_cover_trees(d, edges))
+                dec = _Decomposition(d, edges, trees, np.full(len(trees), 1.0 / len(trees)))
+                rho_v = dec.rho
+            else:
+                dec, rho_v = None, np.zeros(0)
         else:
             raise ValueError(f"rho must be 'optimize', 'uniform' or an array, got {rho!r}")
     else:
         rho_v = _check_rho(d, edges, rho)
+        dec = _decompose(d, edges, rho_v) if m else None
+    if m:
+        rho_v = dec.rho if not isinstance(rho, str) or rho != "uniform" else rho_v
 
     solver = _TRW(model, edges)
-    conv, its = solver.run(rho_v, damping, tol, max_iter)
+    conv, its, D, B, gap = solver.run(rho_v, damping, tol, max_iter, dec, check_every)
     total_its = its
     value, mi, bs, bst = solver.value(rho_v)
     steps = 0
@@ -270,32 +524,45 @@ def trw_bound(
             step = 2.0 / (k + 3)
             accepted = False
             for _ in range(6):
-                cand = rho_v + step * direction
+                c_dec = dec.with_tree(tree, step)
+                cand = c_dec.rho
                 solver.logm = saved.copy()
-                c_conv, c_its = solver.run(cand, damping, tol, max_iter)
+                c_conv, c_its, c_D, c_B, c_gap = solver.run(cand, damping, tol, max_iter, c_dec,
+                                                            check_every)
                 total_its += c_its
-                if c_conv:
+                if c_conv and c_D < D:
                     c_value, c_mi, c_bs, c_bst = solver.value(cand)
-                    if c_value < value:
-                        rho_v, value, mi, bs, bst = cand, c_value, c_mi, c_bs, c_bst
-                        accepted = True
-                        break
+                    rho_v, dec, value, mi, bs, bst = cand, c_dec, c_value, c_mi, c_bs, c_bst
+                    D, B, gap = c_D, c_B, c_gap
+                    accepted = True
+                    break
                 step *= 0.5
             steps += 1
             if not accepted:
                 solver.logm = saved
                 break
-    status = "converged" if conv else f"messages did not converge in {max_iter} sweeps"
+    bound = float(eps * (D - d * np.log(2.0)))
+    primal = float(eps * (B - d * np.log(2.0)))
+    if not np.isfinite(bound):
+        raise ValueError(f"TRW bound is not finite ({bound}): parameters / eps overflow float64 "
+                         f"(d={d}, eps={eps:.3g})")
+    if conv:
+        status = "converged"
+    else:
+        status = (f"messages did not converge in {max_iter} sweeps (certified bound, "
+                  f"relative gap {gap:.2e} to the TRW objective at the beliefs)")
     if not conv and warn:
         warnings.warn(
             f"TRW message passing did not converge within {max_iter} iterations "
-            f"(d={d}, eps={eps}); the returned value is not guaranteed to be an upper bound",
+            f"(d={d}, eps={eps}): the returned bound is the certified tree-decomposition value "
+            f"at the current messages, valid but possibly far above the TRW optimum "
+            f"(relative gap {gap:.2e}); the marginals are not the TRW fixed point",
             RuntimeWarning,
             stacklevel=2,
         )
     pair_moments = (bst[:, 0, 0] + bst[:, 1, 1] - bst[:, 0, 1] - bst[:, 1, 0]) if m else np.zeros(0)
     return TRWResult(
-        bound=float(eps * (value - d * np.log(2.0))),
+        bound=bound,
         marginals=bs[:, 1].copy(),
         pairwise=pair_moments,
         edges=edges,
@@ -304,4 +571,7 @@ def trw_bound(
         iterations=int(total_its),
         rho_steps=steps,
         status=status,
+        primal=primal,
+        gap=float(gap),
+        certified=True,
     )

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from zbound.ising.features import FeatureSet, _unpack, coefficient_matrix
+from zbound.ising.model import check_scale, relative_gap
 from zbound.ising.quantum.blas import blas_threads as _limit_blas_threads
 from zbound.ising.quantum.chambolle_pock import solve_quantum
 from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
@@ -117,6 +118,7 @@ def quantum_bound(
         raise ValueError(
             "quantum_bound needs epsilon > 0; use zero_temperature_bound for epsilon = 0"
         )
+    check_scale(model, "quantum_bound")
     tol = check_positive("tol", tol)
     tau = check_positive("tau", tau)
     sigma = check_positive("sigma", sigma)
@@ -131,15 +133,25 @@ def quantum_bound(
     if blas_threads is not None:
         blas_threads = check_int("blas_threads", blas_threads, 1)
     with _limit_blas_threads(blas_threads):
-        sol = solve_quantum(
-            F, features, eps, tol, tau, sigma, max_iter, check_every, x0, y0, polish
-        )
+        try:
+            sol = solve_quantum(
+                F, features, eps, tol, tau, sigma, max_iter, check_every, x0, y0, polish
+            )
+        except np.linalg.LinAlgError as exc:
+            raise ValueError(
+                f"quantum_bound: the eigensolver failed ({exc}); parameters / eps are probably "
+                f"too large for float64 (max |F| = {np.abs(F).max():.3g}, eps = {eps:.3g})"
+            ) from exc
     D, P = sol.bound, sol.primal
+    if not np.isfinite(D):
+        raise ValueError(
+            f"quantum_bound: the dual bound is not finite ({D}): parameters / eps overflow "
+            f"float64 (max |F| = {np.abs(F).max():.3g}, eps = {eps:.3g})")
     means = spin_means(sol.sigma, features)
     return QuantumResult(
         bound=D,
         primal=P,
-        gap=(D - P) / max(abs(D), abs(P), eps),
+        gap=relative_gap(D, P, eps),
         abs_gap=D - P,
         iterations=sol.iterations,
         converged=sol.converged,

@@ -20,6 +20,7 @@ from scipy.linalg.blas import dsyrk
 from scipy.special import wrightomega
 
 from zbound.ising.features import FeatureSet
+from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import (
     dual_and_gradient,
     dual_value,
@@ -146,7 +147,7 @@ def solve_quantum(
             if P > best_P:
                 best_P, best_S = P, S
         history.append((it, best_D, best_P))
-        return (best_D - best_P) / max(abs(best_D), abs(best_P), epsilon)
+        return relative_gap(best_D, best_P, epsilon)
 
     for it in range(1, max_iter + 1):
         if pairs:
@@ -196,7 +197,7 @@ def solve_quantum(
                 if pol.sigma is not None:
                     best_P, best_S = pol.primal, pol.sigma
                 history.append((it, best_D, best_P))
-                if (best_D - best_P) / max(abs(best_D), abs(best_P), epsilon) <= tol:
+                if relative_gap(best_D, best_P, epsilon) <= tol:
                     converged = True
                     break
                 # resume CP from the polished dual point, and polish again only later

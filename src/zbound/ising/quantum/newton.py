@@ -15,6 +15,7 @@ import numpy as np
 import scipy.linalg.lapack
 
 from zbound.ising.features import FeatureSet
+from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import feasible_primal, primal_value
 
 # Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis
@@ -118,7 +119,7 @@ class DualNewton:
             P = primal_value(S, s, self.F, self.eps)
             if P > best_P:
                 best_P, best_S = P, S
-            if (D - best_P) / max(abs(D), abs(best_P), self.eps) <= tol:
+            if relative_gap(D, best_P, self.eps) <= tol:
                 return PolishResult(D, W, best_P, best_S, step)
             mu = 1e-12 * max(float(np.max(np.diag(H))), 1e-300)
             c, info = scipy.linalg.lapack.dpotrf(H + mu * np.eye(self.p), lower=1, clean=0)
