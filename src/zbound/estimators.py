@@ -16,7 +16,6 @@ import numbers
 import warnings
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -249,12 +248,9 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         coef_box = _check_bound_pair("coef_bounds", self.coef_bounds, (k, n_features))
         icpt_box = _check_bound_pair("intercept_bounds", self.intercept_bounds, (k,))
 
-        if self.fit_intercept:
-            ones = np.ones((X.shape[0], 1))
-            Xa = sp.hstack([X, ones], format="csr") if sp.issparse(X) else np.hstack([X, ones])
-        else:
-            Xa = X
-        d = Xa.shape[1]
+        # The intercept is an implicit column of ones (SoftmaxLoss(fit_intercept=True)): X is
+        # never copied; theta = vec([W, b]), b the last entry of each class.
+        d = n_features + bool(self.fit_intercept)
         pen = np.full((k, d), 1.0 / float(self.C))
         if self.fit_intercept:
             pen[:, -1] = 0.0
@@ -263,8 +259,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.fit_intercept and k > 1:
             # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
             center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
-        model = logistic_objective(Xa, y_idx.astype(np.intp), n_classes, pen.ravel(), sw_given,
-                                   center)
+        model = logistic_objective(X, y_idx.astype(np.intp), n_classes, pen.ravel(), sw_given,
+                                   center, fit_intercept=bool(self.fit_intercept))
 
         constraints = None
         x0 = np.zeros(k * d)

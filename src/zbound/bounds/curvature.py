@@ -4,8 +4,12 @@ Every operator implements one interface, and solvers reach linear algebra only t
 
 - ``shape``, ``matvec(v)``, ``quad(v)``, ``diagonal()``, ``to_dense()``;
 - ``diagonal_blocks()``: the diagonal blocks (m, b, b) the operator can give cheaply, or None;
-- ``preconditioner()``: M^{-1} as a callable (block-Jacobi from ``diagonal_blocks`` where there
-  are blocks, else Jacobi from ``diagonal``);
+- ``block_factors()``: the same blocks factored, sum_k X_k^T diag(C_k[:, a]) X_k + diag(extra[a])
+  (X_k with an implicit ones column where flagged), or None;
+- ``preconditioner()``: M^{-1} as a callable, block-Jacobi in the form the shape calls for
+  (Woodbury through rows x rows systems when there are fewer rows than block columns, dense
+  block inverses from ``diagonal_blocks`` otherwise while they fit in memory, else Jacobi from
+  ``diagonal``);
 - ``solve(rhs, method="cholesky" | "cg")``: dense Cholesky (minimum-norm least squares when
   singular) or preconditioned conjugate gradient on products only;
 - ``+`` (a :class:`SumCurvature`) and scaling by a number ``c * C`` (a :class:`ScaledCurvature`).
@@ -32,7 +36,14 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from zbound._linalg import block_jacobi, jacobi, pcg, psd_solve
+from zbound._linalg import (
+    block_jacobi,
+    block_preconditioner_kind,
+    jacobi,
+    pcg,
+    psd_solve,
+    woodbury_block_jacobi,
+)
 
 # Largest (pairs, d, t) operand for the batched class-pair Gram products of a dense assembly.
 _BATCH_ELEMS = 1 << 20
@@ -68,6 +79,14 @@ class Curvature:
         """Diagonal blocks (m, b, b) with m * b = p, when the structure gives them cheaply."""
         return None
 
+    def block_factors(self):
+        """The diagonal blocks in factored form, ``(factors, extra)``: block a is
+        sum_k Xa_k^T diag(C_k[:, a]) Xa_k + diag(extra[a]) over the triples
+        (X_k, C_k, intercept_k) of ``factors`` (X_k dense or CSR, Xa_k = [X_k, 1] when
+        intercept_k else X_k, of b columns; C_k (t_k, m) >= 0; extra (m, b)); None where the
+        operator has no such form. Lets :meth:`preconditioner` choose by shape."""
+        return None
+
     def add_to_dense(self, out: np.ndarray) -> None:
         """out += this operator, in place (sums assemble without temporaries)."""
         out += self.to_dense()
@@ -81,9 +100,23 @@ class Curvature:
         return LinearOperator((p, p), matvec=self.matvec, dtype=np.float64)
 
     def preconditioner(self):
-        """M^{-1} for conjugate gradient: block-Jacobi on ``diagonal_blocks()`` where the
-        operator has blocks (the class blocks of a softmax curvature: the coupling between
-        classes is what CG then resolves), else Jacobi on ``diagonal()``."""
+        """M^{-1} for conjugate gradient: block-Jacobi on the class blocks where the operator
+        has them (the coupling between classes is what CG then resolves), else Jacobi on
+        ``diagonal()``. The form follows the shape (``_linalg.block_preconditioner_kind``):
+        with T rows of data and blocks of size b, Woodbury through T x T systems when T < b
+        (never a (b, b) array), dense inverses of ``diagonal_blocks()`` while m b^2 fits in
+        ``MAX_BLOCK_ELEMS``, else Jacobi."""
+        factors = self.block_factors()
+        if factors is not None:
+            pairs, extra = factors
+            rows = sum(f[0].shape[0] for f in pairs)
+            kind = block_preconditioner_kind(rows, extra.shape[1], extra.shape[0])
+            if kind == "woodbury":
+                pre = woodbury_block_jacobi(pairs, extra)
+                if pre is not None:
+                    return pre
+            if kind != "dense":
+                return jacobi(self.diagonal())
         blocks = self.diagonal_blocks()
         if blocks is not None:
             pre = block_jacobi(blocks)
@@ -278,6 +311,13 @@ class ScaledCurvature(Curvature):
         blocks = self.base.diagonal_blocks()
         return None if blocks is None else self.c * blocks
 
+    def block_factors(self):
+        fac = self.base.block_factors()
+        if fac is None:
+            return None
+        pairs, extra = fac
+        return [(X, self.c * C, icpt) for X, C, icpt in pairs], self.c * extra
+
 
 class SumCurvature(Curvature):
     """C_1 + C_2 + ... (chunk curvatures of a loss, plus a penalty's)."""
@@ -339,6 +379,30 @@ class SumCurvature(Curvature):
             blocks[:, idx, idx] += part.diagonal().reshape(m, bs)
         return blocks
 
+    def block_factors(self):
+        """The parts' factors side by side (chunks stack their rows), their extra diagonals
+        summed; parts without factors add their diagonal (as in :meth:`diagonal_blocks`)."""
+        pairs = []
+        extra = None
+        rest = []
+        for part in self.parts:
+            fac = part.block_factors()
+            if fac is None:
+                rest.append(part)
+                continue
+            if extra is None:
+                extra = fac[1].copy()
+            elif fac[1].shape != extra.shape:
+                return None
+            else:
+                extra += fac[1]
+            pairs.extend(fac[0])
+        if extra is None:
+            return None
+        for part in rest:
+            extra += part.diagonal().reshape(extra.shape)
+        return pairs, extra
+
 
 class KroneckerCurvature(Curvature):
     """C = sum_j B_j (x) x_j x_j^T + reg * I, never formed unless asked.
@@ -351,7 +415,80 @@ class KroneckerCurvature(Curvature):
 
     The parameter vector is theta = vec(W), W of shape (n, d), row-major (index a * d + i), so
     block (a, b) of C is X^T diag(B[:, a, b]) X. A product C v costs O(t n d + t n^2).
+
+    :meth:`with_intercept` gives the same operator on the design [X, 1] (an intercept as the
+    last column of each class, d = X.shape[1] + 1) without forming it: every kernel below goes
+    through ``_rows_x``, ``_classes_x``, ``_xt_rows``, ``_xt_classes`` and ``_sq_weights``,
+    which add the ones column's part (b_a, row sums) themselves.
     """
+
+    intercept = False
+
+    def with_intercept(self) -> KroneckerCurvature:
+        """This operator on [X, 1] (implicit ones column; theta's last entry per class)."""
+        out = copy.copy(self)
+        out.intercept = True
+        out.d = self.X.shape[1] + 1
+        p = out.n * out.d
+        out.shape = (p, p)
+        return out
+
+    # -- products with the design [X, 1] (or X), dense or CSR ----------------------------------
+    def _split(self, V):
+        return (V[:, :-1], V[:, -1]) if self.intercept else (V, None)
+
+    def _rows_x(self, V: np.ndarray) -> np.ndarray:
+        """(t, n): x_j^T v_a for V (n, d)."""
+        W, b = self._split(V)
+        U = np.asarray(self.X @ W.T)
+        if b is not None:
+            U = U + b
+        return U
+
+    def _classes_x(self, V: np.ndarray) -> np.ndarray:
+        """(n, t) C-contiguous, class-major: v_a^T x_j."""
+        if sp.issparse(self.X):
+            return np.ascontiguousarray(self._rows_x(V).T)
+        W, b = self._split(V)
+        UT = W @ self.X.T
+        if b is not None:
+            UT += b[:, None]
+        return UT
+
+    def _with_sums(self, out: np.ndarray, sums) -> np.ndarray:
+        if not self.intercept:
+            return out
+        full = np.empty((out.shape[0], self.d))
+        full[:, :-1] = out
+        full[:, -1] = sums
+        return full
+
+    def _xt_rows(self, R: np.ndarray) -> np.ndarray:
+        """(n, d): sum_j r_ja x_j for R (t, n)."""
+        out = np.asarray(self.X.T @ R).T
+        return self._with_sums(out, R.sum(axis=0) if self.intercept else None)
+
+    def _xt_classes(self, RT: np.ndarray) -> np.ndarray:
+        """(n, d): the same for class-major RT (n, t)."""
+        out = np.asarray(self.X.T @ RT.T).T if sp.issparse(self.X) else RT @ self.X
+        return self._with_sums(out, RT.sum(axis=1) if self.intercept else None)
+
+    def _sq_weights(self, W: np.ndarray) -> np.ndarray:
+        """(n, d): sum_j W[j, a] x_ji^2, the diagonal of each class block for weights W (t, n)."""
+        if sp.issparse(self.X):
+            out = np.asarray(self.X.multiply(self.X).T @ W).T
+        else:
+            out = W.T @ (self.X * self.X)
+        return self._with_sums(out, W.sum(axis=0) if self.intercept else None)
+
+    def _design(self):
+        """[X, 1] (or X) explicitly, for the assemblies of a sparse X."""
+        if not self.intercept:
+            return self.X
+        ones = np.ones((self.X.shape[0], 1))
+        if sp.issparse(self.X):
+            return sp.hstack([self.X, ones], format="csr")
+        return np.hstack([self.X, ones])
 
     def __init__(self, X, B: np.ndarray, reg: float = 0.0):
         B = np.asarray(B, dtype=np.float64)
@@ -374,17 +511,13 @@ class KroneckerCurvature(Curvature):
 
     def matvec(self, v):
         V = np.asarray(v, dtype=np.float64).reshape(self.n, self.d)
-        U = self.X @ V.T                                  # (t, n): x_j^T v_a
+        U = self._rows_x(V)                               # (t, n): x_j^T v_a
         R = np.einsum("jab,jb->ja", self.B, U)            # (t, n): B_j u_j
-        out = np.asarray(self.X.T @ R).T                  # (n, d)
+        out = self._xt_rows(R)                            # (n, d)
         return out.ravel() + self.reg * v
 
     def diagonal(self):
-        if sp.issparse(self.X):
-            sq = self.X.multiply(self.X)
-            diag = np.asarray(sq.T @ np.diagonal(self.B, axis1=1, axis2=2)).T
-        else:
-            diag = (np.diagonal(self.B, axis1=1, axis2=2).T @ (self.X * self.X))
+        diag = self._sq_weights(np.diagonal(self.B, axis1=1, axis2=2))
         return diag.ravel() + self.reg
 
     def diagonal_blocks(self) -> np.ndarray:
@@ -397,6 +530,14 @@ class KroneckerCurvature(Curvature):
         blocks[:, idx, idx] += self.reg
         return blocks
 
+    def _block_weights(self) -> np.ndarray:
+        """(t, n): the diagonal of each B_j, the weights of the class blocks."""
+        return np.diagonal(self.B, axis1=1, axis2=2)
+
+    def block_factors(self):
+        return ([(self.X, self._block_weights(), self.intercept)],
+                np.full((self.n, self.d), self.reg))
+
     def _grams(self, C: np.ndarray) -> np.ndarray:
         """X^T diag(C[:, k]) X for every column k of C (t, m), symmetrized, (m, d, d).
 
@@ -405,15 +546,25 @@ class KroneckerCurvature(Curvature):
         """
         X = self.X
         m = C.shape[1]
+        dx = X.shape[1]
         if m * X.size <= _BATCH_ELEMS:
             G = (X.T[None, :, :] * C.T[:, None, :]) @ X
         else:
-            G = np.empty((m, self.d, self.d))
+            G = np.empty((m, dx, dx))
             for k in range(m):
                 G[k] = (X * C[:, k, None]).T @ X
         G += G.transpose(0, 2, 1)
         G *= 0.5
-        return G
+        if not self.intercept:
+            return G
+        # bordered by the ones column: [[X^T diag(c) X, X^T c], [c^T X, sum c]]
+        out = np.empty((m, dx + 1, dx + 1))
+        out[:, :dx, :dx] = G
+        XC = C.T @ X
+        out[:, :dx, dx] = XC
+        out[:, dx, :dx] = XC
+        out[:, dx, dx] = C.sum(axis=0)
+        return out
 
     def _assemble(self, pair_weights, complete: bool) -> np.ndarray:
         """Dense (n d, n d) matrix with block (a, b) = X^T diag(c_ab) X (dense X), where
@@ -448,7 +599,7 @@ class KroneckerCurvature(Curvature):
             complete = bool(np.max(np.abs(B.sum(axis=2)), initial=0.0) <= 1e-13 * scale)
             return self._assemble(lambda ia, ib: B[:, ia, ib], complete)
         n, d = self.n, self.d
-        X = self.X
+        X = self._design()
         out = np.empty((n, d, n, d))
         for a in range(n):
             for b in range(a, n):
@@ -512,22 +663,22 @@ class SoftmaxCurvature(KroneckerCurvature):
     def matvec(self, v):
         V = np.asarray(v, dtype=np.float64).reshape(self.n, self.d)
         if sp.issparse(self.X):
-            U = np.asarray(self.X @ V.T)                   # (t, n)
+            U = self._rows_x(V)                            # (t, n)
             PU = self.P * U
             R = PU - self.P * PU.sum(axis=1, keepdims=True)    # B_j u_j
             if self.weights is not None:
                 R *= self.weights[:, None]
-            out = np.asarray(self.X.T @ R).T
+            out = self._xt_rows(R)
             return out.ravel() + self.reg * v
         # Class-major (n, t) layout: the sum over classes runs across contiguous rows
         # (35% faster than on (t, n) for the Table 3 sizes, 10% on digits).
         PT = self._PT
-        UT = V @ self.X.T                                  # (n, t): v_a^T x_j
+        UT = self._classes_x(V)                            # (n, t): v_a^T x_j
         UT *= PT
         RT = UT - PT * UT.sum(axis=0)                      # (B_j u_j)^T
         if self.weights is not None:
             RT *= self.weights
-        out = (RT @ self.X).ravel()
+        out = self._xt_classes(RT).ravel()
         out += self.reg * v
         return out
 
@@ -535,11 +686,13 @@ class SoftmaxCurvature(KroneckerCurvature):
         W = self.P - self.P * self.P                       # diagonal of each B_j
         if self.weights is not None:
             W = W * self.weights[:, None]
-        if sp.issparse(self.X):
-            diag = np.asarray(self.X.multiply(self.X).T @ W).T
-        else:
-            diag = W.T @ (self.X * self.X)
-        return diag.ravel() + self.reg
+        return self._sq_weights(W).ravel() + self.reg
+
+    def _block_weights(self) -> np.ndarray:
+        W = self.P - self.P * self.P
+        if self.weights is not None:
+            W *= self.weights[:, None]
+        return W
 
     def diagonal_blocks(self) -> np.ndarray:
         """The n class blocks X^T diag(w p_a (1 - p_a)) X + reg I, shape (n, d, d), from P
@@ -662,15 +815,9 @@ class LabelBoundCurvature(KroneckerCurvature):
 
     def matvec(self, v):
         V = np.asarray(v, dtype=np.float64).reshape(self.n, self.d)
-        if sp.issparse(self.X):
-            UT = np.ascontiguousarray(np.asarray(self.X @ V.T).T)
-        else:
-            UT = V @ self.X.T
+        UT = self._classes_x(V)
         RT = self._apply(self._label_rows(UT))[self.free:]
-        if sp.issparse(self.X):
-            out = np.asarray(self.X.T @ RT.T).T.ravel()
-        else:
-            out = (RT @ self.X).ravel()
+        out = self._xt_classes(RT).ravel()
         if self.reg:
             out += self.reg * v
         return out
@@ -679,13 +826,10 @@ class LabelBoundCurvature(KroneckerCurvature):
         """(t, n) diagonal of each B_j over the free classes."""
         return self._diag_labels()[self.free:].T
 
+    _block_weights = _diag_weights
+
     def diagonal(self):
-        W = self._diag_weights()
-        if sp.issparse(self.X):
-            diag = np.asarray(self.X.multiply(self.X).T @ W).T
-        else:
-            diag = W.T @ (self.X * self.X)
-        return diag.ravel() + self.reg
+        return self._sq_weights(self._diag_weights()).ravel() + self.reg
 
     def diagonal_blocks(self):
         if sp.issparse(self.X):
@@ -739,6 +883,8 @@ class LabelBoundCurvature(KroneckerCurvature):
             rows = slice(a, min(t, a + step))
             part = KroneckerCurvature(self.X if step >= t else self.X[rows],
                                       self._B_rows(a, rows.stop))
+            if self.intercept:
+                part = part.with_intercept()
             if out is None:
                 out = part.to_dense()
             else:

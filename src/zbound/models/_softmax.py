@@ -11,8 +11,14 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def class_major_scores(X, W: np.ndarray) -> np.ndarray:
-    """S^T = W X^T, (k, t) C-contiguous, for dense or CSR X (t, d) and W (k, d)."""
+def class_major_scores(X, W: np.ndarray, intercept: bool = False) -> np.ndarray:
+    """S^T = W X^T, (k, t) C-contiguous, for dense or CSR X (t, d) and W (k, d); with
+    ``intercept`` W is (k, d + 1) and its last column b is added (S^T = W[:, :d] X^T + b: the
+    design [X, 1] without forming it)."""
+    if intercept:
+        ST = class_major_scores(X, W[:, :-1])
+        ST += W[:, -1:]
+        return ST
     if sp.issparse(X):
         return np.ascontiguousarray((X @ W.T).T)
     return W @ X.T
@@ -30,9 +36,15 @@ def logsumexp_classes(ST: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return m + np.log(s), s
 
 
-def class_major_product(R: np.ndarray, X) -> np.ndarray:
+def class_major_product(R: np.ndarray, X, intercept: bool = False) -> np.ndarray:
     """R X, (k, d) C-contiguous, for R (k, t) and dense or CSR X (t, d): gradients and
-    observed-feature sums in vec(W) order."""
+    observed-feature sums in vec(W) order; with ``intercept`` R [X, 1], (k, d + 1), the last
+    column the row sums of R."""
+    if intercept:
+        out = np.empty((R.shape[0], X.shape[1] + 1))
+        out[:, :-1] = class_major_product(R, X)
+        out[:, -1] = R.sum(axis=1)
+        return out
     if sp.issparse(X):
         return np.ascontiguousarray(np.asarray(X.T @ R.T).T)
     return R @ X

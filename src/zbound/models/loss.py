@@ -141,16 +141,23 @@ class SoftmaxLoss(ChunkedLoss):
 
     Parameters
     ----------
-    X : (t, d) array or CSR matrix (append a bias column yourself if wanted)
+    X : (t, d) array or CSR matrix
     y : (t,) integer class indices in [0, n_classes)
     n_classes : int, default max(y) + 1 (>= 2)
     sample_weight : (t,) >= 0 or None (unit weights)
     reference_class : bool, default False
     chunk_size : rows per chunk, default: a chunk's largest temporary near 64 MB
+    fit_intercept : bool, default False
+        Scores X W^T + b with an intercept per class, as if X had a last column of ones, which
+        is never formed (scores add b, the gradient's intercept entries are row sums, the
+        curvature operators handle the implicit column): theta = vec([W, b]), the intercept
+        the last of the d + 1 entries of each class. Equal to appending the column, without
+        the copy of X.
     """
 
     def __init__(self, X, y, n_classes: int | None = None, sample_weight=None,
-                 reference_class: bool = False, chunk_size: int | None = None):
+                 reference_class: bool = False, chunk_size: int | None = None,
+                 fit_intercept: bool = False):
         X = check_design(X, nonempty=True)
         y = np.asarray(y)
         t = X.shape[0]
@@ -170,8 +177,9 @@ class SoftmaxLoss(ChunkedLoss):
         self.reference_class = bool(reference_class)
         self.free = 1 if self.reference_class else 0
         self.k = n - self.free
-        self.d = X.shape[1]
-        self.n_features = self.d
+        self.fit_intercept = bool(fit_intercept)
+        self.d = X.shape[1] + self.fit_intercept          # parameters per class
+        self.n_features = X.shape[1]
         self.n_params = self.k * self.d
         self.n_samples = t
         self.sample_weight = check_sample_weight(sample_weight, t)
@@ -189,7 +197,7 @@ class SoftmaxLoss(ChunkedLoss):
         Y = np.zeros((self.n_classes, b - a))
         Y[y, np.arange(b - a)] = 1.0 if sw is None else sw
         # sum_j s_j S_{j, y_j} = theta . vec(sum_j s_j e_{y_j} x_j^T) over the free classes
-        observed = class_major_product(Y[self.free:], X).ravel()
+        observed = class_major_product(Y[self.free:], X, self.fit_intercept).ravel()
         return (X, sw, observed)
 
     # -- constructors of related losses --------------------------------------------------------
@@ -197,16 +205,16 @@ class SoftmaxLoss(ChunkedLoss):
         """The same loss on the rows ``rows`` (indices, a slice or a boolean mask)."""
         sw = None if self.sample_weight is None else self.sample_weight[rows]
         return SoftmaxLoss(self.X[rows], self.y[rows], self.n_classes, sw,
-                           self.reference_class, None)
+                           self.reference_class, None, self.fit_intercept)
 
     def reweighted(self, sample_weight) -> SoftmaxLoss:
         """The same rows with other sample weights (e.g. EM responsibilities)."""
         return SoftmaxLoss(self.X, self.y, self.n_classes, sample_weight,
-                           self.reference_class, self.chunk_size)
+                           self.reference_class, self.chunk_size, self.fit_intercept)
 
     # -- per-chunk kernels, scores class-major (n_classes, rows) --------------------------------
     def _scores_t(self, theta, X):
-        ST = class_major_scores(X, theta.reshape(self.k, self.d))
+        ST = class_major_scores(X, theta.reshape(self.k, self.d), self.fit_intercept)
         if self.free:
             ST = np.vstack([np.zeros((1, ST.shape[1])), ST])
         return ST
@@ -221,7 +229,7 @@ class SoftmaxLoss(ChunkedLoss):
                                 observed)
 
     def _grad_from(self, PT, X, sw, observed):
-        g = class_major_product(PT if sw is None else PT * sw, X).ravel()
+        g = class_major_product(PT if sw is None else PT * sw, X, self.fit_intercept).ravel()
         g -= observed
         return g
 
@@ -242,7 +250,8 @@ class SoftmaxLoss(ChunkedLoss):
         """Exact Hessian sum_j s_j (diag p_j - p_j p_j^T) (x) x_j x_j^T (free classes)."""
         f, g, PT = self._value_grad_p(theta, c)
         X, sw, _ = c
-        return f, g, SoftmaxCurvature(X, PT.T, 0.0, weights=sw, complete=not self.free)
+        H = SoftmaxCurvature(X, PT.T, 0.0, weights=sw, complete=not self.free)
+        return f, g, H.with_intercept() if self.fit_intercept else H
 
     def _majorizer(self, theta, c, order):
         X, sw, observed = c
@@ -250,7 +259,30 @@ class SoftmaxLoss(ChunkedLoss):
         log_z, P, factors = label_bound_factors(S, order)
         f = self._data_value(theta, log_z, sw, observed)
         g = self._grad_from(np.ascontiguousarray(P[:, self.free:].T), X, sw, observed)
-        return f, g, label_bound_curvature(X, factors, sw, self.free)
+        C = label_bound_curvature(X, factors, sw, self.free)
+        return f, g, C.with_intercept() if self.fit_intercept else C
+
+    def lowrank_majorizer(self, theta: np.ndarray, order: str = "descending", rank: int = 10,
+                          rule: str = "exact") -> Majorizer:
+        """The Alg. 1 majorizer with its curvature kept low-rank plus diagonal (Alg. 4 of
+        Jebara & Choromanska 2012 inside Alg. 2): value and gradient exact, curvature a
+        :class:`~zbound.bounds.lowrank.LowRankCurvature` that dominates the full one for the
+        rules "exact" (default) and "sgb" ("paper" is not always a bound). The rank-one terms of
+        every row stream through one accumulator, chunk after chunk (memory O(p rank) plus a
+        chunk); the result depends on the row order, and is a bound for any chunking."""
+        from zbound.bounds.lowrank import LowRankAccumulator, accumulate_softmax
+
+        theta = np.asarray(theta, dtype=np.float64)
+        acc = LowRankAccumulator(self.n_params, rank, rule)
+        f = 0.0
+        g = np.zeros(self.n_params)
+        for X, sw, observed in self._chunks:
+            S = np.ascontiguousarray(self._scores_t(theta, X).T)
+            log_z, P, factors = label_bound_factors(S, order)
+            f += self._data_value(theta, log_z, sw, observed)
+            g += self._grad_from(np.ascontiguousarray(P[:, self.free:].T), X, sw, observed)
+            accumulate_softmax(acc, X, factors, sw, self.free, self.fit_intercept)
+        return Majorizer(theta, float(f), g, acc.curvature())
 
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
         """(t, n_classes) class probabilities at theta for X (default: the training rows)."""

@@ -46,7 +46,8 @@ class MultinomialLogistic(Objective):
 
 
 def logistic_objective(X, y, n_classes: int, penalty: np.ndarray, sample_weight=None,
-                       center: float = 0.0, chunk_size: int | None = None) -> Objective:
+                       center: float = 0.0, chunk_size: int | None = None,
+                       fit_intercept: bool = False) -> Objective:
     """The estimator's objective: weighted softmax log-loss (binary: class 0 as the reference,
     one weight vector, exactly scikit-learn's binary loss) plus a per-parameter L2 penalty
     (0 on intercepts) plus the intercept-centering term.
@@ -61,10 +62,13 @@ def logistic_objective(X, y, n_classes: int, penalty: np.ndarray, sample_weight=
     stop short on a singular one), and a gradient perturbation far below ``tol``.
 
     X : (t, d) float64 ndarray or CSR, the intercept (if any) its last column; y (t,) class
-    indices; penalty (k d,) with k = 1 for two classes, else n_classes.
+    indices; penalty (k d,) with k = 1 for two classes, else n_classes. With
+    ``fit_intercept`` X is (t, d - 1) and the intercept column of ones is implicit
+    (``SoftmaxLoss(fit_intercept=True)``: same objective, same theta layout, no copy of X).
     """
     loss = SoftmaxLoss(X, y, n_classes, sample_weight=sample_weight,
-                       reference_class=n_classes == 2, chunk_size=chunk_size)
+                       reference_class=n_classes == 2, chunk_size=chunk_size,
+                       fit_intercept=fit_intercept)
     u = np.zeros(loss.n_params)
     u[loss.d - 1:: loss.d] = 1.0
     return Objective(loss, L2Penalty(penalty), InterceptCentering(u, center))

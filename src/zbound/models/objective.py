@@ -73,5 +73,22 @@ class Objective:
             C = p.add_curvature(C, inplace=True)      # fresh from the loss too
         return Majorizer(m.theta, float(f), g, C)
 
+    def lowrank_majorizer(self, theta: np.ndarray, order: str = "descending", rank: int = 10,
+                          rule: str = "exact") -> Majorizer:
+        """The loss's low-rank majorizer (``loss.lowrank_majorizer``) plus each penalty, kept
+        low-rank plus diagonal (``penalty.add_lowrank_curvature``): an L2 penalty adds to the
+        diagonal exactly; the rank-one centering term goes through one more update by ``rule``
+        (exact for the "exact" rule up to the one eigenpair it absorbs into the diagonal)."""
+        build = getattr(self.loss, "lowrank_majorizer", None)
+        if build is None:
+            raise TypeError(f"{type(self.loss).__name__} has no lowrank_majorizer; the low-rank "
+                            "bound is available for SoftmaxLoss")
+        m = build(theta, order, rank=rank, rule=rule)
+        f, g, C = m.value, m.grad, m.curvature
+        for p in self.penalties:
+            f += p.add_value_grad(m.theta, g)
+            C = p.add_lowrank_curvature(C, rule=rule)
+        return Majorizer(m.theta, float(f), g, C)
+
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
         return self.loss.predict_proba(theta, X)

@@ -73,6 +73,13 @@ class L2Penalty:
             return C.with_ridge(self.strength, inplace)
         return C + DiagonalCurvature(self.strength)
 
+    def add_lowrank_curvature(self, C, rule: str = "exact"):
+        """C + this penalty's curvature for a low-rank plus diagonal C
+        (:class:`~zbound.bounds.lowrank.LowRankCurvature`): added to its diagonal, exactly."""
+        if self.n_params is None:
+            return C.with_ridge(self.strength)
+        return C.with_diagonal(self.strength)
+
 
 class InterceptCentering:
     """weight/2 (u^T theta)^2, u (p,) the 0/1 indicator of the intercept entries."""
@@ -108,3 +115,11 @@ class InterceptCentering:
 
     def add_curvature(self, C: Curvature, inplace: bool = False) -> Curvature:
         return C + RankOneCurvature(self.u, self.weight)
+
+    def add_lowrank_curvature(self, C, rule: str = "exact"):
+        """C + weight u u^T for a low-rank plus diagonal C, by one more rank-one update of
+        ``rule``: the exact rule keeps it in the low-rank part up to the smallest eigenpair of
+        the (rank + 1) system, absorbed into the diagonal (tighter than bounding weight u u^T
+        by its least-trace diagonal weight ||u||_1 |u|, which for the intercept indicator is
+        n_classes times the weight on every intercept)."""
+        return C.rank_one_update(np.sqrt(self.weight) * self.u, rule)

@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from zbound._linalg import ridged_cholesky_solve
-from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 
 _ARMIJO = 1e-4
@@ -80,8 +80,12 @@ class _MMBase(Solver):
             return -d, float(np.max(np.abs(g)))
         return constrained_step(maj.curvature.to_dense(), g, maj.theta, cons)
 
+    def build_majorizer(self, model, x):
+        """The majorizer an iteration minimizes (the full Alg. 1 bound here)."""
+        return model.majorizer(x, self.order)
+
     def init(self, model, x):
-        maj = model.majorizer(x, self.order)
+        maj = self.build_majorizer(model, x)
         state = State(x, maj.value, maj.grad)
         state.extra["maj"] = maj
         state.extra["inner"] = self.resolve_inner(x.shape[0], bound=True)
@@ -104,7 +108,7 @@ class _MMBase(Solver):
     def advance(self, model, state, x_new) -> bool:
         """Move to x_new (a point the bound guarantees to descend to): build its majorizer and
         accept it; False when rounding ate the guaranteed decrease."""
-        maj = model.majorizer(x_new, self.order)
+        maj = self.build_majorizer(model, x_new)
         f = state.f
         if not maj.value <= f + _ROUND * max(1.0, abs(f)):
             state.status = Status.NO_DECREASE
@@ -116,12 +120,42 @@ class _MMBase(Solver):
 
 @register
 class BoundMM(_MMBase):
-    """Alg. 2 (batch bound majorization), one Alg. 1 bound per iteration."""
+    """Alg. 2 (batch bound majorization), one Alg. 1 bound per iteration.
+
+    ``rank`` (None: the full curvature) keeps the bound's curvature low-rank plus diagonal
+    (Section 6 of the paper, ``model.lowrank_majorizer(x, order, rank=rank,
+    rule=lowrank_rule)``), solved by the Woodbury formula; ``lowrank_rule`` is "exact" (the
+    default), "sgb" or "paper" (not always a bound: monotonicity is then not guaranteed). See
+    ``docs/lowrank.md``.
+    """
 
     info = MethodInfo(
         "bound", peer=False, constraints="linear", uses_bound=True, needs=("majorizer",),
         description="Alg. 2 of Jebara & Choromanska (2012) as published: minimize the Alg. 1 "
                     "quadratic majorizer each iteration (QP under constraints)")
+    options = {**_MMBase.options, "rank": None, "lowrank_rule": "exact"}
+
+    def check_options(self):
+        rank = self.opts["rank"]
+        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int | np.integer)
+                                 or rank < 1):
+            raise ValueError(f"rank must be None or an integer >= 1, got {rank!r}")
+        if self.opts["lowrank_rule"] not in ("exact", "sgb", "paper"):
+            raise ValueError(f"lowrank_rule must be 'exact', 'sgb' or 'paper', got "
+                             f"{self.opts['lowrank_rule']!r}")
+
+    def build_majorizer(self, model, x):
+        rank = self.opts["rank"]
+        if rank is None:
+            return model.majorizer(x, self.order)
+        inner = model.model if isinstance(model, CountedModel) else model
+        build = getattr(inner, "lowrank_majorizer", None)
+        if not callable(build):
+            raise TypeError(f"method 'bound' with rank={rank} needs model.lowrank_majorizer(), "
+                            f"which {type(inner).__name__} does not have")
+        if isinstance(model, CountedModel):
+            model.n_bound += 1
+        return build(x, self.order, rank=int(rank), rule=self.opts["lowrank_rule"])
 
     def update(self, model, state):
         self.advance(model, state, state.x + self.pending_step(state))
@@ -334,9 +368,13 @@ class NewtonBound(_MMBase):
             f_new, g_new, H_new = model.value_grad_hessian(x_new)
             # Sufficient decrease; or, when the predicted decrease is below what float64 can
             # resolve in f, no increase beyond rounding (the step still improves x).
+            # Below that resolution, also when the gradient shrank and f rose by no more than
+            # the value's own rounding (a sum over rows: ~1e-13 relative; the explicit and the
+            # implicit intercept column round differently there and must stop alike).
             eps_f = _ROUND * 1e-3 * max(1.0, abs(f))
-            accepted = f_new <= f + _ARMIJO * pred or (-pred <= 1e3 * eps_f
-                                                       and f_new <= f + eps_f)
+            accepted = f_new <= f + _ARMIJO * pred or (
+                -pred <= 1e3 * eps_f and (f_new <= f + eps_f or (
+                    f_new <= f + 100.0 * eps_f and _norm(g_new) < _norm(g))))
             if not accepted:
                 # Backtrack along the Newton direction with values only (safeguarded quadratic
                 # interpolation); near-separable data make the full step overshoot along flat
