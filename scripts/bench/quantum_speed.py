@@ -8,6 +8,10 @@ Measures, on this machine (report the load and core count with the numbers):
 2. quantum_bound (default, with Newton polish where n <= 128) against cvxpy_quantum_bound
    (Clarabel and SCS), alternating, median of repeats, where CVXPY returns a solution.
 3. greedy_features(k=10) at d = 10.
+4. ``--parts scale``: quantum_bound (default: Newton with temperature continuation on the
+   diagonal dual for n > 128) against plain Chambolle-Pock (polish=False, what the default was
+   for n > 128 before) at d = 200, 400, 700, 1000 (``--scale-d``), alternating; Chambolle-Pock
+   is skipped above ``--cp-max-d``. Reports seconds, iterations, Newton steps, eigensolves.
 """
 
 from __future__ import annotations
@@ -110,11 +114,38 @@ def bench_greedy(repeats, seeds):
     return rows
 
 
+def bench_scale(dims, repeats, cp_max_d):
+    from zbound.bench.timing import time_alternating
+    from zbound.ising.generators import gaussian_model as paper_gaussian
+
+    rows = []
+    for d in dims:
+        model = paper_gaussian(d, random_state=0)
+        methods = {"newton": lambda m=model: quantum_bound(m, tol=1e-6)}
+        if d <= cp_max_d:
+            methods["cp"] = lambda m=model: quantum_bound(m, tol=1e-6, polish=False,
+                                                          max_iter=50000)
+        res = time_alternating(methods, repeats=repeats if d <= 400 else 1)
+        for name, entry in res.items():
+            r = entry["result"]
+            row = {"d": d, "method": name, "seconds": entry["median_s"], "times": entry["times"],
+                   "iterations": r.iterations, "newton_steps": r.newton_steps,
+                   "eigendecompositions": r.eigendecompositions, "gap": r.gap,
+                   "bound": r.bound, "converged": r.converged,
+                   "load": os.getloadavg()[0]}
+            rows.append(row)
+            print(json.dumps(row, default=float), flush=True)
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--out", default=None)
-    ap.add_argument("--parts", default="cp,peer,greedy", help="comma list of cp, peer, greedy")
+    ap.add_argument("--parts", default="cp,peer,greedy",
+                    help="comma list of cp, peer, greedy, scale")
+    ap.add_argument("--scale-d", default="200,400,700,1000")
+    ap.add_argument("--cp-max-d", type=int, default=1000)
     args = ap.parse_args()
     quick = args.quick
     parts = set(args.parts.split(","))
@@ -132,6 +163,8 @@ def main():
         ),
         "greedy": [] if "greedy" not in parts else bench_greedy(1, [0] if quick else [0, 1]),
     }
+    if "scale" in parts:
+        out["scale"] = bench_scale([int(v) for v in args.scale_d.split(",")], 3, args.cp_max_d)
     out["machine"]["load_after"] = os.getloadavg()
     if args.out:
         with open(args.out, "w") as fh:

@@ -26,6 +26,10 @@ TINY = {
     "general_curve_iter": 200,
     "curve_d": 10,
     "curve_draws": 1,
+    "scale_d": (20, 30),
+    "scale_trw_max_iter": 200,
+    "scale_trw_work": 1e5,
+    "scale_repeats": 1,
 }
 
 
@@ -72,6 +76,15 @@ def test_ising_suite_writes_the_contract_fields_and_valid_bounds(tiny_run):
     assert (out / "fig1_hierarchy.png").stat().st_size > 1000
     assert (out / "fig2_logdet_d5.png").stat().st_size > 1000
     assert (out / "fig14_cp_gap_general.png").stat().st_size > 1000
+    # the scale task: one record per (d, method), fields in metrics, a verdict and a figure
+    scale = [r for r in doc["records"] if r["task"] == "scale"]
+    assert sorted((r["metrics"]["d"], r["method"]) for r in scale) == [
+        (20, "quantum"), (20, "trw"), (30, "quantum"), (30, "trw")]
+    for r in scale:
+        m = r["metrics"]
+        assert {"seconds", "iterations", "bound", "gap", "converged", "certified"} <= set(m)
+        assert m["certified"] and m["bound"] == r["final_objective"]
+    assert "d = 1000 not run" in md and (out / "scale_time_vs_d.png").stat().st_size > 1000
 
 
 def test_suite_is_a_package_with_run_and_report():

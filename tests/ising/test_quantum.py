@@ -381,3 +381,40 @@ def test_blas_threads_are_limited_at_every_size(monkeypatch, d):
     quantum_bound(random_model(d, rng), max_iter=40)
     quantum_bound(random_model(d, rng), max_iter=40, blas_threads=None)
     assert seen == [1, None]
+
+
+@pytest.mark.slow
+def test_diagonal_newton_matches_chambolle_pock_at_large_n():
+    """Pair-only features with n > 128: Newton with temperature continuation on the diagonal
+    dual (docs/quantum.md, "Scale") gives the same certified bound as plain CP, with a feasible
+    primal point and far fewer eigendecompositions."""
+    rng = np.random.default_rng(18)
+    model = random_model(140, rng, eps=0.7)
+    a = quantum_bound(model, tol=1e-7)
+    b = quantum_bound(model, tol=1e-7, polish=False)
+    assert a.converged and b.converged
+    assert a.iterations == 0 and a.newton_steps > 0 and b.newton_steps == 0
+    assert a.bound == pytest.approx(b.bound, rel=2e-7)
+    assert a.gap <= 1e-7 and a.eigendecompositions < b.eigendecompositions / 4
+    S = a.sigma
+    np.testing.assert_allclose(np.diag(S), 1.0)
+    assert np.linalg.eigvalsh(S)[0] >= -1e-12
+    W = a.dual
+    assert abs(np.trace(W)) < 1e-9 and np.count_nonzero(W - np.diag(np.diag(W))) == 0
+    assert a.bound == pytest.approx(dual_value(coefficient_matrix(model, default_features(140)),
+                                               W, model.epsilon), rel=1e-14)
+
+
+def test_diagonal_newton_falls_back_to_chambolle_pock(monkeypatch):
+    """If Newton does not reach tol in its step budget, CP continues from its dual point and
+    the bound stays certified."""
+    import zbound.ising.quantum.chambolle_pock as cp
+
+    monkeypatch.setattr(cp, "DIAGONAL_NEWTON_MIN_N", 10)
+    monkeypatch.setattr(cp, "DIAGONAL_NEWTON_MAX_STEPS", 2)
+    rng = np.random.default_rng(19)
+    model = random_model(12, rng, eps=0.5)
+    r = quantum_bound(model, tol=1e-6)
+    ref = quantum_bound(model, tol=1e-6, polish=False)
+    assert r.converged and r.iterations > 0 and r.newton_steps <= 2
+    assert r.bound == pytest.approx(ref.bound, rel=2e-6)

@@ -29,7 +29,10 @@ class QuantumResult:
     marginals: (d,) approximate P(x_i = 1) read from ``sigma`` (NaN where x_i is not
     representable by the feature set); means: the same as E[x_i] = 2 P(x_i = 1) - 1 (unclipped).
     sigma: (n, n) feasible primal matrix in K'. dual: (n, n) dual iterate (for warm starts).
-    newton_steps: steps of the dual Newton polish; history: (iteration, bound, primal) per check.
+    newton_steps: steps of the dual Newton polish (or, for pair-only features with n > 128, of
+    the diagonal-dual Newton solver; ``iterations`` then counts only Chambolle-Pock iterations,
+    0 when Newton converged on its own). eigendecompositions: LAPACK symmetric eigensolves of
+    (n, n) matrices, the unit of cost at large n. history: (iteration, bound, primal) per check.
     """
 
     bound: float
@@ -48,6 +51,7 @@ class QuantumResult:
     epsilon: float
     newton_steps: int = 0
     history: list[tuple[int, float, float]] = field(default_factory=list, repr=False)
+    eigendecompositions: int = 0
 
 
 def _embed(previous, features: FeatureSet):
@@ -165,4 +169,5 @@ def quantum_bound(
         epsilon=eps,
         newton_steps=sol.newton_steps,
         history=sol.history,
+        eigendecompositions=sol.eigendecompositions,
     )

@@ -21,6 +21,7 @@ from scipy.special import wrightomega
 
 from zbound.ising.features import FeatureSet
 from zbound.ising.model import relative_gap
+from zbound.ising.quantum.diagonal_newton import DiagonalDualNewton
 from zbound.ising.quantum.duality import (
     dual_and_gradient,
     dual_value,
@@ -35,6 +36,11 @@ from zbound.ising.quantum.newton import NEWTON_MAX_N, NEWTON_MAX_WORK, DualNewto
 S_MIN = 1e-18
 PARTIAL_MIN_N = 150
 PARTIAL_RANK_FRACTION = 0.3
+# Pair-only feature sets (e.g. (1, x)) with n > NEWTON_MAX_N are solved, when ``polish`` is on, by
+# Newton with temperature continuation on the diagonal dual (:mod:`.diagonal_newton`); CP takes
+# over from its dual point if that does not reach tol within DIAGONAL_NEWTON_MAX_STEPS steps.
+DIAGONAL_NEWTON_MIN_N = NEWTON_MAX_N + 1
+DIAGONAL_NEWTON_MAX_STEPS = 200
 
 
 @dataclass
@@ -45,7 +51,9 @@ class CPSolution:
     primal: best primal value, that of the feasible matrix ``sigma`` (a lower value on a_eps).
     sigma: (n, n) feasible primal matrix in K'. dual: (n, n) dual iterate Y (for warm starts).
     iterations: Chambolle-Pock iterations run. converged: the relative gap reached ``tol``.
-    newton_steps: Newton steps of the dual polish. history: (iteration, bound, primal) per check.
+    newton_steps: Newton steps of the dual polish (or of the diagonal-dual Newton solver).
+    eigendecompositions: LAPACK symmetric eigensolves of (n, n) matrices (iterations, checks and
+    Newton steps). history: (iteration, bound, primal) per check.
     """
 
     bound: float
@@ -56,6 +64,7 @@ class CPSolution:
     converged: bool
     newton_steps: int = 0
     history: list[tuple[int, float, float]] = field(default_factory=list, repr=False)
+    eigendecompositions: int = 0
 
 
 def entropy_prox(m: np.ndarray, lam: float) -> np.ndarray:
@@ -87,11 +96,37 @@ def solve_quantum(
     Stops when (D - P) / max(|D|, |P|, eps) <= tol, checked every ``check_every`` iterations.
     ``polish``: once the gap is below 0.1, run damped Newton on the dual (n <= 128 and a bounded
     Hessian; CP's primal converges like O(1/k) for general feature sets, Sec. 4.3), resuming CP
-    from the polished dual if that does not close the gap. Returns a :class:`CPSolution`.
+    from the polished dual if that does not close the gap. For pair-only feature sets with
+    n > NEWTON_MAX_N, ``polish`` means Newton with temperature continuation on the diagonal dual
+    (:mod:`.diagonal_newton`, no CP iteration when it converges; CP continues from its dual
+    point otherwise). Returns a :class:`CPSolution`.
     """
     n = features.n
     xc = features.xor_classes
     pairs = xc.pairs_only
+    eig_count = 0
+    best_D, best_P = math.inf, -math.inf
+    best_S = np.eye(n)
+    history: list[tuple[int, float, float]] = []
+    newton_steps = 0
+    if polish and pairs and n >= DIAGONAL_NEWTON_MIN_N:
+        dn = DiagonalDualNewton(F, features, epsilon)
+        w0 = None if y0 is None else np.diag(np.asarray(y0, dtype=np.float64))
+        dsol = dn.solve(tol, max_steps=min(max_iter, DIAGONAL_NEWTON_MAX_STEPS), w0=w0,
+                        continuation=y0 is None)
+        eig_count, newton_steps = dsol.eigendecompositions, dsol.steps
+        history = list(dsol.history)
+        if dsol.converged:
+            return CPSolution(bound=dsol.bound, primal=dsol.primal, sigma=dsol.sigma,
+                              dual=dsol.W, iterations=0, converged=True,
+                              newton_steps=newton_steps, history=history,
+                              eigendecompositions=eig_count)
+        best_D = dsol.bound
+        if dsol.sigma is not None:
+            best_P, best_S = dsol.primal, dsol.sigma
+            x0 = dsol.sigma
+        y0 = dsol.W
+        polish = False
     lam = tau * epsilon / n
     tauF = np.asfortranarray(tau * F)
     syevd = scipy.linalg.lapack.dsyevd
@@ -114,19 +149,15 @@ def solve_quantum(
         yd = np.diag(y).copy()
         x = 0.5 * (x + x.T)
     xbar = x.copy()
-    best_D, best_P = math.inf, -math.inf
-    best_S = np.eye(n)
-    history: list[tuple[int, float, float]] = []
     converged = False
     it = 0
     newton = DualNewton(F, features, epsilon) if polish and n <= NEWTON_MAX_N else None
     if newton is not None and newton.p**2 * n**2 > NEWTON_MAX_WORK:
         newton = None  # forming the p x p Hessian would cost more than CP's remaining work
     next_polish = 0
-    newton_steps = 0
 
     def check():
-        nonlocal best_D, best_P, best_S
+        nonlocal best_D, best_P, best_S, eig_count
         if pairs:
             W = np.diag(yd - yd.mean())
             xs = np.tril(x) + np.tril(x, -1).T  # only the lower triangle of x is maintained
@@ -139,6 +170,7 @@ def solve_quantum(
         else:
             D, Sw = dual_and_gradient(F, W, epsilon)
             cands = (xs, Sw)
+        eig_count += 1 + len(cands)
         if D < best_D:
             best_D = D
         for cand in cands:
@@ -171,6 +203,7 @@ def solve_quantum(
             m, U, info = syevd(M, compute_v=1, lower=1, overwrite_a=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"LAPACK eigensolver failed (info={info})")
+        eig_count += 1
         s = entropy_prox(m, lam)
         rank = int(np.count_nonzero(s > S_MIN))
         # x = U diag(s) U^T with s > 0: a rank-n SYRK fills the lower triangle only
@@ -193,6 +226,7 @@ def solve_quantum(
                     newton = None  # numerically hopeless here: plain CP from now on
                     continue
                 newton_steps += pol.steps
+                eig_count += pol.eigendecompositions
                 best_D = min(best_D, pol.bound)
                 if pol.sigma is not None:
                     best_P, best_S = pol.primal, pol.sigma
@@ -211,4 +245,5 @@ def solve_quantum(
         check()
     Y = np.diag(yd) if pairs else y
     return CPSolution(bound=best_D, primal=best_P, sigma=best_S, dual=Y, iterations=it,
-                      converged=converged, newton_steps=newton_steps, history=history)
+                      converged=converged, newton_steps=newton_steps, history=history,
+                      eigendecompositions=eig_count)

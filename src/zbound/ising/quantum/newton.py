@@ -30,7 +30,7 @@ class PolishResult:
 
     bound: dual value D(W) at the final ``W`` (an upper bound on a_eps). primal: the best primal
     value (the incoming one unless a better feasible point was found, then ``sigma``, else None).
-    steps: Newton steps taken.
+    steps: Newton steps taken. eigendecompositions: LAPACK eigensolves (evaluations and repairs).
     """
 
     bound: float
@@ -38,6 +38,7 @@ class PolishResult:
     primal: float
     sigma: np.ndarray | None
     steps: int
+    eigendecompositions: int = 0
 
 
 class DualNewton:
@@ -67,6 +68,7 @@ class DualNewton:
         self.iu, self.ju = iu[used], ju[used]
         self.k_idx, self.k_rep = inv[: k_idx.shape[0]], inv[k_idx.shape[0]:]
         self.p = k_idx.shape[0]
+        self.eigendecompositions = 0
 
     def _basis_matrix(self, coef: np.ndarray) -> np.ndarray:
         n = self.n
@@ -81,6 +83,7 @@ class DualNewton:
     def evaluate(self, W: np.ndarray, hessian: bool):
         """D(W), Sigma(W), the gradient in the basis coordinates and (if asked) the Hessian."""
         n, eps = self.n, self.eps
+        self.eigendecompositions += 1
         a, U, info = scipy.linalg.lapack.dsyevd((n / eps) * (self.F - W), compute_v=1, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"syevd failed to converge (info={info})")
@@ -112,15 +115,18 @@ class DualNewton:
     def run(self, W: np.ndarray, tol: float, best_P: float, max_steps: int = 40) -> PolishResult:
         """Newton from W (Armijo backtracking) until the gap to ``best_P`` or a better feasible
         primal value is <= ``tol`` (relative), Newton stalls, or ``max_steps``."""
+        start = self.eigendecompositions
         D, Sigma, g, H = self.evaluate(W, True)
         best_S = None
         for step in range(1, max_steps + 1):
             S, s = feasible_primal(Sigma, self.features)
+            self.eigendecompositions += 1
             P = primal_value(S, s, self.F, self.eps)
             if P > best_P:
                 best_P, best_S = P, S
             if relative_gap(D, best_P, self.eps) <= tol:
-                return PolishResult(D, W, best_P, best_S, step)
+                return PolishResult(D, W, best_P, best_S, step,
+                                    self.eigendecompositions - start)
             mu = 1e-12 * max(float(np.max(np.diag(H))), 1e-300)
             c, info = scipy.linalg.lapack.dpotrf(H + mu * np.eye(self.p), lower=1, clean=0)
             if info == 0:
@@ -142,7 +148,8 @@ class DualNewton:
             W = W + t * dW
             D, Sigma, g, H = self.evaluate(W, True)
         S, s = feasible_primal(Sigma, self.features)
+        self.eigendecompositions += 1
         P = primal_value(S, s, self.F, self.eps)
         if P > best_P:
             best_P, best_S = P, S
-        return PolishResult(D, W, best_P, best_S, max_steps)
+        return PolishResult(D, W, best_P, best_S, max_steps, self.eigendecompositions - start)

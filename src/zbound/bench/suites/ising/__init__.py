@@ -5,7 +5,8 @@ Upper bounds on Phi_eps(f) (eq. (5)) of random Ising models: the quantum relaxat
 the log-determinant relaxation (Jordan & Wainwright) and TRW (Wainwright et al.); exact values
 by enumeration for d <= 16. Plus the speed of the library's Chambolle-Pock solver against the same
 relaxation written in CVXPY (the peer), Chambolle-Pock timings at d = 100 (and 400 in full mode),
-and its convergence (Fig. 12-15).
+and its convergence (Fig. 12-15); the "scale" task times the quantum bound and TRW on complete
+graphs up to d = 1000 (d <= 200 in quick mode) with a time-vs-d figure and a verdict line.
 
 Modules: :mod:`.config` (sizes), :mod:`.problems` (the random model families),
 :mod:`.methods` (the bounds compared), :mod:`.runs` (the tasks, writing records),

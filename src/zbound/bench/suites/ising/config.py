@@ -15,7 +15,11 @@ def suite_config(quick: bool) -> dict[str, Any]:
     ``greedy10_d``: the d at which greedy k = 10 joins the coupling comparison;
     ``relative_*``: the d > EXACT_MAX_D block compared with log-det; ``temperatures`` and
     ``gain_ks``: Fig. 7/8; ``speed_d``, ``cp_d``: timings; ``cp_iter_d``, ``cp_general_n``,
-    ``curve_*``, ``general_curve_*``: convergence of Chambolle-Pock (Fig. 12-15).
+    ``curve_*``, ``general_curve_*``: convergence of Chambolle-Pock (Fig. 12-15);
+    ``scale_d``: the "scale" task (quantum and TRW on complete graphs up to d = 1000 in full mode,
+    up to d = 200 in quick mode), ``scale_trw_max_iter`` its TRW sweep limit, lowered to
+    max(200, ``scale_trw_work`` / d^2) at large d (a sweep costs O(d^2)), and
+    ``scale_repeats`` its alternating repeats for d <= 200.
     """
     if quick:
         return {
@@ -42,6 +46,10 @@ def suite_config(quick: bool) -> dict[str, Any]:
             "curve_draws": 3,
             "general_curve_n": 50,
             "general_curve_iter": 1000,
+            "scale_d": (50, 100, 200),
+            "scale_trw_max_iter": 2000,
+            "scale_trw_work": 2e8,
+            "scale_repeats": 1,
         }
     return {
         "draws": 10,
@@ -69,4 +77,8 @@ def suite_config(quick: bool) -> dict[str, Any]:
         "curve_draws": 5,
         "general_curve_n": 50,
         "general_curve_iter": 5000,
+        "scale_d": (50, 100, 200, 400, 700, 1000),
+        "scale_trw_max_iter": 2000,
+        "scale_trw_work": 2e8,
+        "scale_repeats": 3,
     }

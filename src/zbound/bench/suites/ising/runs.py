@@ -440,8 +440,61 @@ def task_convergence(ctx, cfg, stats):
     ctx.advance()
 
 
+SCALE_TARGET_D = 1000
+SCALE_TARGET_S = 60.0
+
+
+def task_scale(ctx, cfg, stats):
+    """Issue 14, "Scale": the library's quantum bound (features (1, x), relative gap 1e-6) and
+    TRW (rho = 2/d) on complete graphs with Gaussian parameters, d in ``cfg["scale_d"]``; one
+    record per (d, method) with seconds, iterations, eigendecompositions, bound and gap."""
+    import warnings
+
+    from zbound.ising.quantum import quantum_bound
+    from zbound.ising.trw import trw_bound
+
+    ds = tuple(cfg["scale_d"])
+    if not ds:
+        return
+    ctx.start("scale: quantum and TRW vs d", len(ds))
+
+    def trw(model, trw_iter):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)   # recorded via ``converged``
+            return trw_bound(model, rho="uniform", max_iter=trw_iter)
+
+    for d in ds:
+        problem = Problem(d)
+        model = problem.one(81)
+        # alternate the two methods; big instances once (they take seconds to a minute)
+        reps = cfg["scale_repeats"] if d <= 200 else 1
+        # a TRW sweep costs O(d^2) (0.3 s at d = 1000): the sweep limit shrinks like 1/d^2
+        trw_iter = min(cfg["scale_trw_max_iter"], max(200, int(cfg["scale_trw_work"] / d**2)))
+        res = time_alternating({"quantum": lambda model=model: quantum_bound(model, tol=1e-6),
+                                "trw": lambda model=model, k=trw_iter: trw(model, k)},
+                               repeats=reps)
+        for name, entry in res.items():
+            r = entry["result"]
+            q = name == "quantum"
+            metrics = {
+                "x": d, **problem.fields(), "n": d + 1 if q else None,
+                "bound": r.bound, "exact": None, "primal": r.primal, "gap": r.gap,
+                "iterations": r.iterations, "converged": bool(r.converged),
+                "certified": True if q else bool(r.certified), "status": r.status,
+                "seconds": entry["median_s"], "times": entry["times"],
+                "newton_steps": r.newton_steps if q else None,
+                "eigendecompositions": r.eigendecompositions if q else None,
+                "max_iter": None if q else trw_iter, "tol": 1e-6,
+            }
+            ctx.writer.add(task="scale", dataset=problem.dataset, setting="rel-gap=1e-6",
+                           method=name, default=q, reached=bool(r.converged),
+                           time_to_target_s=entry["median_s"] if r.converged else None,
+                           evaluations=r.iterations, final_objective=r.bound, metrics=metrics)
+        ctx.advance(f"scale d={d}")
+
+
 TASKS = (task_hierarchy, task_coupling, task_temperature, task_relative, task_zero_temperature,
-         task_speed, task_convergence)
+         task_speed, task_convergence, task_scale)
 
 
 def run_all(ctx, cfg: dict[str, Any]) -> None:
