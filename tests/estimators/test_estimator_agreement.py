@@ -72,6 +72,8 @@ def test_objective_not_worse_than_sklearn(fitted, name, C, fit_intercept):
     f_zb, f_sk = objective(zb, X, y, C), objective(sk, X, y, C)
     assert f_zb <= f_sk + 1e-9 * abs(f_sk)
     np.testing.assert_allclose(zb.solver_result_.fun, f_zb, rtol=1e-10)
+    # the objective the fit reports is J at (coef_, intercept_), centering term removed
+    np.testing.assert_allclose(zb.objective_, f_zb, rtol=1e-12)
 
 
 def test_multinomial_intercepts_sum_to_zero(fitted):

@@ -77,3 +77,21 @@ def test_block_jacobi_inverts_the_class_diagonal_blocks():
         blocks[sl, sl] = M[sl, sl]
     v = np.random.default_rng(5).standard_normal(n * d)
     np.testing.assert_allclose(K.preconditioner()(v), np.linalg.solve(blocks, v), rtol=1e-9)
+
+
+def test_gram_block_jacobi_is_exact_for_constant_weights():
+    from zbound._linalg import factor_gram, gram_block_jacobi
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((50, 4))
+    C = np.tile([0.2, 0.5, 0.1], (50, 1))             # constant over rows
+    extra = rng.uniform(0.5, 1.0, (3, 5))
+    fac = [(X[:20], C[:20], True), (X[20:], C[20:], True)]
+    G = factor_gram(fac)
+    Xa = np.hstack([X, np.ones((50, 1))])
+    np.testing.assert_allclose(G, Xa.T @ Xa, atol=1e-12)
+    pre = gram_block_jacobi(G, fac, extra)
+    v = rng.standard_normal(15)
+    blocks = [C[0, a] * Xa.T @ Xa + np.diag(extra[a]) for a in range(3)]
+    want = np.concatenate([np.linalg.solve(B, v[5 * a:5 * a + 5]) for a, B in enumerate(blocks)])
+    np.testing.assert_allclose(pre(v), want, rtol=1e-10)

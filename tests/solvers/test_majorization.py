@@ -197,3 +197,60 @@ def test_max_iter_zero_returns_start_and_max_iter_is_reported():
     assert "maximum number of iterations" in res.message
     assert res.n_evals == 4 == res.counts["bound"]
     assert len(res.trace) == 4
+
+
+# -- inner="auto" by shape and the preconditioner policy of truncated Newton -------------------
+
+def _tall_problem(t, d, n, seed=0):
+    from zbound.models.multinomial import logistic_objective
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((t, d))
+    W = rng.standard_normal((n, d))
+    y = (X @ W.T + rng.gumbel(size=(t, n))).argmax(axis=1)
+    k = 1 if n == 2 else n
+    pen = np.full((k, d + 1), 1.0)
+    pen[:, -1] = 0.0
+    center = t / k**2 if k > 1 else 0.0
+    return logistic_objective(X, y, n, pen.ravel(), None, center, fit_intercept=True)
+
+
+def test_auto_inner_runs_cg_on_tall_data_and_agrees_with_cholesky():
+    from zbound.solvers import minimize
+
+    model = _tall_problem(12000, 90, 2)          # p = 91 <= 300 but t p >= 2^20
+    x0 = np.zeros(model.n_params)
+    auto = minimize(model, x0, method="newton-bound", tol=1e-10)
+    chol = minimize(model, x0, method="newton-bound", tol=1e-10, inner="cholesky")
+    assert auto.converged and chol.converged
+    assert auto.info["inner"] == "cg" and chol.info["inner"] == "cholesky"
+    assert auto.info["preconditioner_builds"] >= 1
+    np.testing.assert_allclose(auto.fun, chol.fun, rtol=1e-12)
+    np.testing.assert_allclose(auto.x, chol.x, atol=1e-6)
+
+
+def test_auto_inner_keeps_cholesky_on_small_data():
+    from zbound.solvers import minimize
+
+    model = _tall_problem(300, 10, 3)
+    r = minimize(model, np.zeros(model.n_params), method="newton-bound", tol=1e-10)
+    assert r.converged and r.info["inner"] == "cholesky" and r.info["cg_products"] == 0
+
+
+@pytest.mark.parametrize("precond", ["auto", "gram", "blocks"])
+def test_newton_preconditioners_reach_the_same_optimum(precond):
+    from zbound.solvers import minimize
+
+    model = _tall_problem(3000, 40, 8, seed=1)    # p = 328: truncated PCG
+    x0 = np.zeros(model.n_params)
+    ref = minimize(model, x0, method="newton-bound", tol=1e-11, inner="cholesky")
+    r = minimize(model, x0, method="newton-bound", tol=1e-9, precond=precond)
+    assert r.converged and r.info["inner"] == "cg"
+    np.testing.assert_allclose(r.fun, ref.fun, rtol=1e-12)
+
+
+def test_newton_precond_option_is_checked():
+    from zbound.solvers import NewtonBound
+
+    with pytest.raises(ValueError, match="precond"):
+        NewtonBound(precond="cholesky")

@@ -23,12 +23,16 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import scipy.sparse as sp
 
-from zbound._linalg import ridged_cholesky_solve
+from zbound._linalg import factor_gram, gram_block_jacobi, ridged_cholesky_solve
 from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 
 _ARMIJO = 1e-4
+# rows x parameters from which inner="auto" runs truncated PCG instead of dense Cholesky
+# whatever p (adult, 32561 x 109: a dense Hessian per Newton step ~ 27 products).
+_CG_WORK = 1 << 20
 # Tolerated objective increase from rounding on an MM step that the bound guarantees to descend.
 _ROUND = 1e-12
 # Upper limit of SQUAREM's adaptive step bound alpha_max (it grows 4x whenever it binds).
@@ -250,23 +254,68 @@ class Squarem(_MMBase):
 class _NewtonDirection:
     """Newton direction -H^{-1} g: dense Cholesky, or truncated PCG for large p.
 
-    The PCG path preconditions with the operator's own preconditioner (class-block Jacobi for a
-    softmax Hessian) and rebuilds it only when the last solve needed more than ``refresh``
-    products (a lagged preconditioner is still SPD; building one costs about as much as 50
-    products on digits). Forcing term min(0.3, 30 sqrt(||g|| / ||g0||)): a constant 0.3 through
+    The PCG path preconditions with a lagged block-Jacobi preconditioner, rebuilt only when the
+    last solve needed more than ``refresh`` products (a lagged preconditioner is still SPD).
+    ``precond``: "blocks" (the operator's own ``preconditioner()``), "gram" (the blocks
+    approximated by w_a X^T X + D_a, X^T X formed once: exact at theta = 0, a refresh costs
+    m b^3) or "auto" (the Gram form first, true blocks from the first refresh on; see
+    docs/solvers.md for the measurements). ``auto``: ``by_shape`` at the first Hessian.
+    Forcing term min(0.3, 30 sqrt(||g|| / ||g0||)): a constant 0.3 through
     the bulk of the iterations (measured fastest to a 1e-6 target on weakly regularized digits),
     shrinking towards the end for superlinear convergence.
     """
 
-    def __init__(self, inner: str, maxiter: int, refresh: int = 10):
+    def __init__(self, inner: str, maxiter: int, refresh: int = 10, auto: bool = False,
+                 precond: str = "auto"):
         self.inner = inner
         self.maxiter = maxiter
         self.refresh = refresh
+        self.auto = auto
         self.precond = None
         self.last = 0
         self.products = 0
+        self.builds = 0
+        self.kind = precond
+        self.gram = None
+
+    def by_shape(self, H) -> None:
+        """inner="auto", decided at the first Hessian from its shape: T rows of dense data,
+        m class blocks of b columns. A dense assembly costs ~ T p^2 / 2 flops (a block
+        preconditioner m T b^2) against ~ 4 T p for one product, so with many rows
+        (T p >= ``_CG_WORK``) truncated PCG with a lagged block preconditioner replaces
+        Cholesky even for p <= 300; and a preconditioner is rebuilt only after solves longer
+        than about an eighth of its own cost in products (b / 32, at least ``refresh``)."""
+        self.auto = False
+        fac = H.block_factors()
+        if fac is None or any(sp.issparse(f[0]) for f in fac[0]):
+            return
+        rows = sum(f[0].shape[0] for f in fac[0])
+        m, b = fac[1].shape
+        if self.inner == "cholesky" and rows * m * b >= _CG_WORK:
+            self.inner = "cg"
+            self.maxiter = max(self.maxiter, 20)
+        self.refresh = max(self.refresh, b // 32)
+
+    def build(self, H):
+        kind = self.kind
+        if kind == "auto":
+            # the Gram form first (cheap, exact at theta = 0); true blocks once a solve with it
+            # got long (the probabilities then vary too much over the rows)
+            kind = "gram" if self.precond is None else "blocks"
+        if kind == "gram":
+            fac = H.block_factors()
+            if fac is not None and not any(sp.issparse(f[0]) for f in fac[0]):
+                key = tuple(id(f[0]) for f in fac[0])
+                if self.gram is None or self.gram[0] != key:
+                    self.gram = (key, factor_gram(fac[0]))
+                pre = gram_block_jacobi(self.gram[1], fac[0], fac[1])
+                if pre is not None:
+                    return pre
+        return H.preconditioner()
 
     def __call__(self, H, g: np.ndarray, ratio: float):
+        if self.auto:
+            self.by_shape(H)
         if self.inner == "cholesky":
             # Singular H (no regularization: softmax scores are invariant to a shift shared by
             # all classes, and g has no component along it): a tiny ridge gives the Newton step
@@ -274,7 +323,8 @@ class _NewtonDirection:
             d = ridged_cholesky_solve(H.to_dense(), g)
             return None if d is None else -d
         if self.precond is None or self.last > self.refresh:
-            self.precond = H.preconditioner()
+            self.precond = self.build(H)
+            self.builds += 1
         eta = min(0.3, 30.0 * math.sqrt(ratio))
         d, k = H.solve(g, "cg", rtol=eta, maxiter=self.maxiter, precond=self.precond,
                        return_iterations=True)
@@ -309,9 +359,12 @@ class NewtonBound(_MMBase):
         description="Newton step with the exact Hessian when it decreases J enough, else a "
                     "short value-only backtracking, else the Alg. 1 bound as a line search "
                     "along it (or the bound step: fallback='step'); monotone; default")
-    options = {**_MMBase.options, "backtracks": 4, "fallback": "direction"}
+    options = {**_MMBase.options, "backtracks": 4, "fallback": "direction", "precond": "auto"}
 
     def check_options(self):
+        if self.opts["precond"] not in ("auto", "gram", "blocks"):
+            raise ValueError(f"precond must be 'auto', 'gram' or 'blocks', got "
+                             f"{self.opts['precond']!r}")
         if self.opts["fallback"] not in ("direction", "step"):
             raise ValueError(f"fallback must be 'direction' or 'step', got "
                              f"{self.opts['fallback']!r}")
@@ -326,7 +379,9 @@ class NewtonBound(_MMBase):
         inner = self.resolve_inner(p)
         state.extra.update(
             H=H, g0=max(_norm(g), 1e-300), inner=inner,
-            direction=_NewtonDirection(inner, self.opts["cg_maxiter"] or max(20, min(p, 250))),
+            direction=_NewtonDirection(inner, self.opts["cg_maxiter"] or max(20, min(p, 250)),
+                                       auto=self.inner == "auto" and self.constraints is None,
+                                       precond=self.opts["precond"]),
             newton_steps=0, bound_steps=0, backtracked_newton_steps=0)
         return state
 
@@ -420,7 +475,8 @@ class NewtonBound(_MMBase):
         ex = state.extra
         return {"newton_steps": ex["newton_steps"], "bound_steps": ex["bound_steps"],
                 "backtracked_newton_steps": ex["backtracked_newton_steps"],
-                "inner": ex["inner"], "cg_products": ex["direction"].products}
+                "inner": ex["direction"].inner, "cg_products": ex["direction"].products,
+                "preconditioner_builds": ex["direction"].builds}
 
 
 __all__ = ["BoundMM", "Squarem", "NewtonBound", "constrained_step"]
