@@ -18,19 +18,15 @@ from zbound.bounds.curvature import KroneckerCurvature, LabelBoundCurvature
 from zbound.bounds.scalar import beta, log_cumsum_exp, ordering
 
 
-def label_bound(log_alpha: np.ndarray, order: str = "descending"):
-    """Alg. 1 on the label vectors e_1..e_n with log weights ``log_alpha`` (t, n).
-
-    Returns log_z (t,), probs (t, n) (the mean, = softmax) and B (t, n, n) (the curvature).
-    Vectorized over samples and labels: with e_y features the running mean after i visits holds
-    alpha_k / z_i in the visited coordinates, so L = I - M with M strictly lower triangular.
-    """
+def _sorted_running_sums(log_alpha: np.ndarray, order: str):
+    """Checks, row shift, visiting order and log-space running sums shared by both forms of
+    Alg. 1 on label vectors: (log_alpha shifted, shift (t, 1), perm, la sorted, log_z_run,
+    log_z_prev)."""
     log_alpha = np.asarray(log_alpha, dtype=np.float64)
     if log_alpha.ndim != 2 or log_alpha.shape[1] == 0:
         raise ValueError(f"log_alpha must have shape (t, n) with n >= 1, got {log_alpha.shape}")
     if np.any(np.isnan(log_alpha) | (log_alpha == np.inf)):
         raise ValueError("log_alpha contains NaN or +inf")
-    t, n = log_alpha.shape
     # Work relative to each row's max (the bound depends on alpha only through ratios): then
     # log z is O(log n) and exp(log alpha - log z) keeps full relative accuracy; with raw scores
     # of 700 the probabilities were off by ~5e-14 and did not sum to 1.
@@ -41,10 +37,24 @@ def label_bound(log_alpha: np.ndarray, order: str = "descending"):
         log_alpha = log_alpha - shift
     la = np.take_along_axis(log_alpha, perm, axis=1)
     log_z_run = log_cumsum_exp(la, axis=1)
-    log_z = log_z_run[:, -1]
-    if np.any(log_z == -np.inf):
+    if np.any(log_z_run[:, -1] == -np.inf):
         raise ValueError("a sample has zero prior weight on every class: log Z = -inf")
-    log_z_prev = np.concatenate([np.full((t, 1), -np.inf), log_z_run[:, :-1]], axis=1)
+    log_z_prev = np.empty_like(log_z_run)
+    log_z_prev[:, 0] = -np.inf
+    log_z_prev[:, 1:] = log_z_run[:, :-1]
+    return log_alpha, shift, perm, la, log_z_run, log_z_prev
+
+
+def label_bound(log_alpha: np.ndarray, order: str = "descending"):
+    """Alg. 1 on the label vectors e_1..e_n with log weights ``log_alpha`` (t, n).
+
+    Returns log_z (t,), probs (t, n) (the mean, = softmax) and B (t, n, n) (the curvature).
+    Vectorized over samples and labels: with e_y features the running mean after i visits holds
+    alpha_k / z_i in the visited coordinates, so L = I - M with M strictly lower triangular.
+    """
+    log_alpha, shift, perm, la, log_z_run, log_z_prev = _sorted_running_sums(log_alpha, order)
+    t, n = log_alpha.shape
+    log_z = log_z_run[:, -1]
     with np.errstate(invalid="ignore", over="ignore"):
         # M[i, k] = alpha_k / z_{i-1} for k < i: the running mean before visiting i.
         M = np.exp(la[:, None, :] - log_z_prev[:, :, None])
@@ -73,25 +83,8 @@ def label_bound_factors(log_alpha: np.ndarray, order: str = "descending"):
     weights beta(log alpha_i - log z_{i-1}) (0 for the first visited label), all from log-space
     running sums as in :func:`label_bound`, which gives the same B = L^T diag(w) L explicitly.
     """
-    log_alpha = np.asarray(log_alpha, dtype=np.float64)
-    if log_alpha.ndim != 2 or log_alpha.shape[1] == 0:
-        raise ValueError(f"log_alpha must have shape (t, n) with n >= 1, got {log_alpha.shape}")
-    if np.any(np.isnan(log_alpha) | (log_alpha == np.inf)):
-        raise ValueError("log_alpha contains NaN or +inf")
-    t, n = log_alpha.shape
-    perm = ordering(log_alpha, order)
-    shift = np.max(log_alpha, axis=1, keepdims=True)
-    shift = np.where(np.isfinite(shift), shift, 0.0)
-    with np.errstate(over="ignore"):
-        log_alpha = log_alpha - shift
-    la = np.take_along_axis(log_alpha, perm, axis=1)
-    log_z_run = log_cumsum_exp(la, axis=1)
+    log_alpha, shift, perm, la, log_z_run, log_z_prev = _sorted_running_sums(log_alpha, order)
     log_z = log_z_run[:, -1]
-    if np.any(log_z == -np.inf):
-        raise ValueError("a sample has zero prior weight on every class: log Z = -inf")
-    log_z_prev = np.empty_like(log_z_run)
-    log_z_prev[:, 0] = -np.inf
-    log_z_prev[:, 1:] = log_z_run[:, :-1]
     with np.errstate(invalid="ignore", over="ignore"):
         r = la - log_z_prev
         rho = np.exp(la - log_z_run)
