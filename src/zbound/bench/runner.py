@@ -37,6 +37,7 @@ SUITES: dict[str, str] = {
     "logreg-small": "zbound.bench.suites.logreg_small",
     "ising": "zbound.bench.suites.ising",
     "chunked": "zbound.bench.suites.chunked",
+    "logreg-large": "zbound.bench.suites.logreg_large",
 }
 
 

@@ -1,0 +1,656 @@
+"""Running ``logreg-large``: the method plan of a cell, scikit-learn / glum tolerance searches,
+timed alternating runs, peak memory, and :func:`run`, the suite's entry point.
+
+Methods
+    Library: ``newton-bound`` (the default, ``zbound.solvers.DEFAULT_METHOD``), ``bound``
+    (plain Alg. 2), ``squarem`` and, when the low-rank bound exists
+    (``"rank" in zbound.solvers.BoundMM.options``), ``bound`` with rank 10 (``bound-rank10``);
+    on the larger data also the estimator ``BoundLogisticRegression(C).fit``
+    (``zbound-estimator``, fitted like scikit-learn: whole ``fit`` timed, loosest tol that
+    reaches the target). Peers: SciPy L-BFGS-B, CG, Newton-CG through ``zbound.solvers.minimize``
+    on the same objective (Table 1 also the library's steepest descent, the paper's SD column);
+    scikit-learn ``LogisticRegression`` (lbfgs, newton-cg, newton-cholesky, saga); glum's
+    binomial ``GeneralizedLinearRegressor`` (irls-cd, lbfgs) on two-class problems.
+
+Timing
+    Methods that take a target stop at it; one run to the tight target also gives the time to
+    the loose one (the seconds at which its trace first crossed it, plus the model
+    construction). Peers that cannot stop at a target get, per cell and target, the loosest
+    tolerance whose solution reaches it (searched untimed; a fit longer than the time budget
+    ends the search: not reached). Repeats are the outer loop, start points the next, and the
+    methods alternate within each (repeat, start); medians over repeats, then over starts. A
+    method that misses every target in the first repeat is not timed again. One BLAS thread.
+
+Peak memory
+    One more untimed run per method (to the loose target, stopped after
+    ``memory_budget_s``) under ``tracemalloc``: Python and NumPy allocations (NumPy reports its
+    buffers to tracemalloc), not the private buffers of compiled code (SciPy's Fortran L-BFGS-B
+    work arrays, scikit-learn's Cython/OpenMP scratch, glum's C++), and not the input arrays
+    (allocated before), but any copy a method makes of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import time
+import tracemalloc
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from zbound.bench.suites.logreg_large.config import ESTIMATOR, START_SCALE, Config, config
+from zbound.bench.suites.logreg_large.problems import (
+    Problem,
+    build,
+    large_problem,
+    load_large,
+    load_paper,
+    paper_problem,
+    start_points,
+)
+
+#: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
+#: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
+OPTIONS = ("config",)
+#: scikit-learn's newton-cholesky forms and factors a dense (p x p) Hessian: above this many
+#: parameters it is not run (SRBCT, p = 9236: 148 s for one fit at tol 1e-4 in a trial run,
+#: Text, p = 11961: 85 s for one iteration; both far beyond the time budget).
+DENSE_HESSIAN_MAX_PARAMS = 3000
+
+LOWRANK_MISSING = "skipped: low-rank bound not available (no 'rank' option in BoundMM.options)"
+
+
+def lowrank_available() -> bool:
+    """Whether ``minimize(model, x0, method="bound", rank=k)`` exists in this tree."""
+    from zbound.solvers import BoundMM
+
+    return "rank" in getattr(BoundMM, "options", {})
+
+
+def glum_status() -> str | None:
+    """None if glum imports, else the reason it is skipped."""
+    try:
+        import glum  # noqa: F401
+    except Exception as exc:  # pragma: no cover - depends on the environment
+        return f"skipped: glum is not installed ({type(exc).__name__}: {exc})"
+    return None
+
+
+@dataclass
+class Method:
+    """One record name: how it runs (``kind``: solver, sklearn, glum, estimator)."""
+
+    name: str
+    kind: str
+    spec: str
+    peer: bool
+    default: bool = False
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def fits(self) -> bool:
+        """Fitted like scikit-learn (no start-to-target control): tolerance searched."""
+        return self.kind != "solver"
+
+
+def default_method() -> str:
+    from zbound import solvers
+
+    return str(getattr(solvers, "DEFAULT_METHOD", "newton-bound"))
+
+
+def method_plan(cfg: Config, problem: Problem
+                ) -> tuple[list[Method], dict[str, str], dict[str, str]]:
+    """(methods to run, skipped methods with a record: name -> reason, notes: methods left out
+    of this cell without a record: name -> reason)."""
+    default = default_method()
+    own = list(cfg.library_methods) + ([default] if default not in cfg.library_methods else [])
+    methods = [Method(m, "solver", m, False, m == default) for m in own]
+    skipped: dict[str, str] = {}
+    notes: dict[str, str] = {}
+    if lowrank_available():
+        methods += [Method(n, "solver", "bound", False, options={"rank": k})
+                    for n, k in cfg.lowrank_methods.items()]
+    else:
+        notes.update({n: LOWRANK_MISSING for n in cfg.lowrank_methods})
+    peers = dict(cfg.solver_peers)
+    if problem.paper:
+        peers.update(cfg.paper_solver_peers)
+    methods += [Method(n, "solver", m, True) for n, m in peers.items()]
+    for n, s in cfg.sklearn_peers.items():
+        p = problem.n_params if problem.n_classes > 2 else problem.X.shape[1]
+        if s == "newton-cholesky" and p > DENSE_HESSIAN_MAX_PARAMS:
+            skipped[n] = (f"skipped: newton-cholesky forms and factors a dense {p} x {p} "
+                          f"Hessian ({8 * p * p / 2**20:.0f} MB, O(p^3) per iteration; "
+                          f"limit {DENSE_HESSIAN_MAX_PARAMS} parameters), far beyond the "
+                          "time budget")
+            continue
+        methods.append(Method(n, "sklearn", s, True))
+    if problem.n_classes == 2:
+        reason = glum_status()
+        p = problem.X.shape[1]
+        for n, s in cfg.glum_peers.items():
+            if reason is not None:
+                skipped[n] = reason
+            elif s.startswith("irls") and p > DENSE_HESSIAN_MAX_PARAMS:
+                skipped[n] = (f"skipped: glum's {s} forms a dense {p} x {p} Hessian "
+                              f"({8 * p * p / 2**20:.0f} MB) every iteration (limit "
+                              f"{DENSE_HESSIAN_MAX_PARAMS} parameters); a trial fit on Text "
+                              "ran for minutes")
+            else:
+                methods.append(Method(n, "glum", s, True))
+    else:
+        notes.update({n: "glum has no multinomial family: left out of multiclass cells"
+                      for n in cfg.glum_peers})
+    if cfg.estimator and not problem.paper:
+        methods.append(Method(ESTIMATOR, "estimator", "auto", False))
+    methods = [m for m in methods if cfg.keep(m.name)]
+    skipped = {k: v for k, v in skipped.items() if cfg.keep(k)}
+    return methods, skipped, notes
+
+
+def _budget(seconds: float) -> Callable[[np.ndarray, float], bool]:
+    t0 = time.perf_counter()
+    return lambda x, f: time.perf_counter() - t0 > seconds
+
+
+# -- one call of each kind -----------------------------------------------------------------
+
+def solver_call(problem: Problem, m: Method, x0: np.ndarray, goal: float, budget_s: float,
+                max_iter: int) -> dict[str, Any]:
+    """Build the model and run ``minimize`` to ``goal`` (stopped after ``budget_s``)."""
+    from zbound.solvers import minimize
+
+    t0 = time.perf_counter()
+    model = problem.model()
+    t_build = time.perf_counter() - t0
+    r = minimize(model, x0, method=m.spec, target=goal, tol=1e-12, max_iter=max_iter,
+                 callback=_budget(budget_s), **m.options)
+    return {"res": r, "t_build": t_build, "total": time.perf_counter() - t0,
+            "theta": r.x, "n_iter": int(r.nit)}
+
+
+def fit_call(problem: Problem, m: Method, tol: float, max_iter: int,
+             x0: np.ndarray | None = None) -> dict[str, Any]:
+    """One scikit-learn / glum / estimator fit at ``tol``; theta mapped to ours."""
+    X, y = problem.fit_X, problem.y
+    t0 = time.perf_counter()
+    if m.kind == "sklearn":
+        from sklearn.linear_model import LogisticRegression
+
+        clf = LogisticRegression(C=problem.sklearn_C(), fit_intercept=problem.fit_intercept,
+                                 tol=tol, solver=m.spec, max_iter=max_iter).fit(X, y)
+        total = time.perf_counter() - t0
+        theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
+        n_iter = int(np.max(clf.n_iter_))
+    elif m.kind == "glum":
+        from glum import GeneralizedLinearRegressor
+
+        start = None
+        if problem.paper and x0 is not None:
+            start = problem.theta_to_glum_start(x0)
+        clf = GeneralizedLinearRegressor(
+            family="binomial", alpha=problem.glum_alpha(), l1_ratio=0.0,
+            fit_intercept=problem.fit_intercept, solver=m.spec, gradient_tol=tol,
+            max_iter=max_iter, start_params=start).fit(X, y)
+        total = time.perf_counter() - t0
+        theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
+        n_iter = int(np.max(clf.n_iter_))
+    elif m.kind == "estimator":
+        from zbound.estimators import BoundLogisticRegression
+
+        clf = BoundLogisticRegression(C=problem.C, tol=tol, max_iter=max_iter).fit(X, y)
+        total = time.perf_counter() - t0
+        theta = problem.theta_from(clf.coef_, clf.intercept_)
+        n_iter = int(clf.n_iter_[0])
+    else:
+        raise ValueError(f"not a fitted method: {m.kind!r}")
+    return {"theta": theta, "total": total, "n_iter": n_iter}
+
+
+def search_tol(problem: Problem, m: Method, cfg: Config, evaluate: Callable[[np.ndarray], float],
+               x0: np.ndarray | None) -> dict[str, dict[str, Any]]:
+    """Per target (loosest first): the loosest tol in ``cfg.tols`` whose fit reaches it.
+
+    A fit longer than ``cfg.time_budget_s`` ends the search (that target and the tighter ones
+    are not reached). ``max_iter`` is capped at 1.5 x the iterations that fit in the budget at
+    the seconds per iteration of a 2-iteration probe fit (then of the last fit), so no fit
+    overruns the budget by much.
+    """
+    order = sorted(problem.targets, key=problem.targets.get, reverse=True)
+    tried: list[dict[str, Any]] = []
+    out: dict[str, dict[str, Any]] = {}
+    i, last, per_iter, over = 0, None, None, False
+    for name in order:
+        target = problem.targets[name]
+        found = None
+        while not over:
+            if last is not None and last["f"] <= target:
+                found = last
+                break
+            if last is not None:
+                i += 1
+            if i >= len(cfg.tols):
+                break
+            tol = cfg.tols[i]
+            if per_iter is None:  # a 2-iteration probe fit measures the cost of an iteration
+                probe = fit_call(problem, m, tol, 2, x0)
+                per_iter = probe["total"] / max(probe["n_iter"], 1)
+            max_iter = max(5, min(cfg.peer_max_iter, int(1.5 * cfg.time_budget_s / per_iter)))
+            r = fit_call(problem, m, tol, max_iter, x0)
+            per_iter = r["total"] / max(r["n_iter"], 1)
+            last = {"tol": tol, "f": evaluate(r["theta"]), "seconds": r["total"],
+                    "n_iter": r["n_iter"], "max_iter": max_iter}
+            tried.append(last)
+            if r["total"] > cfg.time_budget_s:
+                over = True
+                if last["f"] <= target:
+                    found = None
+                break
+        out[name] = {"tol": found["tol"] if found else None, "reached": found is not None,
+                     "max_iter": found["max_iter"] if found else (last or {}).get("max_iter"),
+                     "over_budget": over, "tried": [dict(t) for t in tried]}
+    return out
+
+
+def iteration_estimate(problem: Problem, m: Method, rows: int = 500) -> float:
+    """Seconds one iteration of solver method ``m`` should take on the whole cell: one
+    iteration timed on the first ``rows`` rows, scaled by t / rows (a bound build is linear in
+    the rows). The time budget is checked between iterations, so a method whose single
+    iteration exceeds it could not be stopped in time."""
+    from zbound.solvers import minimize
+
+    r = min(problem.t, rows)
+    sub = replace(problem, X=problem.X[:r],
+                  data=replace(problem.data, X=problem.data.X[:r], y=problem.data.y[:r]))
+    x0 = np.zeros(sub.n_params)
+    t0 = time.perf_counter()
+    minimize(sub.model(), x0, method=m.spec, max_iter=1, tol=0.0, **m.options)
+    return (time.perf_counter() - t0) * problem.t / r
+
+
+def _first_index(obj: np.ndarray, target: float) -> int | None:
+    hit = np.flatnonzero(obj <= target)
+    return int(hit[0]) if hit.size else None
+
+
+def _downsample(n: int, k: int) -> np.ndarray:
+    if n <= k:
+        return np.arange(n)
+    idx = np.unique(np.round(np.geomspace(1, n, k)).astype(int) - 1)
+    return np.unique(np.concatenate([[0], idx, [n - 1]]))
+
+
+def _peak_mb(fn: Callable[[], Any]) -> float:
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    try:
+        fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 2**20
+
+
+# -- one cell --------------------------------------------------------------------------------
+
+def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Method],
+             skipped: dict[str, str], writer=None, log: Callable[[str], None] | None = None
+             ) -> tuple[list[dict], dict[str, Any]]:
+    """Time every method of one cell at every target; returns (records, curves)."""
+    check = problem.model()
+
+    def evaluate(theta: np.ndarray) -> float:
+        return float(check.value(theta))
+
+    tnames = sorted(problem.targets, key=problem.targets.get, reverse=True)  # loosest first
+    targets = problem.targets
+    skipped = dict(skipped)
+    kept = []
+    for m in methods:
+        if m.kind == "solver" and m.options.get("rank") is not None:
+            est = iteration_estimate(problem, m)
+            if est > cfg.time_budget_s:
+                skipped[m.name] = (
+                    f"skipped: one iteration estimated at {est:.0f} s (one iteration on 500 "
+                    f"rows, scaled to {problem.t}), over the {cfg.time_budget_s:g} s budget, "
+                    "which is checked between iterations")
+                if log is not None:
+                    log(f"  {problem.group}: {m.name} {skipped[m.name]}")
+                continue
+        kept.append(m)
+    methods = kept
+    phase: dict[str, float] = {}
+    t_phase = time.perf_counter()
+    searches = {}
+    for m in methods:
+        if m.fits:
+            t0 = time.perf_counter()
+            searches[m.name] = search_tol(problem, m, cfg, evaluate, starts[0])
+            phase[f"search {m.name}"] = time.perf_counter() - t0
+    phase["search"] = time.perf_counter() - t_phase
+    # units: one per solver method (answers every target), one per distinct tol of a fit
+    units: dict[str, tuple[Method, float | None, list[str]]] = {}
+    for m in methods:
+        if not m.fits:
+            units[m.name] = (m, None, list(tnames))
+            continue
+        by_tol: dict[float, list[str]] = {}
+        for tn in tnames:
+            s = searches[m.name][tn]
+            if s["reached"]:
+                by_tol.setdefault(s["tol"], []).append(tn)
+        for tol, tns in by_tol.items():
+            units[f"{m.name}@{tol:g}"] = (m, tol, tns)
+
+    n = len(starts)
+    times = {u: [{tn: [] for tn in units[u][2]} for _ in range(n)] for u in units}
+    first: dict[str, list[dict[str, Any]]] = {u: [None] * n for u in units}
+    goal = {u: [min(targets[tn] for tn in units[u][2])] * n for u in units}
+    alive = {u: [True] * n for u in units}
+
+    def make(u: str, i: int) -> Callable[[], dict[str, Any]]:
+        m, tol, _ = units[u]
+        if tol is None:
+            return lambda: solver_call(problem, m, starts[i], goal[u][i], cfg.time_budget_s,
+                                       cfg.max_iter)
+        max_iter = searches[m.name][units[u][2][0]]["max_iter"]
+        return lambda: fit_call(problem, m, tol, max_iter, starts[i])
+
+    for rep in range(cfg.repeats):
+        for i in range(n):
+            order = [u for u in units if alive[u][i]]
+            for u in order:
+                fn = make(u, i)
+                t0 = time.perf_counter()
+                out = fn()
+                key = f"run {units[u][0].name}"
+                phase[key] = phase.get(key, 0.0) + time.perf_counter() - t0
+                m, tol, tns = units[u]
+                if tol is None:
+                    r = out["res"]
+                    obj = np.asarray(r.trace.objective)
+                    secs = np.asarray(r.trace.seconds)
+                    for tn in tns:
+                        k = _first_index(obj, targets[tn])
+                        if k is None:
+                            continue
+                        t = out["total"] if targets[tn] == goal[u][i] else \
+                            out["t_build"] + float(secs[k])
+                        times[u][i][tn].append(t)
+                        out.setdefault("iters", {})[tn] = k
+                        out.setdefault("evals", {})[tn] = int(r.trace.n_evals[k])
+                    out["f"] = float(r.fun)
+                else:
+                    out["f"] = evaluate(out["theta"])
+                    if out["total"] <= cfg.time_budget_s:
+                        for tn in tns:
+                            if out["f"] <= targets[tn]:
+                                times[u][i][tn].append(out["total"])
+                if rep == 0:
+                    first[u][i] = out
+                    reached = [tn for tn in tns if times[u][i][tn]]
+                    if not reached:
+                        alive[u][i] = False
+                    else:
+                        goal[u][i] = min(targets[tn] for tn in reached)
+        if log is not None and rep == 0:
+            log(f"  {problem.group}: repeat 1 done")
+
+    # peak memory: one untimed run per method, to the loose target, from the first start
+    peaks: dict[str, float | None] = {}
+    loose = tnames[0]
+    t_mem = time.perf_counter()
+    for m in methods:
+        t0 = time.perf_counter()
+        if m.fits:
+            s = searches[m.name][loose]
+            tried = s["tried"]
+            tol = s["tol"] if s["reached"] else (tried[-1]["tol"] if tried else cfg.tols[0])
+            max_iter = s["max_iter"] or cfg.peer_max_iter
+            if tried and not s["reached"] and tried[-1]["seconds"] > cfg.memory_budget_s:
+                max_iter = max(1, int(tried[-1]["n_iter"] * cfg.memory_budget_s
+                                      / tried[-1]["seconds"]))
+            peaks[m.name] = _peak_mb(lambda m=m, tol=tol, mi=max_iter:
+                                     fit_call(problem, m, tol, mi, starts[0]))
+        else:
+            peaks[m.name] = _peak_mb(lambda m=m: solver_call(
+                problem, m, starts[0], targets[loose], cfg.memory_budget_s, cfg.max_iter))
+        phase[f"memory {m.name}"] = time.perf_counter() - t0
+    phase["memory"] = time.perf_counter() - t_mem
+
+    curves: dict[str, Any] = {"_seconds": phase}
+    records: list[dict] = []
+    for m in methods:
+        mu = [u for u in units if units[u][0].name == m.name]
+        if m.fits:
+            pts = [(first[u][0]["total"], first[u][0]["f"] - problem.f_star) for u in mu
+                   if first[u][0] is not None]
+            if pts:
+                curves[m.name] = {"point": True, "seconds": [p[0] for p in pts],
+                                  "gap": [p[1] for p in pts]}
+        elif first[m.name][0] is not None:
+            out = first[m.name][0]
+            r = out["res"]
+            obj = np.asarray(r.trace.objective)
+            idx = _downsample(obj.shape[0], cfg.curve_points)
+            curves[m.name] = {"seconds": (out["t_build"]
+                                          + np.asarray(r.trace.seconds)[idx]).tolist(),
+                              "iteration": idx.tolist(),
+                              "gap": (obj[idx] - problem.f_star).tolist()}
+        for tn in tnames:
+            unit = next((u for u in mu if tn in units[u][2]), None)
+            per_start, finals, iters, evals = [], [], [], []
+            for i in range(n):
+                ts = times[unit][i][tn] if unit is not None else []
+                per_start.append(statistics.median(ts) if ts else None)
+                o = first[unit][i] if unit is not None else None
+                if o is not None:
+                    finals.append(o["f"])
+                    if m.fits:
+                        iters.append(o["n_iter"])
+                    elif tn in o.get("iters", {}):
+                        iters.append(o["iters"][tn])
+                        evals.append(o["evals"][tn])
+                    else:
+                        iters.append(o["n_iter"])
+            ok = n > 0 and all(t is not None for t in per_start)
+            rec = _record(problem, m, tn, ok, per_start, finals, iters, evals, peaks[m.name],
+                          cfg)
+            if m.fits:
+                s = searches[m.name][tn]
+                rec["metrics"].update({
+                    "tol": s["tol"], "tols_tried": [t["tol"] for t in s["tried"]],
+                    "search": s["tried"], "over_budget": s["over_budget"],
+                    "max_iter": s["max_iter"], "stops_at_target": False,
+                    "start_point": _start_note(m, problem)})
+                if m.kind == "glum":
+                    rec["metrics"]["glum_alpha"] = problem.glum_alpha()
+                if m.kind == "sklearn":
+                    rec["metrics"]["sklearn_C"] = problem.sklearn_C()
+            else:
+                rec["metrics"].update({"stops_at_target": True, "options": m.options,
+                                       "start_point": _start_note(m, problem)})
+                if first[m.name][0] is not None:
+                    rec["metrics"]["message"] = first[m.name][0]["res"].message
+            if writer is not None:
+                rec = writer.add(**rec)
+            records.append(rec)
+            if log is not None and not ok:
+                log(f"  {problem.group}: {m.name} missed the {tn} target")
+    for name, reason in skipped.items():
+        for tn in tnames:
+            rec = {"task": problem.task, "dataset": problem.dataset,
+                   "setting": setting_label(problem, tn), "method": name,
+                   "peer": not name.startswith("bound"),
+                   "default": False, "reached": False, "time_to_target_s": None,
+                   "evaluations": None, "final_objective": None,
+                   "target_objective": targets[tn],
+                   "metrics": {"skipped": reason, "target_name": tn, "rel_target":
+                               problem.rel[tn], **problem.describe()}}
+            if writer is not None:
+                rec = writer.add(**rec)
+            records.append(rec)
+    return records, curves
+
+
+def setting_label(problem: Problem, target_name: str) -> str:
+    if problem.paper:
+        return problem.setting
+    return f"{problem.setting} {target_name}"
+
+
+def _start_note(m: Method, problem: Problem) -> str:
+    if m.kind == "sklearn":
+        return "0 (scikit-learn cannot take a start point)"
+    if m.kind == "estimator":
+        return "0 (the estimator's start)"
+    if m.kind == "glum":
+        return "the shared starts (start_params)" if problem.paper else \
+            "glum's own (intercept at the mean response, coefficients 0)"
+    return f"shared N(0, {START_SCALE}^2) starts" if problem.paper else "0"
+
+
+def _record(problem: Problem, m: Method, tn: str, ok: bool, per_start: list, finals: list,
+            iters: list, evals: list, peak: float | None, cfg: Config) -> dict[str, Any]:
+    reached_times = [t for t in per_start if t is not None]
+    return {
+        "task": problem.task, "dataset": problem.dataset,
+        "setting": setting_label(problem, tn), "method": m.name, "peer": m.peer,
+        "default": m.default, "reached": ok,
+        "time_to_target_s": statistics.median(per_start) if ok else None,
+        "evaluations": int(statistics.median(evals)) if (evals and ok) else None,
+        "final_objective": statistics.median(finals) if finals else None,
+        "target_objective": problem.targets[tn],
+        "metrics": {
+            "iterations": int(statistics.median(iters)) if iters else None,
+            "n_starts": len(per_start), "n_reached": len(reached_times),
+            "repeats": cfg.repeats, "time_per_start_s": per_start,
+            "time_mean_over_starts_s": statistics.fmean(reached_times) if ok else None,
+            "peak_memory_mb": peak, "target_name": tn, "rel_target": problem.rel[tn],
+            "kind": m.kind, "solver": m.spec, "time_budget_s": cfg.time_budget_s,
+            **problem.describe(),
+        },
+    }
+
+
+# -- the suite -------------------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _thread_limit(n: int | None):
+    if n is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=n):
+        yield
+
+
+def suite_config(ctx) -> Config:
+    options = dict(getattr(ctx, "options", None) or {})
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"logreg-large: unknown options {unknown}; known: {list(OPTIONS)}")
+    cfg = options.get("config")
+    if cfg is None:
+        return config(ctx.quick)
+    if not isinstance(cfg, Config):
+        raise TypeError(f"logreg-large: option 'config' must be a Config, got "
+                        f"{type(cfg).__name__}")
+    return cfg
+
+
+def rank_sweep(problem: Problem, starts: np.ndarray, cfg: Config, writer, log) -> dict:
+    """Table 4: the low-rank bound at every rank on the Table 1 cell (same target, starts)."""
+    if not lowrank_available():
+        return {"skipped": LOWRANK_MISSING}
+    curves = {}
+    for k in cfg.ranks:
+        cell = replace(problem, task="table4", setting=f"k={k}")
+        m = Method("bound-lowrank", "solver", "bound", False, options={"rank": k})
+        _, c = run_cell(cell, starts, cfg, [m], {}, writer, log)
+        curves[f"k={k}"] = c.get(m.name)
+    return {"curves": curves}
+
+
+def run(ctx) -> None:
+    """Entry point for :func:`zbound.bench.runner.run_suite`."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    cfg = suite_config(ctx)
+    writer = ctx.writer
+    writer.set_extra("config", {
+        "paper_sets": list(cfg.paper_sets), "large_sets": list(cfg.large_sets),
+        "C_values": list(cfg.C_values), "C_by_set": {k: list(v) for k, v in cfg.C_by_set.items()},
+        "paper_starts": cfg.paper_starts, "rank_starts": cfg.rank_starts,
+        "ranks": list(cfg.ranks), "repeats": cfg.repeats, "time_budget_s": cfg.time_budget_s,
+        "memory_budget_s": cfg.memory_budget_s, "tols": list(cfg.tols),
+        "synthetic_rows": cfg.synthetic_rows, "kmnist_rows": cfg.kmnist_rows,
+        "blas_threads": cfg.blas_threads, "default_method": default_method(),
+        "lowrank_available": lowrank_available(), "glum": glum_status() or "available",
+        "start_scale": START_SCALE,
+    })
+    skipped_sets: dict[str, str] = {}
+    notes: dict[str, Any] = {}
+    references: dict[str, Any] = {}
+    curves: dict[str, Any] = {}
+    datasets: dict[str, str] = {}
+    cell_seconds: dict[str, Any] = {}
+    todo = [("paper", d, None) for d in cfg.paper_sets]
+    todo += [("large", d, C) for d in cfg.large_sets for C in cfg.Cs(d)]
+    ctx.start("logreg-large", total=len(todo) + (1 if "srbct" in cfg.paper_sets else 0))
+    t_run = time.perf_counter()
+    loaded: dict[str, Any] = {}
+    with warnings.catch_warnings(), _thread_limit(cfg.blas_threads):
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        warnings.filterwarnings("ignore", message=".*converge.*")
+        warnings.filterwarnings("ignore", category=RuntimeWarning)
+        for kind, name, C in todo:
+            if name in skipped_sets:
+                ctx.advance()
+                continue
+            if name not in loaded:
+                try:
+                    loaded[name] = load_paper(name, cfg.seed) if kind == "paper" else \
+                        load_large(name, cfg.synthetic_rows, cfg.kmnist_rows, cfg.seed)
+                except (FileNotFoundError, OSError, ValueError) as exc:
+                    skipped_sets[name] = str(exc)
+                    writer.set_extra("skipped", skipped_sets)
+                    ctx.log(f"[yellow]skipping {name}: {exc}")
+                    ctx.advance()
+                    continue
+                datasets[name] = loaded[name].note
+                writer.set_extra("datasets", datasets)
+            data = loaded[name]
+            problem = paper_problem(data) if kind == "paper" else large_problem(data, C)
+            problem = build(problem, 2 * cfg.time_budget_s)
+            references[problem.group] = {"f_star": problem.f_star, "targets": problem.targets,
+                                         "shape": list(problem.X.shape),
+                                         "n_params": problem.n_params, **problem.reference}
+            writer.set_extra("references", references)
+            methods, skipped, cell_notes = method_plan(cfg, problem)
+            notes.update(cell_notes)
+            writer.set_extra("notes", notes)
+            n_starts = cfg.paper_starts if problem.paper else 1
+            starts = start_points(name, n_starts, problem.n_params) if problem.paper else \
+                np.zeros((1, problem.n_params))
+            t_cell = time.perf_counter()
+            _, cell_curves = run_cell(problem, starts, cfg, methods, skipped, writer, ctx.log)
+            phase = cell_curves.pop("_seconds", {})
+            cell_seconds[problem.group] = {"total": time.perf_counter() - t_cell, **phase}
+            writer.set_extra("cell_seconds", cell_seconds)
+            curves[problem.group] = {"task": problem.task, "dataset": name,
+                                     "setting": problem.setting, "f_star": problem.f_star,
+                                     "targets": problem.targets, "methods": cell_curves}
+            writer.set_extra("curves", curves)
+            ctx.advance(f"logreg-large {name} {problem.setting}")
+            if kind == "paper" and name == "srbct":
+                sweep = rank_sweep(problem, starts[:cfg.rank_starts], cfg, writer, ctx.log)
+                writer.set_extra("rank_sweep", sweep)
+                ctx.advance("logreg-large srbct rank sweep")
+    writer.set_extra("run_seconds", time.perf_counter() - t_run)

@@ -1,0 +1,152 @@
+"""Suite ``logreg-large``: the peers' objective mappings, a tiny run, report logic."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from zbound.bench.records import REQUIRED_FIELDS, read_suite
+from zbound.bench.runner import run_suite
+from zbound.bench.suites import logreg_large as L
+
+_DATA = os.environ.get("ZBOUND_DATA", "").strip()
+needs_data = pytest.mark.skipif(
+    not _DATA or not Path(_DATA).is_dir(),
+    reason="needs the benchmark data: set ZBOUND_DATA to the data directory")
+
+
+def _binary(t: int = 400, d: int = 6, seed: int = 0) -> L.Data:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(t, d))
+    y = (X @ rng.normal(size=d) + rng.normal(size=t) > 0).astype(np.int64)
+    return L.Data("toy", X, y, 2, "toy")
+
+
+def _optimum(problem: L.Problem) -> float:
+    from zbound.solvers import minimize
+
+    r = minimize(problem.model(), np.zeros(problem.n_params), tol=1e-12, max_iter=200)
+    return float(r.fun)
+
+
+@pytest.mark.parametrize("C", [0.05, 1.0, 30.0])
+def test_glum_objective_matches_ours(C):
+    """glum's binomial optimum at alpha = 1/(C t), mapped back, is our (scikit-learn's) optimum."""
+    glum = pytest.importorskip("glum")
+    prob = L.large_problem(_binary(), C)
+    f_ours = _optimum(prob)
+    clf = glum.GeneralizedLinearRegressor(family="binomial", alpha=prob.glum_alpha(),
+                                          l1_ratio=0.0, gradient_tol=1e-12,
+                                          max_iter=1000).fit(prob.fit_X, prob.y)
+    f_glum = prob.model().value(prob.theta_from(clf.coef_, clf.intercept_))
+    assert abs(f_glum - f_ours) <= 1e-9 * abs(f_ours)
+    # and glum's own objective is ours divided by t
+    w, b = clf.coef_, clf.intercept_[0] if np.ndim(clf.intercept_) else clf.intercept_
+    s = prob.fit_X @ w + b
+    loss = np.logaddexp(0, s) - prob.y * s
+    glum_obj = loss.mean() + prob.glum_alpha() / 2 * (w @ w)
+    assert glum_obj == pytest.approx(f_ours / prob.t, rel=1e-9)
+
+
+def test_glum_paper_mapping_matches_ours():
+    """Table 1 (bias penalized, no intercept): alpha = reg / (2 t) and theta = [-w/2, w/2]."""
+    glum = pytest.importorskip("glum")
+    data = _binary(300, 5, 1)
+    prob = L.Problem("table1", "toy", "lambda=0.1", data, L.problems._with_bias(data.X), lam=0.1)
+    f_ours = _optimum(prob)
+    clf = glum.GeneralizedLinearRegressor(family="binomial", alpha=prob.glum_alpha(),
+                                          l1_ratio=0.0, fit_intercept=False, gradient_tol=1e-12,
+                                          max_iter=1000).fit(prob.fit_X, prob.y)
+    f_glum = prob.model().value(prob.theta_from(clf.coef_))
+    assert abs(f_glum - f_ours) <= 1e-9 * abs(f_ours)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_sklearn_objective_matches_ours(n_classes):
+    from sklearn.linear_model import LogisticRegression
+
+    from zbound.datasets import make_multinomial
+
+    ds = make_multinomial(300, 5, n_classes, random_state=3)
+    prob = L.large_problem(L.Data("toy", ds.X, ds.y, n_classes, "toy"), 2.0)
+    f_ours = _optimum(prob)
+    clf = LogisticRegression(C=2.0, tol=1e-12, max_iter=10000).fit(prob.fit_X, prob.y)
+    f_sk = prob.model().value(prob.theta_from(clf.coef_, clf.intercept_))
+    assert abs(f_sk - f_ours) <= 1e-9 * abs(f_ours)
+
+
+def test_tiny_run(tmp_path):
+    cfg = L.tiny()
+    doc = run_suite("logreg-large", out=tmp_path, show_progress=False, options={"config": cfg})
+    back = read_suite(tmp_path / "logreg-large.json")
+    assert back["records"] == doc["records"]
+    recs = doc["records"]
+    assert recs and all(list(r) == list(REQUIRED_FIELDS) for r in recs)
+    cells = {(r["dataset"], r["setting"]) for r in recs}
+    assert cells == {(d, f"C=1 {t}") for d in ("digits", "synthetic-binary")
+                     for t in ("loose", "tight")}
+    names = {r["method"] for r in recs}
+    expected = set(cfg.library_methods) | set(cfg.solver_peers) | set(cfg.sklearn_peers) \
+        | {L.ESTIMATOR}
+    if L.lowrank_available():
+        expected |= set(cfg.lowrank_methods)
+    assert expected <= names
+    glum_recs = [r for r in recs if r["method"].startswith("glum-")]
+    if L.glum_status() is None:
+        assert {r["method"] for r in glum_recs} == set(cfg.glum_peers)
+        assert all(r["dataset"] == "synthetic-binary" for r in glum_recs)
+        assert all(not r["metrics"].get("skipped") for r in glum_recs)
+    else:
+        assert all(r["metrics"]["skipped"] for r in glum_recs)
+    assert sum(r["default"] for r in recs) == 4  # one default per cell and target
+    for r in recs:
+        if not r["metrics"].get("skipped"):
+            assert r["metrics"]["peak_memory_mb"] is not None
+    # the fast methods reach both targets on these small problems
+    by = {(r["dataset"], r["setting"], r["method"]): r for r in recs}
+    for d in ("digits", "synthetic-binary"):
+        for t in ("loose", "tight"):
+            assert by[(d, f"C=1 {t}", "newton-bound")]["reached"]
+            assert by[(d, f"C=1 {t}", "scipy-lbfgsb")]["reached"]
+    md = (tmp_path / "logreg-large.md").read_text()
+    assert "Verdicts against the issue's targets" in md
+    assert "glum has no multinomial family" in md
+    assert L.verdicts(doc)
+
+
+@needs_data
+def test_table1_text_cell(tmp_path):
+    """Text, Table 1 objective: the paper's target from L-BFGS, a few methods, records valid."""
+    cfg = L.tiny(paper_sets=("ssl-text",), large_sets=(),
+                 methods=("newton-bound", "scipy-lbfgsb", "sklearn-lbfgs", "glum-lbfgs"))
+    doc = run_suite("logreg-large", out=tmp_path, show_progress=False, options={"config": cfg})
+    recs = {r["method"]: r for r in doc["records"]}
+    assert {"newton-bound", "scipy-lbfgsb", "sklearn-lbfgs"} <= set(recs)
+    r = recs["scipy-lbfgsb"]
+    assert r["task"] == "table1" and r["reached"]
+    assert r["metrics"]["n_params"] == 2 * 11961   # the paper's d = 23922
+    ref = doc["extra"]["references"]["table1/ssl-text/lambda=100"]
+    assert r["target_objective"] == pytest.approx(ref["f_lbfgs_paper"] * (1 + L.PAPER_EPS))
+
+
+def test_verdicts_logic():
+    def rec(task, setting, method, t, peer, default=False, **m):
+        return {"task": task, "dataset": "d", "setting": setting, "method": method,
+                "peer": peer, "default": default, "reached": t is not None,
+                "time_to_target_s": t, "metrics": {"target_name": setting.split()[-1],
+                                                   "C": 1.0, **m}}
+
+    records = [rec("large", "C=1 loose", "newton-bound", 0.4, False, True),
+               rec("large", "C=1 loose", "scipy-lbfgsb", 1.0, True),
+               rec("large", "C=1 tight", "newton-bound", 2.0, False, True),
+               rec("large", "C=1 tight", "scipy-lbfgsb", 1.0, True)]
+    from zbound.bench.suites.logreg_large.report import large_rows
+
+    rows = large_rows(records)
+    assert [r["ratio"] for r in rows] == [0.4, 2.0]
+    lines = L.verdicts({"records": records})
+    assert lines[1].startswith("FAIL") and "worst 2.00x" in lines[1]
+    assert lines[2].startswith("PASS")
