@@ -16,7 +16,7 @@ _EXPORTS = {
     "multinomial_bound": "zbound.bounds.multinomial",
     "MultinomialBound": "zbound.bounds.multinomial",
     "Result": "zbound.solvers.result",
-    "BoundLogisticRegression": "zbound.estimators",
+    "BoundLogisticRegression": "zbound.estimators.logistic",
     "IsingModel": "zbound.ising.model",
 }
 

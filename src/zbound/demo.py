@@ -123,7 +123,7 @@ def _load_thread_pools() -> None:
     import scipy.optimize  # noqa: F401
     import sklearn.linear_model  # noqa: F401
 
-    import zbound.estimators  # noqa: F401
+    import zbound.estimators.logistic  # noqa: F401
     import zbound.ising.logdet  # noqa: F401
     import zbound.solvers  # noqa: F401
 

@@ -198,7 +198,7 @@ def test_solver_without_constraint_support(iris):
 
 
 def test_bounds_on_many_parameters_need_lbfgs(monkeypatch):
-    import zbound.estimators as est_mod
+    import zbound.estimators.logistic as est_mod
 
     monkeypatch.setattr(est_mod, "MAX_QP_PARAMS", 10)
     X = np.random.default_rng(0).normal(size=(40, 6))

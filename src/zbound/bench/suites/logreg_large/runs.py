@@ -201,7 +201,7 @@ def fit_call(problem: Problem, m: Method, tol: float, max_iter: int,
         theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
         n_iter = int(np.max(clf.n_iter_))
     elif m.kind == "estimator":
-        from zbound.estimators import BoundLogisticRegression
+        from zbound.estimators.logistic import BoundLogisticRegression
 
         clf = BoundLogisticRegression(C=problem.C, tol=tol, max_iter=max_iter).fit(X, y)
         total = time.perf_counter() - t0
