@@ -30,6 +30,10 @@ TINY = {
     "scale_trw_max_iter": 200,
     "scale_trw_work": 1e5,
     "scale_repeats": 1,
+    "metric_d": (4,),
+    "metric_eps": (1.0,),
+    "metric_draws": 1,
+    "metric_max_iter": 15,
 }
 
 
@@ -85,6 +89,13 @@ def test_ising_suite_writes_the_contract_fields_and_valid_bounds(tiny_run):
         assert {"seconds", "iterations", "bound", "gap", "converged", "certified"} <= set(m)
         assert m["certified"] and m["bound"] == r["final_objective"]
     assert "d = 1000 not run" in md and (out / "scale_time_vs_d.png").stat().st_size > 1000
+    # Suppl. C: metric learning is a valid bound, never above the plain relaxation
+    metric = {r["method"]: r for r in doc["records"] if r["task"] == "metric"}
+    assert {"quantum", "quantum-metric", "quantum-greedy-k3", "exact"} <= set(metric)
+    q, ml = metric["quantum"]["metrics"], metric["quantum-metric"]["metrics"]
+    assert ml["violations"] == 0 and metric["quantum-metric"]["reached"]
+    assert all(b <= bq + 1e-9 for b, bq in zip(ml["bounds"], q["bounds"]))
+    assert "Suppl. C" in md and (out / "figC_metric_learning.png").stat().st_size > 1000
 
 
 def test_suite_is_a_package_with_run_and_report():

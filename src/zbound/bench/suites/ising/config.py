@@ -19,7 +19,9 @@ def suite_config(quick: bool) -> dict[str, Any]:
     ``scale_d``: the "scale" task (quantum and TRW on complete graphs up to d = 1000 in full mode,
     up to d = 200 in quick mode), ``scale_trw_max_iter`` its TRW sweep limit, lowered to
     max(200, ``scale_trw_work`` / d^2) at large d (a sweep costs O(d^2)), and
-    ``scale_repeats`` its alternating repeats for d <= 200.
+    ``scale_repeats`` its alternating repeats for d <= 200; ``metric_*``: the "metric" task
+    (Suppl. C, diagonal metric learning by Kelley's method against the plain relaxation and
+    greedy features, Gaussian parameters, complete graph).
     """
     if quick:
         return {
@@ -50,6 +52,10 @@ def suite_config(quick: bool) -> dict[str, Any]:
             "scale_trw_max_iter": 2000,
             "scale_trw_work": 2e8,
             "scale_repeats": 1,
+            "metric_d": (5,),
+            "metric_eps": (0.5, 1.0),
+            "metric_draws": 2,
+            "metric_max_iter": 60,
         }
     return {
         "draws": 10,
@@ -81,4 +87,8 @@ def suite_config(quick: bool) -> dict[str, Any]:
         "scale_trw_max_iter": 2000,
         "scale_trw_work": 2e8,
         "scale_repeats": 3,
+        "metric_d": (5, 8),
+        "metric_eps": (0.5, 1.0, 2.0),
+        "metric_draws": 5,
+        "metric_max_iter": 200,
     }

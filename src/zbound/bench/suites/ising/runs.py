@@ -493,8 +493,25 @@ def task_scale(ctx, cfg, stats):
         ctx.advance(f"scale d={d}")
 
 
+def task_metric(ctx, cfg, stats):
+    """Suppl. C: diagonal metric learning (eq. (10), Kelley's method) against the plain quantum
+    relaxation (1, x) and three greedy features, Gaussian parameters, complete graph."""
+    from zbound.bench.suites.ising.methods import m_greedy, m_metric, m_quantum
+
+    cells = [(d, eps) for d in cfg["metric_d"] for eps in cfg["metric_eps"]]
+    ctx.start("Suppl. C metric learning", len(cells))
+    for d, eps in cells:
+        problem = Problem(d, "gaussian", "complete", epsilon=eps)
+        base = Problem(d, "gaussian", "complete").draw(cfg["metric_draws"], 9000 + d)
+        models = [m.with_epsilon(eps) for m in base]
+        methods = {"quantum": m_quantum, "quantum-metric": m_metric(cfg["metric_max_iter"]),
+                   "quantum-greedy-k3": m_greedy(3)}
+        compare(ctx, "metric", problem, f"d={d} eps={eps}", eps, models, methods, stats)
+        ctx.advance(f"metric d={d} eps={eps}")
+
+
 TASKS = (task_hierarchy, task_coupling, task_temperature, task_relative, task_zero_temperature,
-         task_speed, task_convergence, task_scale)
+         task_speed, task_convergence, task_scale, task_metric)
 
 
 def run_all(ctx, cfg: dict[str, Any]) -> None:
