@@ -345,3 +345,29 @@ def test_property_hierarchy_and_greedy_never_increase(d, scale, eps, seed, kind)
     gb = [greedy_features(m, k, max_iter_select=300, max_iter_final=3000).bound for k in (0, 1, 2)]
     assert all(b <= a for a, b in zip(gb, gb[1:]))
     assert not _below(gb[-1], exact)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("setting, coupling, w, eps", [
+    ("gaussian", "mixed", 1.0, 0.02),
+    ("gaussian", "mixed", 1.0, 20.0),
+    ("logdet", "repulsive", 2.0, 0.02),
+    ("logdet", "mixed", 5.0, 0.2),
+])
+def test_diagonal_newton_path_agrees_with_chambolle_pock_above_n_128(setting, coupling, w, eps):
+    """(1, x) with n = 131 > 128 takes the diagonal-dual Newton path; plain Chambolle-Pock
+    (polish=False) on the same model must certify the same value, at low and high temperature and
+    strong couplings, and each method's dual bound must sit above the other's primal value."""
+    from zbound.ising.generators import random_model
+
+    model = random_model(d=130, setting=setting, graph="complete", coupling=coupling, w=w,
+                         epsilon=eps, random_state=7)
+    newton = quantum_bound(model, tol=1e-7)
+    cp = quantum_bound(model, tol=1e-7, polish=False, max_iter=20000)
+    assert newton.converged and cp.converged
+    assert newton.newton_steps > 0
+    assert newton.gap <= 1e-7 and cp.gap <= 1e-7
+    scale = max(1.0, abs(cp.bound))
+    assert abs(newton.bound - cp.bound) <= 2e-7 * scale
+    assert newton.bound >= cp.primal - 1e-9 * scale
+    assert cp.bound >= newton.primal - 1e-9 * scale
