@@ -38,6 +38,7 @@ SUITES: dict[str, str] = {
     "ising": "zbound.bench.suites.ising",
     "chunked": "zbound.bench.suites.chunked",
     "logreg-large": "zbound.bench.suites.logreg_large",
+    "latent": "zbound.bench.suites.latent",
 }
 
 

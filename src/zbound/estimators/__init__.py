@@ -14,6 +14,7 @@ import importlib
 
 _EXPORTS = {
     "BoundLogisticRegression": "zbound.estimators.logistic",
+    "LatentLogisticRegression": "zbound.estimators.latent",
 }
 
 __all__ = sorted(_EXPORTS)

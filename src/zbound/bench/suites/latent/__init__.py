@@ -1,0 +1,32 @@
+"""Suite ``latent``: latent conditional likelihood (paper 003, Sec. 4), Tables 2 and 5 and the
+toy of Fig. 1.
+
+Mixtures of Gaussian-gated logistic regressions (:mod:`zbound.models.latent`) on ionosphere,
+bupa, hepatitis, wine and SRBCT with m in {1, 2, 3, 4} components per class, lambda = 0,
+trained by the bound (Alg. 2: Jensen on the numerator + Alg. 1 on the denominator) and by the
+paper's baselines on the same objective from the same starts: BFGS, CG, steepest descent,
+Newton, plus EM on the conditional likelihood. The toy: two classes from 8 Gaussians, m = 2,
+with the generative (joint-likelihood) EM of the paper's Fig. 1 as well, and decision-boundary
+plots. Modules: :mod:`.config`, :mod:`.problems`, :mod:`.runs`, :mod:`.report`.
+"""
+
+from __future__ import annotations
+
+from zbound.bench.suites.latent.config import (
+    COMPONENTS,
+    DATASETS,
+    METHODS,
+    PAPER_M,
+    SUITE,
+    TOY_METHODS,
+    Config,
+    config,
+    tiny,
+)
+from zbound.bench.suites.latent.problems import Split, load_split, stripes
+from zbound.bench.suites.latent.report import report, toy_figure
+from zbound.bench.suites.latent.runs import OPTIONS, PAPER_TABLE5, PAPER_TOY, fit_once, run
+
+__all__ = ["COMPONENTS", "Config", "DATASETS", "METHODS", "OPTIONS", "PAPER_M", "PAPER_TABLE5",
+           "PAPER_TOY", "SUITE", "Split", "TOY_METHODS", "config", "fit_once", "load_split",
+           "report", "run", "stripes", "tiny", "toy_figure"]

@@ -1,0 +1,215 @@
+"""``LatentLogisticRegression``: a mixture of Gaussian-gated logistic regressions, trained by the
+quadratic bound (paper 003, Section 4).
+
+Each class has ``n_components`` latent components; p(y | x) = sum_m p(y, m | x), a softmax over
+all (class, component) pairs summed over the components of each class (the conditional of a
+mixture of Gaussians per class with one shared covariance). The objective is the negative
+latent conditional log-likelihood plus 1/(2C) ||theta||^2 (all weights and offsets); it is not
+convex, so the fit runs from ``n_init`` random starts near 0 and keeps the best objective.
+See ``docs/latent.md``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from zbound.models.latent import latent_objective
+from zbound.models.loss import check_sample_weight
+from zbound.solvers import minimize
+
+#: Methods the estimator takes: the library's bound methods, the baselines, and EM.
+SOLVERS = ("bound", "squarem", "newton-bound", "em", "em-joint", "lbfgs", "bfgs", "cg",
+           "steepest", "newton")
+
+
+class CollapsedComponentWarning(UserWarning):
+    """A latent component explains (almost) none of the training data."""
+
+
+def _solver_method(name: str):
+    if name == "em":
+        from zbound.solvers.latent_em import LatentEM
+        return LatentEM
+    if name == "em-joint":
+        from zbound.solvers.latent_em import LatentJointEM
+        return LatentJointEM
+    return name
+
+
+class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
+    """Latent conditional likelihood classifier (mixture of Gaussian-gated logistic regressions).
+
+    Parameters
+    ----------
+    n_components : int >= 1, default 2
+        Latent components per class (m in the paper); n_components = 1 is multinomial logistic
+        regression. Every class needs at least n_components samples.
+    C : float > 0 or np.inf, default 1.0
+        Inverse regularization strength (scikit-learn's convention): the penalty is
+        1/(2C) ||theta||^2 over all weights and offsets. ``np.inf`` fits the unregularized
+        likelihood (the paper's lambda = 0), which is unbounded on data the components can
+        separate: the fit then stops on ``tol`` / ``max_iter`` with growing weights.
+    solver : str, default "squarem"
+        "bound" (Alg. 2: minimize the quadratic bound, Jensen on the numerator + Alg. 1 on the
+        denominator, every step), "squarem" (the same bound steps, SQUAREM-accelerated and
+        still monotone), "newton-bound", "em" (generalized EM on the conditional likelihood),
+        "em-joint" (EM on the joint likelihood of the generative Gaussian mixture), or a
+        baseline: "lbfgs", "bfgs", "cg", "steepest", "newton".
+    tol : float >= 0, default 1e-6
+        Stop when the gradient's inf-norm is <= tol * max(1, |J|) or when one iteration
+        decreases J by <= 1e-3 * tol * max(1, |J|).
+    max_iter : int >= 1, default 1000
+    n_init : int >= 1, default 1
+        Random starts; the fit with the lowest objective is kept.
+    init_scale : float > 0, default 0.1
+        Standard deviation of the random start (parameters "close to 0"; exactly 0 would leave
+        the components of a class identical forever).
+    random_state : None, int or RandomState
+
+    Attributes
+    ----------
+    classes_ : (n_classes,)
+    coef_ : (n_classes, n_components, n_features) theta_{y,m}
+    intercept_ : (n_classes, n_components) nu_{y,m}
+    component_weights_ : (n_classes, n_components) share of each class's (weighted) training
+        samples each component explains (responsibilities summed, rows sum to 1)
+    collapsed_components_ : list of (class label, component) pairs whose share is below 1e-6
+        (a :class:`CollapsedComponentWarning` is issued when it is not empty)
+    objective_ : float, the objective at the fit (negative log-likelihood + penalty)
+    n_iter_ : int, iterations of the kept fit
+    converged_ : bool
+    solver_result_ : :class:`zbound.solvers.Result` of the kept fit
+    n_features_in_ : int
+    """
+
+    def __init__(self, n_components=2, C=1.0, solver="squarem", tol=1e-6, max_iter=1000,
+                 n_init=1, init_scale=0.1, random_state=None):
+        self.n_components = n_components
+        self.C = C
+        self.solver = solver
+        self.tol = tol
+        self.max_iter = max_iter
+        self.n_init = n_init
+        self.init_scale = init_scale
+        self.random_state = random_state
+
+    def _check_params(self):
+        m = self.n_components
+        if isinstance(m, bool) or not isinstance(m, numbers.Integral):
+            raise TypeError(f"n_components must be an integer >= 1, got {m!r}")
+        if m < 1:
+            raise ValueError(f"n_components must be >= 1, got {m}")
+        C = self.C
+        if isinstance(C, bool) or not isinstance(C, numbers.Real) or np.isnan(C) or C <= 0:
+            raise ValueError(f"C must be a number > 0 (np.inf: no penalty), got {C!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"unknown solver {self.solver!r}; use one of {SOLVERS}")
+        for name in ("tol", "init_scale"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) \
+                    or v < 0 or (name == "init_scale" and v == 0):
+                raise ValueError(f"{name} must be a finite number "
+                                 f"{'> 0' if name == 'init_scale' else '>= 0'}, got {v!r}")
+        for name in ("max_iter", "n_init"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        return int(m), (0.0 if np.isinf(C) else 1.0 / float(C))
+
+    def fit(self, X, y, sample_weight=None):
+        """Fit to X (t, n_features) and labels y (t,); returns self."""
+        M, reg = self._check_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=False)
+        check_classification_targets(y)
+        sw = check_sample_weight(sample_weight, X.shape[0])
+        classes, y_idx = np.unique(y, return_inverse=True)
+        present = np.unique(y_idx if sw is None else y_idx[sw > 0])
+        if sw is not None and not np.any(sw > 0):
+            raise ValueError("every sample_weight is zero: nothing to fit")
+        if present.size < 2:
+            raise ValueError("LatentLogisticRegression needs samples of at least 2 classes; "
+                             f"got {present.size} class"
+                             + (" with positive sample_weight" if sw is not None else ""))
+        counts = np.bincount(y_idx, minlength=classes.size)
+        small = [classes[c].item() for c in range(classes.size) if counts[c] < M]
+        if small:
+            raise ValueError(f"n_components={M} is more than the samples of class(es) "
+                             f"{small}: every class needs at least n_components samples")
+        model = latent_objective(X, y_idx.astype(np.intp), M, reg, classes.size, sw)
+        rng = check_random_state(self.random_state)
+        method = _solver_method(self.solver)
+        opts = {}
+        if self.solver in ("bound", "squarem", "newton-bound"):
+            opts["ftol"] = 1e-3 * float(self.tol)
+        best = None
+        with np.errstate(over="ignore", under="ignore"):
+            for _ in range(int(self.n_init)):
+                x0 = float(self.init_scale) * rng.standard_normal(model.n_params)
+                res = minimize(model, x0, method=method, tol=float(self.tol),
+                               max_iter=int(self.max_iter), **opts)
+                if best is None or res.fun < best.fun:
+                    best = res
+        if not best.converged:
+            warnings.warn(f"LatentLogisticRegression (solver={self.solver!r}) did not converge "
+                          f"in max_iter={self.max_iter} iterations ({best.message})",
+                          ConvergenceWarning, stacklevel=2)
+        K, d = classes.size, X.shape[1]
+        W = best.x.reshape(K, M, d + 1)
+        self.classes_ = classes
+        self.coef_ = np.ascontiguousarray(W[:, :, :d])
+        self.intercept_ = np.ascontiguousarray(W[:, :, d])
+        mass = model.loss.pair_mass(best.x)
+        total = mass.sum(axis=1, keepdims=True)
+        self.component_weights_ = np.divide(mass, total, out=np.zeros_like(mass),
+                                            where=total > 0)
+        self.collapsed_components_ = [(classes[k].item(), m) for k in range(K) for m in range(M)
+                                      if total[k, 0] > 0 and self.component_weights_[k, m] < 1e-6]
+        if self.collapsed_components_:
+            warnings.warn(f"LatentLogisticRegression: components {self.collapsed_components_} "
+                          "(class label, component) explain none of the training data "
+                          "(collapsed); fewer n_components may do", CollapsedComponentWarning,
+                          stacklevel=2)
+        self.objective_ = float(best.fun)
+        self.n_iter_ = int(best.nit)
+        self.converged_ = bool(best.converged)
+        self.solver_result_ = best
+        self._model_shape = (K, M)
+        return self
+
+    def predict_log_proba(self, X):
+        """(t, n_classes) log p(y | x)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, reset=False)
+        S = np.einsum("kmd,td->tkm", self.coef_, X) + self.intercept_[None]
+        mx = S.max(axis=2)                                          # (t, K), per class
+        lc = np.log(np.exp(S - mx[:, :, None]).sum(axis=2)) + mx
+        m2 = lc.max(axis=1, keepdims=True)
+        return lc - (m2 + np.log(np.exp(lc - m2).sum(axis=1, keepdims=True)))
+
+    def predict_proba(self, X):
+        """(t, n_classes) p(y | x) = sum_m p(y, m | x)."""
+        return np.exp(self.predict_log_proba(X))
+
+    def predict(self, X):
+        """The most probable class of each row."""
+        idx = np.argmax(self.predict_log_proba(X), axis=1)
+        return self.classes_[idx]
+
+    def loglik(self, X, y) -> float:
+        """Latent conditional log-likelihood sum_j log p(y_j | x_j) of labelled data."""
+        lp = self.predict_log_proba(X)
+        y = np.asarray(y)
+        idx = np.searchsorted(self.classes_, y)
+        if np.any(idx >= self.classes_.size) or np.any(self.classes_[np.minimum(
+                idx, self.classes_.size - 1)] != y):
+            raise ValueError("y has labels the model was not fitted on")
+        return float(lp[np.arange(lp.shape[0]), idx].sum())
+

@@ -1,0 +1,116 @@
+"""``LatentLogisticRegression``: the scikit-learn contract, bad input, collapsed components,
+the toy problem, and agreement with multinomial logistic regression at n_components = 1."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from zbound import LatentLogisticRegression
+from zbound.estimators.latent import CollapsedComponentWarning
+
+
+def _stripes(n, seed):
+    rng = np.random.default_rng(seed)
+    cx = np.array([-4.0, 4.0] * 4)
+    cy = np.repeat([3.0, 1.0, -1.0, -3.0], 2)
+    lab = np.repeat([0, 1, 0, 1], 2)
+    k = rng.integers(0, 8, n)
+    return np.c_[cx[k], cy[k]] + 0.5 * rng.standard_normal((n, 2)), np.array(["a", "b"])[lab[k]]
+
+
+@parametrize_with_checks([LatentLogisticRegression(),
+                          LatentLogisticRegression(n_components=1, solver="bound", n_init=2)])
+def test_sklearn_contract(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollapsedComponentWarning)
+        check(estimator)
+
+
+def test_toy_fit_predict_and_loglik():
+    X, y = _stripes(300, 0)
+    Xt, yt = _stripes(300, 1)
+    est = LatentLogisticRegression(n_components=2, C=100.0, random_state=0, n_init=2).fit(X, y)
+    assert est.coef_.shape == (2, 2, 2) and est.intercept_.shape == (2, 2)
+    assert est.score(Xt, yt) >= 0.9
+    P = est.predict_proba(Xt)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    rows = (np.arange(300), (yt == "b").astype(int))
+    assert est.loglik(Xt, yt) == pytest.approx(np.log(P[rows]).sum())
+    np.testing.assert_allclose(est.component_weights_.sum(axis=1), 1.0)
+    assert est.collapsed_components_ == []
+    # one component per class cannot separate the stripes
+    one = LatentLogisticRegression(n_components=1, C=100.0).fit(X, y)
+    assert one.score(Xt, yt) < 0.8
+
+
+def test_one_component_matches_multinomial_logistic_regression():
+    from zbound import BoundLogisticRegression
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((60, 3))
+    y = (X[:, 0] + 0.5 * rng.standard_normal(60) > 0).astype(int) + (X[:, 1] > 1)
+    lat = LatentLogisticRegression(n_components=1, C=2.0, tol=1e-10, max_iter=5000).fit(X, y)
+    ref = BoundLogisticRegression(C=2.0, tol=1e-10).fit(X, y)
+    # the latent model also penalizes the offsets: compare probabilities loosely, objective tight
+    assert lat.converged_
+    np.testing.assert_allclose(lat.predict_proba(X), ref.predict_proba(X), atol=0.05)
+
+
+@pytest.mark.parametrize("params,match", [
+    ({"n_components": 0}, "n_components must be >= 1"),
+    ({"n_components": 40}, "more than the samples of class"),
+    ({"C": -1.0}, "C must be"),
+    ({"solver": "nope"}, "unknown solver"),
+    ({"n_init": 0}, "n_init must be"),
+])
+def test_bad_parameters(params, match):
+    X, y = _stripes(40, 3)
+    with pytest.raises(ValueError, match=match):
+        LatentLogisticRegression(**params).fit(X, y)
+
+
+def test_bad_data():
+    X, y = _stripes(40, 4)
+    Xn = X.copy()
+    Xn[0, 0] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        LatentLogisticRegression().fit(Xn, y)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        LatentLogisticRegression().fit(X, np.full(40, "a"))
+    with pytest.raises(TypeError, match="n_components"):
+        LatentLogisticRegression(n_components=1.5).fit(X, y)
+
+
+def test_collapsed_components_are_reported_not_nan():
+    # one tight cluster per class and 3 components: extra components lose all their mass
+    rng = np.random.default_rng(5)
+    X = np.r_[rng.normal(-3, 0.1, (30, 1)), rng.normal(3, 0.1, (30, 1))]
+    y = np.repeat([0, 1], 30)
+    est = LatentLogisticRegression(n_components=3, C=np.inf, max_iter=300, init_scale=1.0,
+                                   random_state=0, solver="bound")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    assert np.all(np.isfinite(est.coef_)) and np.all(np.isfinite(est.predict_proba(X)))
+    weights = est.component_weights_
+    assert np.all(np.isfinite(weights))
+    collapsed = {(k, m) for k in range(2) for m in range(3) if weights[k, m] < 1e-6}
+    assert set(est.collapsed_components_) == collapsed
+    if collapsed:
+        assert any(issubclass(w.category, CollapsedComponentWarning) for w in caught)
+
+
+@pytest.mark.parametrize("solver", ["bound", "em", "em-joint", "bfgs", "cg", "steepest",
+                                    "newton", "lbfgs", "newton-bound"])
+def test_every_solver_fits(solver):
+    X, y = _stripes(80, 6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est = LatentLogisticRegression(solver=solver, C=10.0, max_iter=300, random_state=0)
+        est.fit(X, y)
+    assert np.isfinite(est.objective_)
+    assert est.predict(X).shape == (80,)
