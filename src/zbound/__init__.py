@@ -19,6 +19,9 @@ _EXPORTS = {
     "BoundLogisticRegression": "zbound.estimators.logistic",
     "LatentLogisticRegression": "zbound.estimators.latent",
     "IsingModel": "zbound.ising.model",
+    "ChainCRF": "zbound.estimators.crf",
+    "junction_bound": "zbound.bounds.junction",
+    "JunctionTree": "zbound.bounds.junction",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -20,6 +20,11 @@ from pathlib import Path
 # development machine (one full baseline run of each quick suite, measured with `time`). Kept
 # here, not read from the suite modules, so that `zbound bench --help` imports no suite.
 SUITE_INFO: dict[str, tuple[str, str]] = {
+    "crf": (
+        "Chain CRFs on CoNLL-2000, CoNLL-2002 and the Penn Treebank sample against "
+        "python-crfsuite (L-BFGS, l2sgd) with the same features and objective",
+        "about 4 min",
+    ),
     "logreg-small": (
         "Jebara & Choromanska (2012), supplement Table 3, plus a weak-regularization sweep "
         "with digits: bound solvers against SciPy and scikit-learn",

@@ -39,6 +39,7 @@ SUITES: dict[str, str] = {
     "chunked": "zbound.bench.suites.chunked",
     "logreg-large": "zbound.bench.suites.logreg_large",
     "latent": "zbound.bench.suites.latent",
+    "crf": "zbound.bench.suites.crf",
 }
 
 

@@ -15,6 +15,7 @@ import importlib
 _EXPORTS = {
     "BoundLogisticRegression": "zbound.estimators.logistic",
     "LatentLogisticRegression": "zbound.estimators.latent",
+    "ChainCRF": "zbound.estimators.crf",
 }
 
 __all__ = sorted(_EXPORTS)

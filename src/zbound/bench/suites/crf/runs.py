@@ -1,0 +1,352 @@
+"""Runs of the ``crf`` suite: same features, same objective, same target for every method.
+
+Objective: sum_j -log p(y_j | x_j) + c2 ||theta||^2, CRFsuite's L-BFGS objective (library
+``reg = 2 c2``). Feature space: every (attribute, label) pair and every transition, for both
+sides (CRFsuite with ``feature.possible_states`` and ``feature.possible_transitions``; the
+attributes are the strings of :func:`zbound.structured.attributes`, passed to CRFsuite as
+``{attribute: weight}`` items). The mapping is checked by evaluating CRFsuite's final weights
+under the library's objective and comparing with CRFsuite's own last loss.
+
+Target: CRFsuite L-BFGS's final objective times (1 + 1e-3). Time to target is wall time from
+the start of training (CRFsuite's includes its feature generation from the items; the
+library's featurization time is recorded separately as ``featurize_s``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from zbound.bench.records import BenchRecord
+
+SUITE = "crf"
+OPTIONS = ("config",)
+REL_TARGET = 1e-3
+
+
+@dataclass
+class Config:
+    corpora: dict = field(default_factory=lambda: {
+        "conll2000": (None, None), "conll2002": (None, None), "treebank": (1000, None)})
+    c2: float = 1.0
+    lbfgs_iter: int = 200
+    bound_iter: int = 100
+    cg_maxiter: int = 5
+    sgd_epochs: int = 10
+    stream_epochs: int = 3
+    batch_size: int = 64
+    time_limit_s: float = 600.0
+    repeats: int = 1
+    n_jobs: int = 2
+
+
+def config(quick: bool) -> Config:
+    if not quick:
+        return Config()
+    return Config(corpora={"conll2000": (400, 300), "conll2002": (400, 300),
+                           "treebank": (300, 200)},
+                  lbfgs_iter=100, bound_iter=15, sgd_epochs=5, stream_epochs=3,
+                  time_limit_s=40.0)
+
+
+def tiny() -> Config:
+    return Config(corpora={"conll2000": (40, 30)}, lbfgs_iter=20, bound_iter=2, cg_maxiter=2,
+                  sgd_epochs=1, stream_epochs=1, batch_size=16, time_limit_s=10.0)
+
+
+# ------------------------------------------------------------------------ data
+def load(name: str, n_train, n_test):
+    """(train, test) as lists of (tokens, labels) with tokens raw (word, pos) tuples."""
+    from zbound.datasets.sequences import load_conll2000, load_conll2002, load_treebank
+    if name == "conll2000":
+        tr, te = load_conll2000("train"), load_conll2000("test")
+        conv = lambda s: ([(w, p) for w, p, _ in s], [c for *_, c in s])  # noqa: E731
+    elif name == "conll2002":
+        tr, te = load_conll2002("train", pos=True), load_conll2002("testb", pos=True)
+        conv = lambda s: ([(w, p) for w, p, _ in s], [c for *_, c in s])  # noqa: E731
+    elif name == "treebank":
+        sents = load_treebank(traces=False)
+        tr, te = sents[:3000], sents[3000:]
+        conv = lambda s: ([(w,) for w, _ in s], [t for _, t in s])  # noqa: E731
+    else:
+        raise ValueError(f"unknown corpus {name!r}")
+    tr = [conv(s) for s in tr[:n_train]]
+    te = [conv(s) for s in te[:n_test]]
+    return tr, te
+
+
+def chunks_of(tags):
+    """conlleval chunks (type, start, end) from IOB1/IOB2 tags."""
+    out, start, typ = set(), None, None
+    for i, t in enumerate(list(tags) + ["O"]):
+        pre, _, ty = t.partition("-")
+        begin = pre == "B" or (pre == "I" and (typ != ty or start is None))
+        if start is not None and (pre == "O" or begin or ty != typ):
+            out.add((typ, start, i))
+            start, typ = None, None
+        if pre in ("B", "I") and start is None:
+            start, typ = i, ty
+    return out
+
+
+def scores(pred, gold, chunked: bool):
+    tok = sum(a == b for p, g in zip(pred, gold) for a, b in zip(p, g))
+    n = sum(len(g) for g in gold)
+    if not chunked:
+        return tok / n, None
+    tp = npred = ngold = 0
+    for p, g in zip(pred, gold):
+        cp, cg = chunks_of(p), chunks_of(g)
+        tp += len(cp & cg)
+        npred += len(cp)
+        ngold += len(cg)
+    prec = tp / npred if npred else 0.0
+    rec = tp / ngold if ngold else 0.0
+    return tok / n, (2 * prec * rec / (prec + rec) if prec + rec else 0.0)
+
+
+class PeakRSS:
+    """Peak resident memory above the start, sampled every 10 ms (sees C allocations)."""
+
+    def __enter__(self):
+        self.base = self._rss()
+        self.peak = self.base
+        self._stop = False
+        self._t = threading.Thread(target=self._loop, daemon=True)
+        self._t.start()
+        return self
+
+    @staticmethod
+    def _rss():
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    def _loop(self):
+        while not self._stop:
+            self.peak = max(self.peak, self._rss())
+            time.sleep(0.01)
+
+    def __exit__(self, *exc):
+        self._stop = True
+        self._t.join()
+        self.peak = max(self.peak, self._rss())
+
+    @property
+    def mb(self):
+        return self.peak - self.base
+
+
+# ------------------------------------------------------------------------ CRFsuite
+def crfsuite_run(items, labels, c2, algorithm, max_iter, tmp):
+    import pycrfsuite
+
+    trace = []
+
+    class Trainer(pycrfsuite.Trainer):
+        def on_iteration(self, log, info):
+            trace.append((time.perf_counter(), float(info["loss"])))
+
+    tr = Trainer(verbose=True)          # the iteration callbacks need the log parser
+    for x, y in zip(items, labels):
+        tr.append(pycrfsuite.ItemSequence(x), y)
+    tr.select(algorithm)
+    params = {"c2": c2, "max_iterations": max_iter, "feature.possible_states": True,
+              "feature.possible_transitions": True}
+    if algorithm == "lbfgs":
+        params["c1"] = 0.0
+    tr.set_params(params)
+    path = os.path.join(tmp, f"{algorithm}.crfsuite")
+    t0 = time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        tr.train(path)
+    total = time.perf_counter() - t0
+    return path, [(t - t0, f) for t, f in trace], total
+
+
+def crfsuite_theta(path, crf):
+    """CRFsuite's weights in the library's parameter layout (attributes via the vocabulary)."""
+    import pycrfsuite
+    tg = pycrfsuite.Tagger()
+    tg.open(path)
+    info = tg.info()
+    m = len(crf.classes_)
+    lab = {c: i for i, c in enumerate(crf.classes_)}
+    W = np.zeros((crf.index_.n_features, m))
+    for (attr, label), w in info.state_features.items():
+        j = crf.index_.vocabulary_.get(attr)
+        if j is not None:
+            W[j, lab[label]] = w
+    T = np.zeros((m, m))
+    for (a, b), w in info.transitions.items():
+        T[lab[a], lab[b]] = w
+    return tg, np.concatenate([W.ravel(), T.ravel()])
+
+
+# ------------------------------------------------------------------------ one corpus
+def run_corpus(ctx, name, cfg: Config):
+    from threadpoolctl import threadpool_limits
+
+    from zbound.estimators.crf import ChainCRF
+    from zbound.solvers import minimize
+    from zbound.structured.features import attributes, token_features
+
+    n_train, n_test = cfg.corpora[name]
+    train, test = load(name, n_train, n_test)
+    chunked = name != "treebank"
+    t0 = time.perf_counter()
+    feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1 else None)
+             for x, _ in train]
+    ytr = [y for _, y in train]
+    crf = ChainCRF(c2=cfg.c2, n_jobs=cfg.n_jobs)
+    M, lengths = crf._matrices(feats, grow=True)
+    yi = crf._labels(ytr, lengths, grow=True)
+    featurize_s = time.perf_counter() - t0
+    test_feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1
+                                 else None) for x, _ in test]
+    ytest = [y for _, y in test]
+    obj = crf._objective(M, lengths, yi)
+    items = [[dict(attributes(tok)) for tok in seq] for seq in feats]
+    common = dict(task="train", dataset=name,
+                  setting=f"c2={cfg.c2},n={len(train)},m={len(crf.classes_)}")
+    size = dict(n_train=len(train), n_test=len(test), n_tokens=int(lengths.sum()),
+                n_params=obj.n_params, n_labels=len(crf.classes_), featurize_s=featurize_s)
+
+    def test_scores(theta):
+        crf._set_coef(theta)
+        return scores(crf.predict(test_feats), ytest, chunked)
+
+    with tempfile.TemporaryDirectory() as tmp, threadpool_limits(1):
+        ctx.log(f"{name}: CRFsuite L-BFGS")
+        with PeakRSS() as mem:
+            path, trace, total = crfsuite_run(items, ytr, cfg.c2, "lbfgs", cfg.lbfgs_iter, tmp)
+        tg, th_cs = crfsuite_theta(path, crf)
+        f_ours = obj.value(th_cs)
+        f_cs = trace[-1][1]
+        target = f_ours * (1 + REL_TARGET)
+        t_hit = next((t for t, f in trace if f <= target), None)
+        acc, f1 = scores([tg.tag(pycrfsuite_items(x)) for x in test_feats], ytest, chunked)
+        ctx.writer.add_record(BenchRecord(**common, method="crfsuite-lbfgs", peer=True,
+                                   reached=t_hit is not None, time_to_target_s=t_hit,
+                                   evaluations=len(trace), final_objective=f_ours,
+                                   target_objective=target,
+                                   metrics={**size, "iterations": len(trace),
+                                            "total_time_s": total, "test_accuracy": acc,
+                                            "f1": f1, "peak_memory_mb": mem.mb,
+                                            "crfsuite_loss": f_cs,
+                                            "objective_check_rel": abs(f_ours - f_cs)
+                                            / abs(f_cs)}))
+        ctx.log(f"{name}: CRFsuite l2sgd")
+        with PeakRSS() as mem:
+            path, trace, total = crfsuite_run(items, ytr, cfg.c2, "l2sgd", cfg.sgd_epochs, tmp)
+        tg, th = crfsuite_theta(path, crf)
+        fin = obj.value(th)
+        acc, f1 = scores([tg.tag(pycrfsuite_items(x)) for x in test_feats], ytest, chunked)
+        ctx.writer.add_record(BenchRecord(**common, method="crfsuite-l2sgd", peer=True,
+                                   reached=fin <= target, time_to_target_s=total
+                                   if fin <= target else None, evaluations=len(trace),
+                                   final_objective=fin, target_objective=target,
+                                   metrics={**size, "iterations": len(trace),
+                                            "total_time_s": total, "test_accuracy": acc,
+                                            "f1": f1, "peak_memory_mb": mem.mb}))
+        for method in ("bound", "lbfgs"):
+            ctx.log(f"{name}: zbound {method}")
+            trace = []
+            start = [0.0]
+
+            def cb(x, f, trace=trace, start=start):
+                trace.append((time.perf_counter() - start[0], f))
+                return trace[-1][0] > cfg.time_limit_s
+
+            opts = dict(inner="cg", cg_maxiter=cfg.cg_maxiter, cg_rtol=1e-3) \
+                if method == "bound" else {}
+            with PeakRSS() as mem:
+                start[0] = time.perf_counter()
+                res = minimize(obj, np.zeros(obj.n_params), method=method, target=target,
+                               max_iter=cfg.bound_iter if method == "bound" else cfg.lbfgs_iter,
+                               tol=1e-10, callback=cb, **opts)
+                total = time.perf_counter() - start[0]
+            t_hit = next((t for t, f in trace if f <= target), None)
+            acc, f1 = test_scores(res.x)
+            ctx.writer.add_record(BenchRecord(**common, method=f"zbound-{method}",
+                                       default=method == "bound", reached=t_hit is not None,
+                                       time_to_target_s=t_hit, evaluations=len(trace),
+                                       final_objective=res.fun, target_objective=target,
+                                       metrics={**size, "iterations": len(trace),
+                                                "total_time_s": total, "test_accuracy": acc,
+                                                "f1": f1, "peak_memory_mb": mem.mb,
+                                                "trace": [[t, f] for t, f in trace]}))
+        ctx.log(f"{name}: zbound sgd and partial_fit")
+        for method in ("sgd", "partial_fit"):
+            est = ChainCRF(c2=cfg.c2, solver="sgd", max_iter=cfg.sgd_epochs, n_jobs=cfg.n_jobs,
+                           batch_size=cfg.batch_size, random_state=0,
+                           n_samples_hint=len(train), cg_maxiter=cfg.cg_maxiter)
+            with PeakRSS() as mem:
+                t0 = time.perf_counter()
+                if method == "sgd":
+                    est.fit(feats, ytr)
+                else:
+                    for _ in range(cfg.stream_epochs):
+                        for X_b, y_b in stream(name, n_train, cfg.batch_size):
+                            est.partial_fit(X_b, y_b, classes=crf.classes_)
+                total = time.perf_counter() - t0
+            pred = est.predict(test_feats)
+            acc, f1 = scores(pred, ytest, chunked)
+            # objective in the training vocabulary (streaming grows its own)
+            th = np.zeros(obj.n_params)
+            ours = {a: j for a, j in est.index_.vocabulary_.items()}
+            m = len(crf.classes_)
+            perm = [list(est.classes_).index(c) for c in crf.classes_]
+            W = np.zeros((crf.index_.n_features, m))
+            for a, j in crf.index_.vocabulary_.items():
+                k = ours.get(a)
+                if k is not None and k < est.state_weights_.shape[0]:
+                    W[j] = est.state_weights_[k, perm]
+            th = np.concatenate([W.ravel(), est.transitions_[np.ix_(perm, perm)].ravel()])
+            fin = obj.value(th)
+            ctx.writer.add_record(BenchRecord(**common, method=f"zbound-{method}",
+                                       reached=fin <= target,
+                                       time_to_target_s=total if fin <= target else None,
+                                       final_objective=fin, target_objective=target,
+                                       metrics={**size, "total_time_s": total,
+                                                "test_accuracy": acc, "f1": f1,
+                                                "peak_memory_mb": mem.mb,
+                                                "epochs": cfg.stream_epochs
+                                                if method == "partial_fit" else cfg.sgd_epochs}))
+
+
+def pycrfsuite_items(seq):
+    import pycrfsuite
+
+    from zbound.structured.features import attributes
+    return pycrfsuite.ItemSequence([dict(attributes(tok)) for tok in seq])
+
+
+def stream(name, n_train, batch_size):
+    """A generator of mini-batches read and featurized lazily (the corpus is never held as
+    feature dicts)."""
+    from zbound.structured.features import token_features
+    train, _ = load(name, n_train, 0)
+    for s in range(0, len(train), batch_size):
+        part = train[s:s + batch_size]
+        yield ([token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1
+                               else None) for x, _ in part], [y for _, y in part])
+
+
+def run(ctx) -> None:
+    options = dict(getattr(ctx, "options", None) or {})
+    unknown = sorted(set(options) - set(OPTIONS))
+    if unknown:
+        raise ValueError(f"unknown options for suite crf: {unknown}")
+    cfg = options.get("config") or config(ctx.quick)
+    if ctx.progress is not None or hasattr(ctx, "start"):
+        ctx.start("crf", len(cfg.corpora))
+    for name in cfg.corpora:
+        run_corpus(ctx, name, cfg)
+        ctx.advance()

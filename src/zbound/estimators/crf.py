@@ -1,0 +1,338 @@
+"""``ChainCRF``: a linear-chain CRF for sequence labelling, trained by bound majorization.
+
+Inputs follow sklearn-crfsuite: ``X`` is a list of sequences, a sequence a list of tokens, a
+token a feature dict (``{"w": "the", "upper": False, "len": 3.0}``) or a list of feature
+strings; ``y`` a list of label sequences. Raw tokens (strings, or (word, POS) tuples) are
+featurized by the built-in templates (:func:`zbound.structured.token_features`). Precomputed
+features: a list of sparse (n_tokens_j, n_features) matrices, one per sequence.
+
+The objective is CRFsuite's with its ``c2``: sum_j -log p(y_j | x_j) + c2 ||theta||^2 (the
+library's ``reg = 2 c2``). Solvers: "bound" (Alg. 2 with the chain bound of Alg. 3 as a
+matrix-free curvature, each step a truncated preconditioned CG solve of the majorizer, so every
+iterate decreases the objective), "lbfgs" (SciPy L-BFGS-B on the same objective), "sgd"
+(mini-batch stochastic gradient). ``partial_fit`` takes one stochastic bound step per call
+(mini-batch majorizer scaled to the corpus, damped), accepts any iterable of sequences, and
+grows the attribute vocabulary as new attributes arrive, so a corpus can be streamed from a
+generator. Forward-backward runs over chunks of sequences on ``n_jobs`` threads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator
+
+from zbound.models.crf import ChainCRFLoss
+from zbound.models.objective import Objective
+from zbound.models.penalty import L2Penalty
+from zbound.structured.chain import ChainLayout, forward_backward, marginals
+from zbound.structured.features import FeatureIndex, token_features
+
+SOLVERS = ("bound", "lbfgs", "sgd")
+
+
+def _is_raw(seq) -> bool:
+    tok = seq[0]
+    return isinstance(tok, str) or (isinstance(tok, tuple) and all(isinstance(a, str)
+                                                                    for a in tok))
+
+
+def _featurize(seq):
+    if isinstance(seq[0], str):
+        return token_features(list(seq))
+    words = [t[0] for t in seq]
+    pos = [t[1] for t in seq] if len(seq[0]) > 1 else None
+    return token_features(words, pos)
+
+
+class ChainCRF(BaseEstimator):
+    """Linear-chain conditional random field (first-order transitions), L2-regularized.
+
+    Parameters
+    ----------
+    c2 : float >= 0, L2 strength in CRFsuite's convention (objective NLL + c2 ||theta||^2)
+    solver : "bound" (default), "lbfgs" or "sgd"
+    max_iter : iterations (epochs for "sgd")
+    tol : stationarity tolerance passed to the solver (relative, as ``zbound.minimize``)
+    cg_maxiter : CG products per bound step (the majorizer is minimized approximately; any
+        number keeps the iterates monotone)
+    batch_size : sequences per mini-batch ("sgd", and the unit of ``partial_fit`` examples)
+    learning_rate : "sgd" step eta_k = learning_rate / (1 + k / n_batches); ``partial_fit``
+        damping eta_k = (1 + k / 10) ** -0.6 of the batch majorizer's step
+    n_features : None (learn a vocabulary) or a number of hashed feature columns
+    n_jobs : threads for forward-backward (None: 1, -1: all cores)
+    random_state : seed for the mini-batch order
+    """
+
+    def __init__(self, c2: float = 1.0, solver: str = "bound", max_iter: int = 100,
+                 tol: float = 1e-6, cg_maxiter: int = 10, batch_size: int = 64,
+                 learning_rate: float = 0.5, n_features: int | None = None, n_jobs=None,
+                 random_state=None, n_samples_hint: int | None = None):
+        self.c2 = c2
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.cg_maxiter = cg_maxiter
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.n_features = n_features
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.n_samples_hint = n_samples_hint
+
+    # ------------------------------------------------------------------ input handling
+    def _check_params(self):
+        c2 = self.c2
+        if isinstance(c2, bool) or not isinstance(c2, numbers.Real) or not np.isfinite(c2) \
+                or c2 < 0:
+            raise ValueError(f"c2 must be a finite number >= 0, got {c2!r}")
+        if self.solver not in SOLVERS:
+            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
+        for name in ("max_iter", "cg_maxiter", "batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+
+    def _matrices(self, X, grow: bool):
+        """Sequences -> (CSR of all tokens, lengths)."""
+        if isinstance(X, np.ndarray) and X.dtype != object:
+            raise TypeError("X must be a list of sequences (lists of tokens), not a 2-D array")
+        X = list(X)
+        if not X:
+            raise ValueError("X holds no sequences")
+        if all(sp.issparse(x) for x in X):
+            for j, x in enumerate(X):
+                if x.shape[0] == 0:
+                    raise ValueError(f"sequence {j} is empty")
+            M = sp.vstack([sp.csr_matrix(x, dtype=np.float64) for x in X]).tocsr()
+            if not np.all(np.isfinite(M.data)):
+                raise ValueError("feature values contain NaN or inf")
+            if grow and not hasattr(self, "n_features_in_"):
+                self.n_features_in_ = M.shape[1]
+            if M.shape[1] != getattr(self, "n_features_in_", M.shape[1]):
+                raise ValueError(f"X has {M.shape[1]} features, the model "
+                                 f"{self.n_features_in_}")
+            self._precomputed = True
+            return M, np.array([x.shape[0] for x in X])
+        for j, seq in enumerate(X):
+            if isinstance(seq, str | bytes) or not hasattr(seq, "__len__"):
+                raise TypeError(f"sequence {j} must be a list of tokens, got "
+                                f"{type(seq).__name__}")
+            if len(seq) == 0:
+                raise ValueError(f"sequence {j} is empty")
+        X = [_featurize(s) if _is_raw(s) else s for s in X]
+        if not hasattr(self, "index_"):
+            self.index_ = FeatureIndex(self.n_features)
+        self._precomputed = False
+        M, lengths = self.index_.transform(X, grow=grow)
+        return M, lengths
+
+    def _labels(self, y, lengths, grow: bool):
+        y = list(y)
+        if len(y) != len(lengths):
+            raise ValueError(f"X has {len(lengths)} sequences but y has {len(y)}")
+        for j, (ys, n) in enumerate(zip(y, lengths)):
+            if isinstance(ys, str) or len(ys) != n:
+                raise ValueError(f"sequence {j} has {n} tokens but "
+                                 f"{len(ys) if not isinstance(ys, str) else 1} labels")
+        flat = list(itertools.chain.from_iterable(y))
+        if grow and not hasattr(self, "classes_"):
+            self.classes_ = np.array(sorted(set(flat), key=str), dtype=object)
+            if self.classes_.size < 1:
+                raise ValueError("no labels")
+        lookup = {c: i for i, c in enumerate(self.classes_)}
+        try:
+            return np.array([lookup[v] for v in flat], dtype=np.int64)
+        except KeyError as exc:
+            raise ValueError(f"label {exc.args[0]!r} was not seen in training; known labels: "
+                             f"{list(self.classes_)}") from None
+
+    def _objective(self, M, lengths, yi):
+        loss = ChainCRFLoss(M, lengths, yi, len(self.classes_), n_jobs=self.n_jobs)
+        return Objective(loss, L2Penalty(2.0 * float(self.c2)))
+
+    def _resize(self, n_feat):
+        """Grow the state weights to n_feat attributes (new ones start at 0)."""
+        m = len(self.classes_)
+        W, T = self.state_weights_, self.transitions_
+        if W.shape[0] < n_feat:
+            W = np.vstack([W, np.zeros((n_feat - W.shape[0], m))])
+        self.state_weights_ = W
+        self.transitions_ = T
+
+    @property
+    def coef_(self) -> np.ndarray:
+        return np.concatenate([self.state_weights_.ravel(), self.transitions_.ravel()])
+
+    def _set_coef(self, theta):
+        m = len(self.classes_)
+        k = theta.size - m * m
+        self.state_weights_ = theta[:k].reshape(-1, m).copy()
+        self.transitions_ = theta[k:].reshape(m, m).copy()
+
+    # ------------------------------------------------------------------ training
+    def fit(self, X, y):
+        """Fit on lists of sequences ``X`` and label sequences ``y``."""
+        from zbound.solvers import minimize
+        self._check_params()
+        for attr in ("index_", "classes_", "n_features_in_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+        M, lengths = self._matrices(X, grow=True)
+        yi = self._labels(y, lengths, grow=True)
+        if not self._precomputed:
+            self.n_features_in_ = M.shape[1]
+        obj = self._objective(M, lengths, yi)
+        x0 = np.zeros(obj.n_params)
+        self.history_ = []
+        cb = (lambda x, f: self.history_.append(f)) if True else None
+        if self.solver == "sgd":
+            theta = self._sgd(obj, x0)
+            self.n_iter_ = self.max_iter
+            self.objective_ = obj.value(theta)
+        else:
+            opts = {}
+            if self.solver == "bound":
+                opts = dict(inner="cg", cg_maxiter=self.cg_maxiter, cg_rtol=1e-3)
+            res = minimize(obj, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
+                           callback=cb, **opts)
+            theta = res.x
+            self.n_iter_ = res.nit
+            self.objective_ = res.fun
+            self.status_ = res.status
+        self._set_coef(theta)
+        self.n_updates_ = 0
+        return self
+
+    def _sgd(self, obj, theta):
+        rng = np.random.default_rng(self.random_state)
+        loss = obj.loss
+        n = loss.n_samples
+        reg = 2.0 * float(self.c2)
+        n_batches = max(1, int(np.ceil(n / self.batch_size)))
+        k = 0
+        theta = theta.copy()
+        for _ in range(self.max_iter):
+            perm = rng.permutation(n)
+            for b in range(n_batches):
+                seqs = perm[b * self.batch_size:(b + 1) * self.batch_size]
+                sub = loss.subset(seqs)
+                _, g = sub.value_and_grad(theta)
+                g = g * (n / seqs.size) + reg * theta
+                eta = self.learning_rate / (1.0 + k / n_batches) / n
+                theta -= eta * g
+                k += 1
+            self.history_.append(obj.value(theta))
+        return theta
+
+    def partial_fit(self, X, y, classes=None):
+        """One stochastic bound step on the mini-batch (X, y) (any iterables of sequences).
+
+        The batch loss is scaled to the corpus size (``n_samples_hint``, else the number of
+        sequences seen so far) and its majorizer, plus the L2 term, minimized by truncated CG;
+        the step is damped by eta_k = (1 + k / 10) ** -0.6. ``classes`` (all labels) is
+        required on the first call. New attributes extend the vocabulary with zero weights.
+        """
+        self._check_params()
+        X, y = list(X), list(y)
+        first = not hasattr(self, "classes_")
+        if first:
+            if classes is None:
+                raise ValueError("classes (the list of all labels) is required on the first "
+                                 "call to partial_fit")
+            self.classes_ = np.array(list(classes), dtype=object)
+            if len(set(self.classes_)) != self.classes_.size or self.classes_.size < 1:
+                raise ValueError("classes must be distinct and non-empty")
+            self.n_updates_ = 0
+            self.n_seen_ = 0
+        M, lengths = self._matrices(X, grow=True)
+        yi = self._labels(y, lengths, grow=False)
+        m = len(self.classes_)
+        if first:
+            self.state_weights_ = np.zeros((M.shape[1], m))
+            self.transitions_ = np.zeros((m, m))
+        self._resize(M.shape[1])
+        if not self._precomputed:
+            self.n_features_in_ = M.shape[1]
+        self.n_seen_ += len(lengths)
+        n_total = self.n_samples_hint or self.n_seen_
+        loss = ChainCRFLoss(M, lengths, yi, m, n_jobs=self.n_jobs)
+        theta = self.coef_
+        scale = n_total / len(lengths)
+        maj = scale * loss.majorizer(theta)
+        reg = 2.0 * float(self.c2)
+        g = maj.grad + reg * theta
+        C = maj.curvature.with_ridge(reg)
+        d = C.solve(g, "cg", rtol=1e-3, maxiter=self.cg_maxiter)
+        eta = (1.0 + self.n_updates_ / 10.0) ** -0.6
+        self._set_coef(theta - eta * d)
+        self.n_updates_ += 1
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def _check_fitted(self):
+        if not hasattr(self, "state_weights_"):
+            from sklearn.exceptions import NotFittedError
+            raise NotFittedError("this ChainCRF is not fitted yet; call fit or partial_fit")
+
+    def _prepare(self, X):
+        self._check_fitted()
+        M, lengths = self._matrices(X, grow=False)
+        n = self.state_weights_.shape[0]
+        if M.shape[1] < n:
+            M = sp.csr_matrix((M.data, M.indices, M.indptr), shape=(M.shape[0], n))
+        elif M.shape[1] > n:
+            M = M[:, :n]
+        return M, lengths
+
+    def _potentials(self, M):
+        from zbound.structured.chain import Potentials
+        return Potentials(np.asarray(M @ self.state_weights_), self.transitions_)
+
+    def _split(self, flat, lengths):
+        out, off = [], 0
+        for n in lengths:
+            out.append(flat[off:off + n])
+            off += n
+        return out
+
+    def predict(self, X):
+        """Viterbi labels: a list of label lists."""
+        from zbound.structured.chain import viterbi
+        M, lengths = self._prepare(X)
+        yi = viterbi(ChainLayout(lengths), self._potentials(M), self.n_jobs)
+        labels = self.classes_[yi]
+        return [list(s) for s in self._split(labels, lengths)]
+
+    def predict_marginals(self, X):
+        """Per token {label: marginal probability} (sklearn-crfsuite's format)."""
+        M, lengths = self._prepare(X)
+        lay = ChainLayout(lengths)
+        pot = self._potentials(M)
+        log_z, A, B = forward_backward(lay, pot, self.n_jobs)
+        P, _ = marginals(lay, pot, log_z, A, B)
+        out = []
+        for block in self._split(P, lengths):
+            out.append([dict(zip(self.classes_, row)) for row in block])
+        return out
+
+    def score(self, X, y):
+        """Token accuracy."""
+        pred = self.predict(X)
+        y = list(y)
+        if len(y) != len(pred):
+            raise ValueError(f"X has {len(pred)} sequences but y has {len(y)}")
+        known = set(self.classes_)
+        tot = hit = 0
+        for j, (p, t) in enumerate(zip(pred, y)):
+            if len(p) != len(t):
+                raise ValueError(f"sequence {j} has {len(p)} tokens but {len(t)} labels")
+            for a, b in zip(p, t):
+                if b not in known:
+                    raise ValueError(f"label {b!r} was not seen in training")
+                hit += a == b
+                tot += 1
+        return hit / tot

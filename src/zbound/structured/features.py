@@ -1,0 +1,151 @@
+"""Token features for sequence labelling: built-in templates and dict features -> sparse rows.
+
+Two conventions are accepted, as in sklearn-crfsuite / python-crfsuite:
+
+- a sequence is a list of feature dicts, one per token, ``{name: value}`` with a string value
+  (attribute ``"name=value"``, weight 1), a bool (``name`` with weight 1 if True) or a number
+  (``name`` with that weight); a list of strings (``["w=the", ...]``) means weight 1 each;
+- raw tokens: :func:`token_features` turns ``[word, ...]`` (optionally with POS tags) into the
+  dicts of the built-in templates.
+
+:class:`FeatureIndex` maps attributes to columns, from a vocabulary learned once (``fit``) or by
+feature hashing (``n_features=2**k``, for streams whose vocabulary is not known in advance). A
+corpus becomes one CSR matrix of all tokens, sequence after sequence, plus the lengths.
+"""
+
+from __future__ import annotations
+
+import numbers
+import re
+
+import numpy as np
+import scipy.sparse as sp
+
+_SHAPE_SUBS = ((re.compile(r"[A-Z]"), "X"), (re.compile(r"[a-z]"), "x"),
+               (re.compile(r"[0-9]"), "d"))
+
+
+def word_shape(word: str) -> str:
+    """'Mr.' -> 'Xx.', '1990s' -> 'dx' after collapsing repeats: 'ddddx'.  -> 'dx'."""
+    s = word
+    for pat, rep in _SHAPE_SUBS:
+        s = pat.sub(rep, s)
+    return re.sub(r"(.)\1+", r"\1", s)
+
+
+def token_features(words, pos=None, window: int = 1) -> list[dict]:
+    """Built-in templates for one sentence: word, lowercase, prefixes and suffixes (1-3),
+    shape, capitalization and digit flags, POS (and its first two letters) when given, and the
+    lowercase words and POS of the neighbours within ``window``; BOS / EOS at the edges."""
+    n = len(words)
+    if pos is not None and len(pos) != n:
+        raise ValueError(f"got {n} words but {len(pos)} POS tags")
+    out = []
+    low = [w.lower() for w in words]
+    for i, w in enumerate(words):
+        f = {"bias": 1.0, "w": w, "wl": low[i], "shape": word_shape(w),
+             "p1": w[:1], "p2": w[:2], "p3": w[:3], "s1": w[-1:], "s2": w[-2:], "s3": w[-3:],
+             "upper": w.isupper(), "title": w.istitle(), "digit": w.isdigit()}
+        if pos is not None:
+            f["pos"] = pos[i]
+            f["pos2"] = pos[i][:2]
+        for k in range(1, window + 1):
+            if i - k >= 0:
+                f[f"wl[-{k}]"] = low[i - k]
+                if pos is not None:
+                    f[f"pos[-{k}]"] = pos[i - k]
+            else:
+                f[f"BOS[-{k}]"] = True
+            if i + k < n:
+                f[f"wl[+{k}]"] = low[i + k]
+                if pos is not None:
+                    f[f"pos[+{k}]"] = pos[i + k]
+            else:
+                f[f"EOS[+{k}]"] = True
+        out.append(f)
+    return out
+
+
+def attributes(token) -> list[tuple[str, float]]:
+    """One token's features as (attribute, weight) pairs (see the module docstring)."""
+    if isinstance(token, dict):
+        items = []
+        for k, v in token.items():
+            if isinstance(v, str):
+                items.append((f"{k}={v}", 1.0))
+            elif isinstance(v, bool | np.bool_):
+                if v:
+                    items.append((str(k), 1.0))
+            elif isinstance(v, numbers.Real):
+                v = float(v)
+                if not np.isfinite(v):
+                    raise ValueError(f"feature {k!r} has a non-finite value {v}")
+                items.append((str(k), v))
+            else:
+                raise TypeError(f"feature {k!r} has a value of type {type(v).__name__}; use "
+                                "str, bool or a number")
+        return items
+    if isinstance(token, list | tuple):
+        out = []
+        for a in token:
+            if not isinstance(a, str):
+                raise TypeError(f"a token's feature list must hold strings, got "
+                                f"{type(a).__name__}")
+            out.append((a, 1.0))
+        return out
+    raise TypeError(f"a token must be a feature dict or a list of feature strings, got "
+                    f"{type(token).__name__}")
+
+
+class FeatureIndex:
+    """Attribute -> column map: a learned vocabulary, or hashing into ``n_features`` columns."""
+
+    def __init__(self, n_features: int | None = None):
+        if n_features is not None and (isinstance(n_features, bool) or int(n_features) < 1):
+            raise ValueError(f"n_features must be None or a positive integer, got {n_features}")
+        self.n_features_hash = None if n_features is None else int(n_features)
+        self.vocabulary_: dict[str, int] = {}
+
+    @property
+    def hashing(self) -> bool:
+        return self.n_features_hash is not None
+
+    @property
+    def n_features(self) -> int:
+        return self.n_features_hash if self.hashing else len(self.vocabulary_)
+
+    def _column(self, name: str, grow: bool) -> int:
+        if self.hashing:
+            from sklearn.utils import murmurhash3_32
+            return murmurhash3_32(name, positive=True) % self.n_features_hash
+        j = self.vocabulary_.get(name)
+        if j is None and grow:
+            j = self.vocabulary_[name] = len(self.vocabulary_)
+        return -1 if j is None else j
+
+    def transform(self, sequences, grow: bool = False):
+        """Sequences of tokens -> (CSR of all tokens, lengths). ``grow`` adds new attributes to
+        the vocabulary; otherwise unseen attributes are dropped."""
+        indptr, indices, data, lengths = [0], [], [], []
+        for s, seq in enumerate(sequences):
+            if isinstance(seq, str | bytes) or not hasattr(seq, "__len__"):
+                raise TypeError(f"sequence {s} must be a list of tokens, got "
+                                f"{type(seq).__name__}")
+            if len(seq) == 0:
+                raise ValueError(f"sequence {s} is empty")
+            for tok in seq:
+                for name, v in attributes(tok):
+                    j = self._column(name, grow)
+                    if j >= 0:
+                        indices.append(j)
+                        data.append(v)
+                indptr.append(len(indices))
+            lengths.append(len(seq))
+        if not lengths:
+            raise ValueError("no sequences given")
+        n_cols = max(self.n_features, 1)
+        X = sp.csr_matrix((np.asarray(data, dtype=np.float64),
+                           np.asarray(indices, dtype=np.int64), np.asarray(indptr)),
+                          shape=(len(indptr) - 1, n_cols))
+        X.sum_duplicates()
+        return X, np.asarray(lengths, dtype=np.int64)

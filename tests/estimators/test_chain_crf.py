@@ -1,0 +1,95 @@
+"""ChainCRF: input conventions, solvers on the same objective, partial_fit, bad input."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from zbound import ChainCRF
+
+
+def toy(n=30, seed=0):
+    """Labels follow the word's first letter, with a transition pattern."""
+    rng = np.random.default_rng(seed)
+    words = ["apple", "avocado", "banana", "berry", "cherry", "citrus"]
+    X, y = [], []
+    for _ in range(n):
+        L = int(rng.integers(1, 6))
+        seq = [words[i] for i in rng.integers(0, len(words), size=L)]
+        X.append(seq)
+        y.append([w[0].upper() for w in seq])
+    return X, y
+
+
+def test_raw_tokens_fit_predict():
+    X, y = toy()
+    crf = ChainCRF(c2=0.01, max_iter=30).fit(X, y)
+    assert crf.score(X, y) == 1.0
+    pred = crf.predict(X[:3])
+    assert [len(p) for p in pred] == [len(s) for s in X[:3]]
+    marg = crf.predict_marginals(X[:2])
+    for seq in marg:
+        for tok in seq:
+            assert set(tok) == set(crf.classes_)
+            assert sum(tok.values()) == pytest.approx(1.0)
+
+
+def test_bound_objective_monotone_and_solvers_agree():
+    X, y = toy(40, seed=1)
+    fits = {s: ChainCRF(c2=0.5, solver=s, max_iter=200, tol=1e-9).fit(X, y)
+            for s in ("bound", "lbfgs")}
+    h = fits["bound"].history_
+    assert all(b <= a * (1 + 1e-12) for a, b in zip(h, h[1:]))
+    assert fits["bound"].objective_ == pytest.approx(fits["lbfgs"].objective_, rel=1e-4)
+    sgd = ChainCRF(c2=0.5, solver="sgd", max_iter=20, learning_rate=0.5, random_state=0)
+    sgd.fit(X, y)
+    assert sgd.objective_ < 2.0 * fits["lbfgs"].objective_
+
+
+def test_dict_features_and_sparse_inputs_agree():
+    X, y = toy(20, seed=2)
+    dicts = [[{"w": w, "first": w[0]} for w in s] for s in X]
+    a = ChainCRF(c2=0.1, solver="lbfgs").fit(dicts, y)
+    vocab = a.index_.vocabulary_
+    mats = []
+    for s in dicts:
+        M = sp.lil_matrix((len(s), len(vocab)))
+        for i, tok in enumerate(s):
+            for k, v in tok.items():
+                M[i, vocab[f"{k}={v}"]] = 1.0
+        mats.append(M.tocsr())
+    b = ChainCRF(c2=0.1, solver="lbfgs").fit(mats, y)
+    assert b.objective_ == pytest.approx(a.objective_, rel=1e-6)
+    assert b.predict(mats) == a.predict(dicts)
+
+
+def test_partial_fit_generator():
+    X, y = toy(60, seed=3)
+
+    def batches():
+        for s in range(0, 60, 10):
+            yield X[s:s + 10], y[s:s + 10]
+
+    crf = ChainCRF(c2=0.1, n_samples_hint=60)
+    for _ in range(3):
+        for Xb, yb in batches():
+            crf.partial_fit(iter(Xb), iter(yb), classes=["A", "B", "C"])
+    assert crf.score(X, y) > 0.9
+
+
+def test_bad_input():
+    X, y = toy(5)
+    with pytest.raises(ValueError, match="empty"):
+        ChainCRF().fit(X + [[]], y + [[]])
+    with pytest.raises(ValueError, match="tokens but"):
+        ChainCRF().fit(X, [s[:-1] + s[-1:] * 2 for s in y])
+    with pytest.raises(ValueError, match="non-finite|NaN"):
+        ChainCRF().fit([[{"x": float("nan")}]], [["A"]])
+    crf = ChainCRF(max_iter=5).fit(X, y)
+    with pytest.raises(ValueError, match="not seen"):
+        crf.score(X, [["Z"] * len(s) for s in X])
+    with pytest.raises(ValueError, match="c2"):
+        ChainCRF(c2=-1).fit(X, y)
+    with pytest.raises(ValueError, match="classes"):
+        ChainCRF().partial_fit(X, y)
+    with pytest.raises(ValueError, match="sequences but"):
+        ChainCRF().fit(X, y[:-1])

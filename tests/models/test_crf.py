@@ -1,0 +1,151 @@
+"""Chain CRF loss: exact value and gradient against enumeration; the matrix-free bound
+operator against the dense chain bound; validity of the majorizer."""
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zbound.bounds.junction import chain_bound
+from zbound.models.crf import ChainCRFLoss
+from zbound.models.objective import Objective
+from zbound.models.penalty import L2Penalty
+
+
+def random_problem(rng, n_seq=3, m=3, n_feat=4, max_len=4, density=0.6, scale=1.0):
+    lengths = rng.integers(1, max_len + 1, size=n_seq)
+    N = int(lengths.sum())
+    X = sp.random(N, n_feat, density=density, random_state=rng.integers(1 << 30),
+                  data_rvs=lambda k: scale * rng.normal(size=k), format="csr")
+    y = rng.integers(0, m, size=N)
+    return X, lengths, y
+
+
+def features_of(X, lengths, m):
+    """Per sequence the chain_bound arrays in theta space (d = n_feat * m + m * m)."""
+    n_feat = X.shape[1]
+    d = n_feat * m + m * m
+    Xd = X.toarray()
+    out, off = [], 0
+    for L in lengths:
+        g = np.zeros((L, m, d))
+        e = np.zeros((max(L - 1, 0), m, m, d))
+        for t in range(L):
+            for y in range(m):
+                g[t, y, np.arange(n_feat) * m + y] = Xd[off + t]
+        for t in range(1, L):
+            for a in range(m):
+                for b in range(m):
+                    e[t - 1, a, b, n_feat * m + a * m + b] = 1.0
+        out.append((g, e))
+        off += L
+    return out
+
+
+def brute_nll(X, lengths, y, m, theta):
+    feats = features_of(X, lengths, m)
+    f, grad, off = 0.0, np.zeros(theta.size), 0
+    for (g, e), L in zip(feats, lengths):
+        F = []
+        paths = list(itertools.product(range(m), repeat=int(L)))
+        for path in paths:
+            v = sum(g[t, path[t]] for t in range(L))
+            for t in range(1, L):
+                v = v + e[t - 1, path[t - 1], path[t]]
+            F.append(v)
+        F = np.array(F)
+        s = F @ theta
+        lz = s.max() + np.log(np.exp(s - s.max()).sum())
+        p = np.exp(s - lz)
+        gold = paths.index(tuple(y[off:off + L]))
+        f += lz - s[gold]
+        grad += p @ F - F[gold]
+        off += L
+    return f, grad
+
+
+@settings(max_examples=20, deadline=None)
+@given(seed=st.integers(0, 2**31), m=st.integers(1, 3), scale=st.sampled_from([0.0, 1.0, 5.0]))
+def test_value_grad_exact(seed, m, scale):
+    rng = np.random.default_rng(seed)
+    X, lengths, y = random_problem(rng, m=m)
+    loss = ChainCRFLoss(X, lengths, y, m, chunk_tokens=3)
+    theta = scale * rng.normal(size=loss.n_params)
+    f, g = loss.value_and_grad(theta)
+    fb, gb = brute_nll(X, lengths, y, m, theta)
+    assert f == pytest.approx(fb, rel=1e-10, abs=1e-10)
+    np.testing.assert_allclose(g, gb, rtol=1e-8, atol=1e-9)
+    assert loss.value(theta) == pytest.approx(f, rel=1e-12)
+
+
+def test_logspace_path_for_extreme_transitions():
+    rng = np.random.default_rng(0)
+    X, lengths, y = random_problem(rng, m=3)
+    loss = ChainCRFLoss(X, lengths, y, 3)
+    theta = rng.normal(size=loss.n_params)
+    theta[-9:] = rng.normal(size=9) * 500          # transitions spanning > 600 nats
+    f, g = loss.value_and_grad(theta)
+    fb, gb = brute_nll(X, lengths, y, 3, theta)
+    assert np.isfinite(f) and f == pytest.approx(fb, rel=1e-9)
+    np.testing.assert_allclose(g, gb, rtol=1e-6, atol=1e-6)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31), m=st.integers(1, 3), scale=st.sampled_from([0.0, 1.0, 4.0]))
+def test_operator_matches_dense_chain_bound(seed, m, scale):
+    rng = np.random.default_rng(seed)
+    X, lengths, y = random_problem(rng, m=m)
+    loss = ChainCRFLoss(X, lengths, y, m, chunk_tokens=4)
+    theta = scale * rng.normal(size=loss.n_params)
+    maj = loss.majorizer(theta)
+    C = maj.curvature.to_dense()
+    ref = sum(chain_bound(g, e, theta, rule="shared", order="argmax-first").curvature
+              for g, e in features_of(X, lengths, m))
+    np.testing.assert_allclose(C, ref, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(C, C.T, atol=1e-10)
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.0, 1.0, 3.0]))
+def test_majorizer_is_a_bound(seed, scale):
+    rng = np.random.default_rng(seed)
+    X, lengths, y = random_problem(rng, m=3)
+    obj = Objective(ChainCRFLoss(X, lengths, y, 3, n_jobs=2, chunk_tokens=3), L2Penalty(0.1))
+    theta = scale * rng.normal(size=obj.n_params)
+    maj = obj.majorizer(theta)
+    assert maj.value == pytest.approx(obj.value(theta))
+    for s in (0.01, 0.3, 1.0, 5.0):
+        for _ in range(10):
+            t2 = theta + s * rng.normal(size=theta.size)
+            assert maj.evaluate(t2) >= obj.value(t2) - 1e-9 * max(1.0, abs(obj.value(t2)))
+
+
+def test_predict_viterbi_is_argmax():
+    rng = np.random.default_rng(3)
+    X, lengths, y = random_problem(rng, n_seq=4, m=3, max_len=4)
+    loss = ChainCRFLoss(X, lengths, y, 3, chunk_tokens=5)
+    theta = 2 * rng.normal(size=loss.n_params)
+    pred = loss.predict(theta, X, lengths)
+    feats = features_of(X, lengths, 3)
+    off = 0
+    for (g, e), L in zip(feats, lengths):
+        best = max(itertools.product(range(3), repeat=int(L)),
+                   key=lambda p: (sum(g[t, p[t]] for t in range(L))
+                                  + sum(e[t - 1, p[t - 1], p[t]] for t in range(1, L))) @ theta)
+        assert tuple(pred[off:off + L]) == best
+        off += L
+
+
+def test_bad_input():
+    X = sp.csr_matrix(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="rows"):
+        ChainCRFLoss(X, [2], [0, 0, 0], 2)
+    with pytest.raises(ValueError, match="labels"):
+        ChainCRFLoss(X, [3], [0, 5, 0], 2)
+    with pytest.raises(ValueError, match="at least one token"):
+        ChainCRFLoss(X, [3, 0], [0, 1, 0], 2)
+    with pytest.raises(ValueError, match="NaN"):
+        ChainCRFLoss(sp.csr_matrix(np.array([[np.nan, 1.0]])), [1], [0], 2)
