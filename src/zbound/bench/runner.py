@@ -38,6 +38,7 @@ SUITES: dict[str, str] = {
     "ising": "zbound.bench.suites.ising",
     "chunked": "zbound.bench.suites.chunked",
     "logreg-large": "zbound.bench.suites.logreg_large",
+    "moe": "zbound.bench.suites.moe",
     "latent": "zbound.bench.suites.latent",
     "crf": "zbound.bench.suites.crf",
 }

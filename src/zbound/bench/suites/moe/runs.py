@@ -1,0 +1,348 @@
+"""Runs of the ``moe`` suite: the synthetic symmetric mixtures (Section 6, Figs. 1-2) and the
+inverted-image experiment (Tables 1-2), records written as they come."""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+
+import numpy as np
+
+from zbound.bench.records import BenchRecord
+from zbound.bench.suites.moe.config import SUITE, Config, config
+from zbound.moe import (
+    MoEProblem,
+    SMoLinE,
+    SMoLogE,
+    fit_adam,
+    fit_em,
+    fit_em_symmetric,
+    fit_gd,
+    fit_gradient_em,
+)
+
+OPTIONS = ("config",)
+SYMMETRIC = {"SMoLinE": SMoLinE, "SMoLogE": SMoLogE}
+#: method -> (peer, default)
+METHOD_INFO = {
+    "em": (False, True),            # EM, M-steps by the library's bound-majorization solvers
+    "em-inner-gd": (True, False),   # EM with the paper's inner gradient descent M-steps
+    "gradient-em": (True, False),   # Algorithm 1
+    "gd": (True, False),            # Algorithm 2
+    "adam": (True, False),          # peer beyond the paper
+}
+_TUNE_SEED = 10_007
+
+
+def suite_config(ctx) -> Config:
+    return ctx.options.get("config") or config(ctx.quick)
+
+
+@contextlib.contextmanager
+def _blas(n):
+    if n is None:
+        yield
+        return
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=n):
+        yield
+
+
+def _final(fit) -> float:
+    f = fit.objectives[-1]
+    return float(f) if np.isfinite(f) else float("inf")
+
+
+def tune(run_one, grid) -> tuple[dict, dict]:
+    """Step sizes for each first-order method on one tuning instance: the grid value with
+    the lowest final objective (Gradient EM: coordinate search over its two step sizes on the
+    same grid, from GD's best). ``run_one(method, lr) -> MoEFit``; returns (chosen, table)."""
+    chosen, table = {}, {}
+    for method in ("gd", "adam", "em-inner-gd"):
+        scores = {lr: _final(run_one(method, lr)) for lr in grid}
+        chosen[method] = min(scores, key=scores.get)
+        table[method] = scores
+    best = (chosen["gd"], chosen["gd"])
+    seen = {best: _final(run_one("gradient-em", best))}
+    for axis in (1, 0):                               # gate step first, then the experts'
+        for lr in grid:
+            pair = (lr, best[1]) if axis == 0 else (best[0], lr)
+            if pair not in seen:
+                seen[pair] = _final(run_one("gradient-em", pair))
+        best = min(seen, key=seen.get)
+    chosen["gradient-em"] = best
+    table["gradient-em"] = {f"{a:g},{b:g}": v for (a, b), v in seen.items()}
+    return chosen, table
+
+
+def _first(values, target):
+    hit = np.flatnonzero(np.asarray(values) <= target)
+    return int(hit[0]) if hit.size else None
+
+
+# -- synthetic --------------------------------------------------------------------------------
+
+def _sym_instance(cls, cfg: Config, seed: int):
+    X, y, truth = cls.sample(cfg.sym_n, cfg.sym_d, cfg.sym_norm, rng=seed)
+    rng = np.random.default_rng(seed + 1)
+    theta0 = truth + cfg.sym_init_noise * rng.normal(size=truth.size)
+    return cls(X, y), truth, theta0
+
+
+def _sym_run(model, theta0, method, lr, iters):
+    if method == "em":
+        return fit_em_symmetric(model, theta0, iters, keep_thetas=True)
+    if method == "em-inner-gd":
+        return fit_em_symmetric(model, theta0, iters, solver="gd", inner_steps=10,
+                                inner_lr=lr, keep_thetas=True)
+    if method == "gradient-em":
+        return fit_gradient_em(model, theta0, lr[0], lr[1], iters, keep_thetas=True)
+    if method == "gd":
+        return fit_gd(model, theta0, lr, iters, keep_thetas=True)
+    return fit_adam(model, theta0, lr, iters, keep_thetas=True)
+
+
+def run_symmetric(ctx, cfg: Config, name: str) -> dict:
+    cls = SYMMETRIC[name]
+    T = cfg.sym_iters
+    model, _, theta0 = _sym_instance(cls, cfg, _TUNE_SEED)
+    lrs, table = tune(lambda m, lr: _sym_run(model, theta0, m, lr, T), cfg.lr_grid)
+    methods = list(METHOD_INFO)
+    per = {m: [] for m in methods}
+    ctx.start(f"{name}: instances", cfg.sym_instances)
+    for i in range(cfg.sym_instances):
+        model, truth, theta0 = _sym_instance(cls, cfg, 1000 + i)
+        order = methods[i % len(methods):] + methods[: i % len(methods)]
+        fits = {m: _sym_run(model, theta0, m, lrs.get(m), T) for m in order}
+        # reference optimum: EM continued from the best final point
+        best = min(fits.values(), key=_final)
+        ref = fit_em_symmetric(model, best.theta, 300)
+        f_hat = min(ref.objective, min(_final(f) for f in fits.values()))
+        target = _final(fits["gd"])
+        tol = 1e-12 * max(1.0, abs(target))
+        for m, fit in fits.items():
+            beta_err = [float(np.linalg.norm(t[: cfg.sym_d] - truth[: cfg.sym_d]) / cfg.sym_norm)
+                        for t in fit.thetas]
+            w_err = [float(np.linalg.norm(t[cfg.sym_d:] - truth[cfg.sym_d:]) / cfg.sym_norm)
+                     for t in fit.thetas]
+            k = _first(fit.objectives, target + tol)
+            per[m].append({
+                "gap": [max(float(f) - f_hat, 0.0) if np.isfinite(f) else None
+                        for f in fit.objectives],
+                "gap_true": float(fit.objectives[-1] - model.value(truth)),
+                "times": list(fit.times), "beta_err": beta_err, "w_err": w_err,
+                "final": _final(fit), "iters_to_gd": k,
+                "time_to_gd": None if k is None else float(fit.times[k]), "target": target,
+                "monotone": fit.monotone})
+        ctx.advance()
+    summary = {}
+    for m in methods:
+        runs = per[m]
+        its = [r["iters_to_gd"] for r in runs]
+        reached = [x for x in its if x is not None]
+        med_it = statistics.median([x if x is not None else T + 1 for x in its])
+        times = [r["time_to_gd"] for r in runs if r["time_to_gd"] is not None]
+        peer, default = METHOD_INFO[m]
+        lr = lrs.get(m)
+        ctx.writer.add_record(BenchRecord(
+            task="synthetic", dataset=name,
+            setting=f"d={cfg.sym_d},n={cfg.sym_n},T={T}", method=m, peer=peer, default=default,
+            reached=len(reached) == len(its),
+            time_to_target_s=statistics.median(times) if times else None,
+            evaluations=med_it,
+            final_objective=statistics.median(r["final"] for r in runs),
+            target_objective=statistics.median(r["target"] for r in runs),
+            metrics={"iterations": T,
+                     "median_iterations_to_gd_final": med_it,
+                     "fraction_reaching_gd_final": len(reached) / len(its),
+                     "median_final_gap": statistics.median(r["gap"][-1] or 0.0 for r in runs),
+                     "median_final_gap_to_truth": statistics.median(r["gap_true"]
+                                                                    for r in runs),
+                     "median_beta_error": statistics.median(r["beta_err"][-1] for r in runs),
+                     "median_w_error": statistics.median(r["w_err"][-1] for r in runs),
+                     "median_total_time_s": statistics.median(r["times"][-1] for r in runs),
+                     "monotone_all": all(r["monotone"] for r in runs),
+                     "step_size": list(lr) if isinstance(lr, tuple) else lr,
+                     "instances": len(runs)}))
+        summary[m] = {"median_iterations_to_gd_final": med_it,
+                      "curve_gap": _mean_curve([r["gap"] for r in runs], log=True),
+                      "curve_time": _median_curve([r["times"] for r in runs]),
+                      "curve_beta": _mean_curve([r["beta_err"] for r in runs]),
+                      "curve_w": _mean_curve([r["w_err"] for r in runs]),
+                      "step_size": lr}
+    return {"methods": summary, "tuning": table, "iters": T, "instances": cfg.sym_instances}
+
+
+def _mean_curve(curves, log=False):
+    out = []
+    for vals in zip(*curves, strict=False):
+        v = [x for x in vals if x is not None]
+        if not v:
+            out.append(None)
+        elif log:
+            out.append(float(np.exp(np.mean(np.log(np.maximum(v, 1e-16))))))
+        else:
+            out.append(float(np.mean(v)))
+    return out
+
+
+def _median_curve(curves):
+    return [float(np.median(v)) for v in zip(*curves, strict=False)]
+
+
+# -- inverted images ----------------------------------------------------------------------------
+
+def load_split(name: str, seed: int = 0):
+    """(X_train, y_train, X_test, y_test), pixels in [0, 1]: KMNIST's test images split 8000 /
+    2000 (stratified), or scikit-learn's digits (/ 16) split 80 / 20."""
+    if name == "kmnist":
+        from zbound.datasets import load_kmnist
+
+        ds = load_kmnist(test_size=0.2, random_state=seed)
+        return ds.X, ds.y, ds.X_test, ds.y_test
+    from sklearn.model_selection import train_test_split
+
+    from zbound.datasets import load_digits
+
+    ds = load_digits()
+    Xtr, Xte, ytr, yte = train_test_split(ds.X / 16.0, ds.y, test_size=0.2, stratify=ds.y,
+                                          random_state=seed)
+    return Xtr, ytr, Xte, yte
+
+
+def invert(X, rng):
+    """Each image inverted (x -> 1 - x) with probability 1/2."""
+    X = X.copy()
+    flip = rng.random(X.shape[0]) < 0.5
+    X[flip] = 1.0 - X[flip]
+    return X
+
+
+def unit_init(problem: MoEProblem, rng) -> np.ndarray:
+    """The paper's start: every linear layer (the gate, each expert) random with unit norm."""
+    P = problem.unpack(rng.normal(size=problem.n_params))
+    gate = P.gate / max(np.linalg.norm(P.gate), 1e-300) if P.gate.size else P.gate
+    coef = np.stack([c / np.linalg.norm(c) for c in P.coef])
+    return problem.pack(gate, coef)
+
+
+def _inv_run(problem, theta0, method, lr, iters, cfg: Config, ds: str):
+    if method == "em":
+        return fit_em(problem, theta0, iters, tol=0.0, mstep_tol=1e-6,
+                      mstep_max_iter=cfg.mstep_max_iter.get(ds, 100))
+    if method == "em-inner-gd":
+        return fit_em(problem, theta0, iters, tol=0.0, mstep="gd",
+                      inner_steps=cfg.inner_steps, inner_lr=lr)
+    if method == "gradient-em":
+        return fit_gradient_em(problem, theta0, lr[0], lr[1], iters)
+    if method == "gd":
+        return fit_gd(problem, theta0, lr, iters)
+    return fit_adam(problem, theta0, lr, iters)
+
+
+def _test_metrics(problem, theta, Xte, yte):
+    proba = problem.predict_proba(theta, Xte)
+    return float(np.mean(np.argmax(proba, axis=1) == yte)), problem.test_nll(theta, Xte, yte)
+
+
+def run_inverted(ctx, cfg: Config, ds: str) -> dict:
+    Xtr, ytr, Xte, yte = load_split(ds)
+    C = int(max(ytr.max(), yte.max())) + 1
+    T = cfg.iters
+    n_inst = cfg.instances.get(ds, 1)
+    ctx.start(f"inverted {ds}: single experts, tuning", 1)
+    # Table 1: one logistic expert (k = 1: EM is one exact M-step), original and inverted
+    rng = np.random.default_rng(0)
+    Xtr_inv, Xte_inv = invert(Xtr, rng), invert(Xte, rng)
+    single = {}
+    for label, (A, B) in (("original", (Xtr, Xte)), ("inverted", (Xtr_inv, Xte_inv))):
+        pb = MoEProblem(A, ytr, 1, "logistic", n_classes=C, reg=cfg.reg)
+        fit = fit_em(pb, np.zeros(pb.n_params), 1, tol=0.0, mstep_tol=1e-6,
+                     mstep_max_iter=300)
+        acc, ce = _test_metrics(pb, fit.theta, B, yte)
+        single[label] = {"accuracy": acc, "cross_entropy": ce, "objective": fit.objective}
+        ctx.writer.add_record(BenchRecord(
+            task="inverted", dataset=ds, setting="k=1", method=f"single-expert-{label}",
+            final_objective=fit.objective,
+            metrics={"test_accuracy": acc, "test_cross_entropy": ce, "test_loglik": -ce,
+                     "random_invert": label == "inverted", "iterations": fit.n_iter}))
+    # tuning on a separate instance
+    rng = np.random.default_rng(_TUNE_SEED)
+    pb = MoEProblem(invert(Xtr, rng), ytr, 2, "logistic", n_classes=C, reg=cfg.reg)
+    theta0 = unit_init(pb, rng)
+    Tt = cfg.tune_iters.get(ds, T)
+    lrs, table = tune(lambda m, lr: _inv_run(pb, theta0, m, lr, Tt, cfg, ds), cfg.lr_grid)
+    ctx.advance()
+    methods = list(METHOD_INFO)
+    per = {m: [] for m in methods}
+    ctx.start(f"inverted {ds}: instances", n_inst)
+    for i in range(n_inst):
+        rng = np.random.default_rng(2000 + i)
+        A, B = invert(Xtr, rng), invert(Xte, rng)
+        pb = MoEProblem(A, ytr, 2, "logistic", n_classes=C, reg=cfg.reg)
+        theta0 = unit_init(pb, rng)
+        order = methods[i % len(methods):] + methods[: i % len(methods)]
+        fits = {m: _inv_run(pb, theta0, m, lrs.get(m), T, cfg, ds) for m in order}
+        for m, fit in fits.items():
+            acc, ce = _test_metrics(pb, fit.theta, B, yte)
+            per[m].append({"accuracy": acc, "cross_entropy": ce, "final": _final(fit),
+                           "objectives": [float(f) for f in fit.objectives],
+                           "times": list(fit.times), "monotone": fit.monotone})
+        # EM (bound M-steps) against EM (inner GD): time to the objective both reach
+        target = max(_final(fits["em"]), _final(fits["em-inner-gd"]))
+        per["em"][-1]["common_target"] = target
+        for m in ("em", "em-inner-gd"):
+            k = _first(fits[m].objectives, target + 1e-12 * max(1.0, abs(target)))
+            per[m][-1]["time_to_common"] = float(fits[m].times[k])
+        ctx.advance()
+    summary = {"single": single, "methods": {}, "tuning": table, "iters": T,
+               "instances": n_inst}
+    for m in methods:
+        runs = per[m]
+        accs = [r["accuracy"] for r in runs]
+        ces = [r["cross_entropy"] for r in runs]
+        peer, default = METHOD_INFO[m]
+        lr = lrs.get(m)
+        metrics = {"test_accuracy": float(np.mean(accs)),
+                   "test_accuracy_std": float(np.std(accs)),
+                   "test_cross_entropy": float(np.mean(ces)),
+                   "test_cross_entropy_std": float(np.std(ces)),
+                   "test_loglik": -float(np.mean(ces)), "iterations": T,
+                   "median_total_time_s": statistics.median(r["times"][-1] for r in runs),
+                   "monotone_all": all(r["monotone"] for r in runs),
+                   "step_size": list(lr) if isinstance(lr, tuple) else lr,
+                   "instances": len(runs)}
+        time_common = None
+        if m in ("em", "em-inner-gd"):
+            time_common = statistics.median(r["time_to_common"] for r in runs)
+            metrics["median_time_to_common_objective_s"] = time_common
+        ctx.writer.add_record(BenchRecord(
+            task="inverted", dataset=ds, setting=f"k=2,T={T}", method=m, peer=peer,
+            default=default, reached=time_common is not None,
+            time_to_target_s=time_common,
+            final_objective=statistics.median(r["final"] for r in runs),
+            target_objective=statistics.median(per["em"][j]["common_target"]
+                                               for j in range(len(runs)))
+            if time_common is not None else None,
+            metrics=metrics))
+        summary["methods"][m] = dict(metrics, curve=_mean_curve([r["objectives"]
+                                                                  for r in runs]),
+                                     curve_time=_median_curve([r["times"] for r in runs]))
+    return summary
+
+
+def run(ctx) -> None:
+    cfg = suite_config(ctx)
+    out = {"config": {k: v for k, v in vars(cfg).items()}}
+    with _blas(cfg.blas_threads):
+        for name in cfg.sym_models:
+            out[f"synthetic/{name}"] = run_symmetric(ctx, cfg, name)
+            ctx.writer.set_extra("moe", out)
+        for ds in cfg.datasets:
+            out[f"inverted/{ds}"] = run_inverted(ctx, cfg, ds)
+            ctx.writer.set_extra("moe", out)
+
+
+__all__ = ["OPTIONS", "SUITE", "invert", "load_split", "run", "run_inverted", "run_symmetric",
+           "suite_config", "tune", "unit_init"]

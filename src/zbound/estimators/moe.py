@@ -1,0 +1,281 @@
+"""Mixture of experts estimator: k experts with a softmax gate, trained by EM by default.
+
+See :mod:`zbound.moe` for the model and the algorithms, and ``docs/moe.md``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import accuracy_score, r2_score
+from sklearn.utils import check_random_state
+from sklearn.utils._available_if import available_if
+from sklearn.utils._tags import ClassifierTags, RegressorTags
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from zbound.models.loss import check_sample_weight
+from zbound.moe.em import MSTEPS, fit_em
+from zbound.moe.gradient import fit_adam, fit_gd, fit_gradient_em
+from zbound.moe.model import EXPERTS, MoEProblem
+
+METHODS = ("em", "gradient-em", "gd", "adam")
+
+
+def _is_logistic(est) -> bool:
+    return est.expert == "logistic"
+
+
+class MixtureOfExperts(BaseEstimator):
+    """Mixture of ``n_experts`` linear or logistic experts with a softmax gate on x.
+
+    Maximizes the (weighted) log-likelihood minus ``reg / 2 * ||weights||^2`` (intercepts not
+    penalized); see :mod:`zbound.moe.model`. With ``expert="linear"`` it is a regressor
+    (Gaussian experts, one noise variance per expert, fitted or fixed), with
+    ``expert="logistic"`` a classifier (softmax experts; binary problems use the binary
+    logistic expert).
+
+    Parameters
+    ----------
+    n_experts : int >= 1, default 2
+    expert : {"linear", "logistic"}, default "linear"
+    noise : None or float > 0, default None
+        None fits each linear expert's noise variance; a number fixes it (the paper: 1).
+    reg : float >= 0, default 1e-4
+        L2 strength on the mean objective. Keeps a separable gate or expert finite.
+    method : {"em", "gradient-em", "gd", "adam"}, default "em"
+    mstep : EM's M-step solver, {"newton-bound", "bound", "squarem", "gd"}, default
+        "newton-bound" (the library's bound-safeguarded Newton; "gd" the paper's inner loop)
+    learning_rate : float, or (experts, gate) pair for "gradient-em"; default 1.0
+        Step size of the first-order methods (and of the inner loop of ``mstep="gd"``).
+    max_iter : int >= 1, default 200
+    tol : float >= 0, default 1e-7
+        Stop when an iteration lowers the objective by <= tol * max(1, |objective|).
+    n_init : int >= 1, default 1
+        Random starts; the fit with the lowest objective is kept.
+    fit_intercept : bool, default True
+    random_state : None, int or RandomState
+    init_scale : float >= 0, default 1.0
+        Spread of the random start (gate weights and the experts' perturbations around a single
+        fitted expert), in units of 1 / (std(x) sqrt(d)).
+
+    Attributes
+    ----------
+    gate_coef_ : (k - 1, n_features), gate_intercept_ : (k - 1,)
+        Gate scores of experts 1..k-1 (expert 0 is the reference with score 0).
+    coef_ : (k, n_features) linear, or (k, n_classes - 1, n_features) logistic
+    intercept_ : (k,) or (k, n_classes - 1)
+    noise_variance_ : (k,) (linear experts)
+    classes_ : (n_classes,) (logistic experts)
+    objective_ : final objective; n_iter_ : iterations of the kept start
+    objective_curve_ : objective after every iteration of the kept start
+    collapsed_experts_ : tuple of experts left with less than one sample's responsibility (or at
+        the noise-variance floor); a warning names them
+    expert_mass_ : (k,) share of the data each expert is responsible for
+    """
+
+    def __init__(self, n_experts=2, expert="linear", noise=None, reg=1e-4, method="em",
+                 mstep="newton-bound", learning_rate=1.0, max_iter=200, tol=1e-7, n_init=1,
+                 fit_intercept=True, random_state=None, init_scale=1.0):
+        self.n_experts = n_experts
+        self.expert = expert
+        self.noise = noise
+        self.reg = reg
+        self.method = method
+        self.mstep = mstep
+        self.learning_rate = learning_rate
+        self.max_iter = max_iter
+        self.tol = tol
+        self.n_init = n_init
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.init_scale = init_scale
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.expert == "logistic":
+            tags.estimator_type = "classifier"
+            tags.classifier_tags = ClassifierTags()
+        else:
+            tags.estimator_type = "regressor"
+            tags.regressor_tags = RegressorTags()
+        return tags
+
+    # -- checks ---------------------------------------------------------------------------------
+    def _check_params(self):
+        k = self.n_experts
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+            raise ValueError(f"n_experts (k) must be an integer >= 1, got {k!r}")
+        if self.expert not in EXPERTS:
+            raise ValueError(f"expert must be one of {EXPERTS}, got {self.expert!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.mstep not in MSTEPS:
+            raise ValueError(f"mstep must be one of {MSTEPS}, got {self.mstep!r}")
+        for name in ("max_iter", "n_init"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        for name in ("reg", "tol", "init_scale"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (
+                    np.isfinite(v) and v >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        lr = self.learning_rate
+        pair = tuple(lr) if isinstance(lr, tuple | list) else (lr, lr)
+        if len(pair) != 2 or not all(isinstance(a, numbers.Real) and np.isfinite(a) and a > 0
+                                     for a in pair):
+            raise ValueError(f"learning_rate must be a number > 0 or a pair of them, got {lr!r}")
+        return pair
+
+    # -- fitting --------------------------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit from ``n_init`` random starts and keep the best. Returns self."""
+        lr = self._check_params()
+        logistic = self.expert == "logistic"
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not logistic)
+        sw = check_sample_weight(sample_weight, X.shape[0])
+        if sw is not None and not sw.sum() > 0:
+            raise ValueError("sample_weight must not be all zero: at least one weight must be "
+                             "positive")
+        n = X.shape[0] if sw is None else int(np.count_nonzero(sw))
+        k = int(self.n_experts)
+        if n < 2 * k:
+            raise ValueError(f"a mixture of k={k} experts needs at least 2 samples per expert; "
+                             f"got {n} sample(s) with non-zero weight (n_samples = {n})")
+        if logistic:
+            check_classification_targets(y)
+            self.classes_, y_idx = np.unique(y, return_inverse=True)
+            if self.classes_.size < 2:
+                raise ValueError(f"logistic experts need at least 2 classes; got 1 class "
+                                 f"({self.classes_[0]!r})")
+            target = y_idx.astype(np.intp)
+        else:
+            target = np.asarray(y, dtype=np.float64)
+        problem = MoEProblem(X, target, k, self.expert,
+                             n_classes=len(self.classes_) if logistic else None,
+                             sample_weight=sw, reg=float(self.reg), noise=self.noise,
+                             fit_intercept=self.fit_intercept)
+        rng = check_random_state(self.random_state)
+        best = None
+        for _ in range(self.n_init):
+            theta0 = self._start(problem, rng)
+            fit = self._run(problem, theta0, lr)
+            if best is None or fit.objective < best.objective:
+                best = fit
+        self._store(problem, best)
+        if not best.converged and not best.info.get("diverged", False):
+            warnings.warn(f"MixtureOfExperts ({self.method}) did not converge in max_iter="
+                          f"{self.max_iter} iterations", ConvergenceWarning, stacklevel=2)
+        if best.info.get("diverged", False):
+            warnings.warn(f"the objective became non-finite with learning_rate={self.learning_rate}"
+                          "; the last finite iterate is kept", ConvergenceWarning, stacklevel=2)
+        if self.collapsed_experts_:
+            warnings.warn(f"experts {list(self.collapsed_experts_)} collapsed (responsibility "
+                          "for less than one sample, or noise variance at its floor); fewer "
+                          "experts may fit as well", UserWarning, stacklevel=2)
+        return self
+
+    def _start(self, problem: MoEProblem, rng) -> np.ndarray:
+        """A weight-consistent random start: a single expert fitted by one exact M-step with
+        all responsibilities 1, plus random perturbations (and a random gate)."""
+        v = problem.v
+        Xb = problem.Xb
+        xs = np.sqrt(np.maximum(v @ (Xb - v @ Xb) ** 2, 1e-12))
+        if problem.fit_intercept:
+            xs[-1] = 1.0
+        unit = float(self.init_scale) / (xs * np.sqrt(problem.p))
+        k, m, p = problem.k, problem.m, problem.p
+        gate = rng.normal(size=(k - 1, p)) * unit
+        from zbound.moe.em import MStep
+
+        R = np.zeros((problem.n_samples, k))
+        R[:, 0] = 1.0
+        base = problem.pack(np.zeros((k - 1, p)), np.zeros((k, m, p)) if m > 1 or
+                            problem.expert == "logistic" else np.zeros((k, p)),
+                            np.full(k, np.log(problem.y_var)) if problem.fit_var else None)
+        single = problem.unpack(MStep(problem, "newton-bound", 1e-6)(base, R))
+        if problem.expert == "linear":
+            res = problem.y - Xb @ single.coef[0]
+            sd = float(np.sqrt(max(v @ res ** 2, 1e-12)))
+            coef = single.coef[0] + rng.normal(size=(k, p)) * unit * sd
+            log_var = np.full(k, np.log(max(sd * sd, problem.min_variance)))
+            return problem.pack(gate, coef, log_var)
+        coef = single.coef[0] + rng.normal(size=(k, m, p)) * unit
+        return problem.pack(gate, coef)
+
+    def _run(self, problem, theta0, lr):
+        if self.method == "em":
+            return fit_em(problem, theta0, int(self.max_iter), float(self.tol), self.mstep,
+                          inner_lr=float(lr[0]))
+        if self.method == "gradient-em":
+            return fit_gradient_em(problem, theta0, lr[0], lr[1], int(self.max_iter),
+                                   float(self.tol))
+        if self.method == "gd":
+            return fit_gd(problem, theta0, lr[0], int(self.max_iter), float(self.tol))
+        return fit_adam(problem, theta0, lr[0], int(self.max_iter), tol=float(self.tol))
+
+    def _store(self, problem, fit):
+        P = problem.unpack(fit.theta)
+        split = -1 if self.fit_intercept else None
+        self.gate_coef_ = P.gate[:, :split].copy()
+        self.gate_intercept_ = P.gate[:, -1].copy() if self.fit_intercept else \
+            np.zeros(P.gate.shape[0])
+        self.coef_ = P.coef[..., :split].copy()
+        self.intercept_ = P.coef[..., -1].copy() if self.fit_intercept else \
+            np.zeros(P.coef.shape[:-1])
+        if problem.expert == "linear":
+            self.noise_variance_ = np.exp(P.log_var)
+        self._theta = fit.theta.copy()
+        self.objective_ = float(fit.objective)
+        self.n_iter_ = int(fit.n_iter)
+        self.objective_curve_ = np.asarray(fit.objectives)
+        self.collapsed_experts_ = tuple(fit.collapsed)
+        R = problem.responsibilities(fit.theta)
+        self.expert_mass_ = problem.expert_mass(R)
+        self._predictor = _strip(problem)
+
+    # -- prediction -----------------------------------------------------------------------------
+    def _check_X(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def gate_proba(self, X):
+        """(n, k) gate probabilities P(z = j | x)."""
+        X = self._check_X(X)
+        return np.exp(self._predictor.log_gate(self._theta, self._predictor.design(X)))
+
+    @available_if(_is_logistic)
+    def predict_proba(self, X):
+        """(n, n_classes) P(y | x) = sum_j P(z = j | x) P(y | x, z = j) (logistic experts)."""
+        X = self._check_X(X)
+        return self._predictor.predict_proba(self._theta, X)
+
+    def predict(self, X):
+        """Logistic experts: the most probable class; linear: E[y | x], the gate-weighted mean
+        of the experts' predictions."""
+        X = self._check_X(X)
+        if self.expert == "logistic":
+            return self.classes_[np.argmax(self._predictor.predict_proba(self._theta, X), 1)]
+        return self._predictor.predict_mean(self._theta, X)
+
+    def score(self, X, y, sample_weight=None):
+        """Accuracy (logistic experts) or R^2 (linear experts)."""
+        if self.expert == "logistic":
+            return accuracy_score(y, self.predict(X), sample_weight=sample_weight)
+        return r2_score(y, self.predict(X), sample_weight=sample_weight)
+
+
+def _strip(problem: MoEProblem) -> MoEProblem:
+    """A copy of the problem's layout without its training data (what prediction needs)."""
+    import copy
+
+    out = copy.copy(problem)
+    for name in ("Xb", "y", "Y", "v", "sample_weight"):
+        if hasattr(out, name):
+            setattr(out, name, None)
+    return out

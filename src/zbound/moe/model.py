@@ -1,0 +1,356 @@
+"""Mixtures of k experts with a softmax gate: likelihood, posteriors, EM objective, gradients.
+
+The model (Jordan & Jacobs 1994; Fruytier, Mokhtari & Sanghavi, Sections 2-3)::
+
+    P(z = j | x) = softmax_j(G x~),   j = 1..k     (gate G: (k - 1, p), expert 0 the reference)
+    p(y | x, z = j) = N(y; b_j . x~, s2_j)         (linear experts)
+                    = softmax_c(B_j x~)_y          (logistic experts, class 0 the reference)
+
+with x~ = [x, 1] when an intercept is fitted (p = d + 1) and x~ = x otherwise (p = d). The
+objective is the weighted mean negative log-likelihood plus an L2 penalty on the non-intercept
+weights, ``reg / 2 * ||coef||^2``::
+
+    L(theta) = sum_i v_i * -log sum_j P(z = j | x_i) p(y_i | x_i, z = j) + reg / 2 ||coef||^2
+
+with v = sample_weight / sum(sample_weight). The EM objective at theta_t (eq. (7)) fixes the
+responsibilities R = P(z | x, y; theta_t) and separates into the gate's soft-label softmax
+regression and one weighted regression per expert; its gradient at theta = theta_t equals
+grad L(theta_t) (Section 3), which the tests check against finite differences.
+
+Parameters are one flat vector: ``vec(G)``, then the experts (linear: ``vec(Bl)`` (k, p), then
+``log s2`` (k,) when the noise variance is fitted; logistic: ``vec(B)`` (k, m, p), m = n_classes
+- 1). :class:`MoEProblem` packs and unpacks them (:meth:`MoEProblem.unpack`).
+
+Nothing here imports :mod:`zbound.solvers` (models never do); the EM M-steps that call the
+library's solvers live in :mod:`zbound.moe.em`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import log_softmax, logsumexp, softmax
+
+from zbound.models._softmax import class_major_product
+from zbound.models.loss import SoftmaxLoss, check_sample_weight
+
+_LOG_2PI = float(np.log(2.0 * np.pi))
+EXPERTS = ("linear", "logistic")
+
+
+class SoftLabelSoftmaxLoss(SoftmaxLoss):
+    """Softmax loss with soft labels: sum_j s_j [log sum_a exp(S_ja) - sum_a R_ja S_ja].
+
+    The gate's EM M-step (cross-entropy against the responsibilities R, rows summing to 1) and
+    the symmetric experts' soft-label logistic regressions. Only the observed-feature term
+    differs from :class:`~zbound.models.loss.SoftmaxLoss` (R replaces the one-hot labels), so
+    the value, gradient, Hessian and the Alg. 1 majorizer (a bound on log Z_j, which does not
+    depend on the labels) are inherited unchanged.
+
+    Parameters
+    ----------
+    X : (t, d) array
+    labels : (t, n_classes) non-negative, rows summing to 1
+    sample_weight, reference_class, chunk_size, fit_intercept : as for SoftmaxLoss
+    """
+
+    def __init__(self, X, labels, sample_weight=None, reference_class: bool = True,
+                 chunk_size: int | None = None, fit_intercept: bool = False):
+        R = np.asarray(labels, dtype=np.float64)
+        if R.ndim != 2 or R.shape[1] < 2:
+            raise ValueError(f"soft labels must be a (t, n_classes >= 2) array, got {R.shape}")
+        if not np.isfinite(R).all() or (R < 0).any():
+            raise ValueError("soft labels must be finite and >= 0")
+        if not np.allclose(R.sum(axis=1), 1.0, rtol=0, atol=1e-8):
+            raise ValueError("soft labels must sum to 1 in every row")
+        self.labels = R
+        super().__init__(X, np.argmax(R, axis=1), R.shape[1], sample_weight, reference_class,
+                         chunk_size, fit_intercept)
+
+    def _chunk(self, a: int, b: int):
+        whole = a == 0 and b == self.n_samples
+        X = self.X if whole else self.X[a:b]
+        R = self.labels if whole else self.labels[a:b]
+        sw = self.sample_weight
+        if sw is not None and not whole:
+            sw = sw[a:b]
+        Y = R.T if sw is None else R.T * sw
+        observed = class_major_product(np.ascontiguousarray(Y[self.free:]), X,
+                                       self.fit_intercept).ravel()
+        return (X, sw, observed)
+
+    def subset(self, rows) -> SoftLabelSoftmaxLoss:
+        sw = None if self.sample_weight is None else self.sample_weight[rows]
+        return SoftLabelSoftmaxLoss(self.X[rows], self.labels[rows], sw, self.reference_class,
+                                    None, self.fit_intercept)
+
+    def reweighted(self, sample_weight) -> SoftLabelSoftmaxLoss:
+        return SoftLabelSoftmaxLoss(self.X, self.labels, sample_weight, self.reference_class,
+                                    self.chunk_size, self.fit_intercept)
+
+
+@dataclass
+class Params:
+    """Unpacked parameters (views into the flat vector where possible)."""
+
+    gate: np.ndarray            # (k - 1, p)
+    coef: np.ndarray            # linear (k, p); logistic (k, m, p)
+    log_var: np.ndarray | None  # (k,) log noise variances (linear experts), or None
+
+
+def _log_sigmoid_rows(S: np.ndarray) -> np.ndarray:
+    """log softmax over [0, S] along the last axis (reference class 0 prepended)."""
+    zero = np.zeros(S.shape[:-1] + (1,))
+    return log_softmax(np.concatenate([zero, S], axis=-1), axis=-1)
+
+
+class MoEProblem:
+    """Data and objective of a mixture of k experts (see the module docstring).
+
+    Parameters
+    ----------
+    X : (n, d) finite float array
+    y : (n,) targets: real numbers (linear experts) or class indices 0..n_classes-1 (logistic)
+    n_experts : int >= 1
+    expert : "linear" or "logistic"
+    n_classes : int >= 2 for logistic experts (default max(y) + 1)
+    sample_weight : (n,) >= 0 with a positive sum, or None
+    reg : float >= 0, L2 strength on the non-intercept gate and expert weights
+    noise : None (fit one noise variance per linear expert) or a fixed variance > 0
+    fit_intercept : bool, append the column of ones (x~ = [x, 1])
+    min_variance : floor of a fitted noise variance, relative to the weighted variance of y
+    """
+
+    def __init__(self, X, y, n_experts: int, expert: str = "linear", n_classes=None,
+                 sample_weight=None, reg: float = 0.0, noise=None, fit_intercept: bool = True,
+                 min_variance: float = 1e-6):
+        if isinstance(n_experts, bool) or not isinstance(n_experts, int | np.integer) \
+                or n_experts < 1:
+            raise ValueError(f"the number of experts k must be an integer >= 1, got "
+                             f"{n_experts!r}")
+        if expert not in EXPERTS:
+            raise ValueError(f"expert must be one of {EXPERTS}, got {expert!r}")
+        X = np.asarray(X, dtype=np.float64)
+        if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+            raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}")
+        if not np.isfinite(X).all():
+            raise ValueError("X contains NaN or inf")
+        n = X.shape[0]
+        y = np.asarray(y)
+        if y.shape != (n,):
+            raise ValueError(f"y must have shape ({n},) to match X, got {y.shape}")
+        reg = float(reg)
+        if not (np.isfinite(reg) and reg >= 0):
+            raise ValueError(f"reg must be finite and >= 0, got {reg}")
+        sw = check_sample_weight(sample_weight, n)
+        if sw is None:
+            sw = np.ones(n)
+        if not sw.sum() > 0:
+            raise ValueError("sample_weight must have a positive sum")
+        self.k = int(n_experts)
+        self.expert = expert
+        self.n_samples = n
+        self.n_features = X.shape[1]
+        self.fit_intercept = bool(fit_intercept)
+        self.Xb = np.hstack([X, np.ones((n, 1))]) if self.fit_intercept else X
+        self.p = self.Xb.shape[1]
+        self.sample_weight = sw
+        self.v = sw / sw.sum()
+        self.reg = reg
+        if expert == "linear":
+            y = y.astype(np.float64)
+            if not np.isfinite(y).all():
+                raise ValueError("y contains NaN or inf")
+            self.y = y
+            ybar = float(self.v @ y)
+            self.y_var = max(float(self.v @ (y - ybar) ** 2), 1e-300)
+            if noise is not None:
+                noise = float(noise)
+                if not (np.isfinite(noise) and noise > 0):
+                    raise ValueError(f"a fixed noise variance must be finite and > 0, got "
+                                     f"{noise}")
+            self.noise = noise
+            self.min_variance = float(min_variance) * self.y_var
+            self.n_classes = None
+            self.m = 1
+        else:
+            if y.dtype.kind not in "iu":
+                raise TypeError(f"y must hold integer class indices for logistic experts, got "
+                                f"dtype {y.dtype}")
+            C = int(y.max()) + 1 if n_classes is None else int(n_classes)
+            if C < 2:
+                raise ValueError("logistic experts need at least 2 classes")
+            if y.min() < 0 or y.max() >= C:
+                raise ValueError(f"class indices must lie in [0, {C}), got "
+                                 f"[{y.min()}, {y.max()}]")
+            self.y = y.astype(np.intp)
+            self.n_classes = C
+            self.m = C - 1
+            self.noise = None
+            self.Y = np.zeros((n, C))
+            self.Y[np.arange(n), self.y] = 1.0
+        self.n_gate = (self.k - 1) * self.p
+        self.n_coef = self.k * self.m * self.p
+        self.fit_var = expert == "linear" and self.noise is None
+        self.n_params = self.n_gate + self.n_coef + (self.k if self.fit_var else 0)
+        # L2 strengths over the flat vector (0 on intercepts and log variances)
+        pen = np.zeros(self.n_params)
+        pen[: self.n_gate + self.n_coef] = reg
+        if self.fit_intercept:
+            pen[self.p - 1: self.n_gate + self.n_coef: self.p] = 0.0
+        self.penalty = pen
+
+    # -- layout ---------------------------------------------------------------------------------
+    def unpack(self, theta: np.ndarray) -> Params:
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.n_params,):
+            raise ValueError(f"theta must have shape ({self.n_params},), got {theta.shape}")
+        gate = theta[: self.n_gate].reshape(self.k - 1, self.p)
+        c = theta[self.n_gate: self.n_gate + self.n_coef]
+        coef = c.reshape(self.k, self.p) if self.expert == "linear" else \
+            c.reshape(self.k, self.m, self.p)
+        if self.expert == "linear":
+            log_var = theta[self.n_gate + self.n_coef:] if self.fit_var else \
+                np.full(self.k, np.log(self.noise))
+        else:
+            log_var = None
+        return Params(gate, coef, log_var)
+
+    def pack(self, gate, coef, log_var=None) -> np.ndarray:
+        parts = [np.asarray(gate, dtype=np.float64).ravel(),
+                 np.asarray(coef, dtype=np.float64).ravel()]
+        if self.fit_var:
+            parts.append(np.asarray(log_var, dtype=np.float64).ravel())
+        theta = np.concatenate(parts)
+        if theta.shape != (self.n_params,):
+            raise ValueError(f"packed parameters have {theta.size} entries, expected "
+                             f"{self.n_params}")
+        return theta
+
+    def gate_slice(self) -> slice:
+        return slice(0, self.n_gate)
+
+    def expert_slice(self) -> slice:
+        return slice(self.n_gate, self.n_params)
+
+    # -- the model ------------------------------------------------------------------------------
+    def log_gate(self, theta, X=None) -> np.ndarray:
+        """(n, k) log P(z = j | x)."""
+        P = self.unpack(theta)
+        Xb = self.Xb if X is None else X
+        if self.k == 1:
+            return np.zeros((Xb.shape[0], 1))
+        return _log_sigmoid_rows(Xb @ P.gate.T)
+
+    def _scores(self, Xb, coef) -> np.ndarray:
+        """(n, k, m) expert scores B_j x~ (one matrix product)."""
+        return (Xb @ coef.reshape(-1, self.p).T).reshape(Xb.shape[0], self.k, self.m)
+
+    def log_expert(self, theta, X=None, y=None) -> np.ndarray:
+        """(n, k) log p(y | x, z = j)."""
+        P = self.unpack(theta)
+        Xb = self.Xb if X is None else X
+        y = self.y if y is None else y
+        if self.expert == "linear":
+            mu = Xb @ P.coef.T
+            s2 = np.exp(P.log_var)
+            return -0.5 * (_LOG_2PI + P.log_var) - 0.5 * (y[:, None] - mu) ** 2 / s2
+        logq = _log_sigmoid_rows(self._scores(Xb, P.coef))   # (n, k, C)
+        return np.take_along_axis(logq, y[:, None, None], axis=2)[:, :, 0]
+
+    def log_joint(self, theta) -> np.ndarray:
+        """(n, k) log P(z = j | x) + log p(y | x, z = j)."""
+        return self.log_gate(theta) + self.log_expert(theta)
+
+    def penalty_value(self, theta) -> float:
+        return 0.5 * float((self.penalty * theta) @ theta)
+
+    def value(self, theta) -> float:
+        """The objective L(theta): weighted mean NLL + penalty."""
+        theta = np.asarray(theta, dtype=np.float64)
+        return -float(self.v @ logsumexp(self.log_joint(theta), axis=1)) + \
+            self.penalty_value(theta)
+
+    def nll(self, theta) -> float:
+        """The weighted mean negative log-likelihood alone."""
+        return -float(self.v @ logsumexp(self.log_joint(np.asarray(theta, float)), axis=1))
+
+    def responsibilities(self, theta) -> np.ndarray:
+        """(n, k) posteriors P(z = j | x, y; theta) (the E-step)."""
+        return softmax(self.log_joint(theta), axis=1)
+
+    def q_value_and_grad(self, theta, R) -> tuple[float, np.ndarray]:
+        """The EM objective Q(theta | theta_t) (+ penalty) for responsibilities R of theta_t,
+        and its gradient in theta."""
+        theta = np.asarray(theta, dtype=np.float64)
+        Pm = self.unpack(theta)
+        v = self.v
+        Xb = self.Xb
+        grad = np.zeros(self.n_params)
+        lg = self.log_gate(theta)
+        f = -float(v @ np.sum(R * lg, axis=1))
+        if self.k > 1:
+            pi = np.exp(lg)
+            Gg = ((pi - R) * v[:, None])[:, 1:]                   # (n, k - 1)
+            grad[: self.n_gate] = (Gg.T @ Xb).ravel()
+        if self.expert == "linear":
+            mu = Xb @ Pm.coef.T
+            s2 = np.exp(Pm.log_var)
+            res = self.y[:, None] - mu
+            W = R * v[:, None]
+            f += float(np.sum(W * (0.5 * (_LOG_2PI + Pm.log_var) + 0.5 * res ** 2 / s2)))
+            grad[self.n_gate: self.n_gate + self.n_coef] = (-(W * res / s2).T @ Xb).ravel()
+            if self.fit_var:
+                grad[self.n_gate + self.n_coef:] = np.sum(W * (0.5 - 0.5 * res ** 2 / s2),
+                                                          axis=0)
+        else:
+            logq = _log_sigmoid_rows(self._scores(Xb, Pm.coef))    # (n, k, C)
+            W = R * v[:, None]                                     # (n, k)
+            f -= float(np.sum(W * np.take_along_axis(
+                logq, self.y[:, None, None], axis=2)[:, :, 0]))
+            D = (np.exp(logq) - self.Y[:, None, :])[:, :, 1:] * W[:, :, None]   # (n, k, m)
+            grad[self.n_gate: self.n_gate + self.n_coef] = \
+                (D.reshape(D.shape[0], -1).T @ Xb).ravel()
+        f += self.penalty_value(theta)
+        grad += self.penalty * theta
+        return f, grad
+
+    def value_and_grad(self, theta) -> tuple[float, np.ndarray]:
+        """L(theta) and its gradient (= the gradient of Q(. | theta) at theta)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        J = self.log_joint(theta)
+        lse = logsumexp(J, axis=1)
+        R = np.exp(J - lse[:, None])
+        _, g = self.q_value_and_grad(theta, R)
+        return -float(self.v @ lse) + self.penalty_value(theta), g
+
+    # -- prediction -----------------------------------------------------------------------------
+    def design(self, X) -> np.ndarray:
+        X = np.asarray(X, dtype=np.float64)
+        return np.hstack([X, np.ones((X.shape[0], 1))]) if self.fit_intercept else X
+
+    def predict_mean(self, theta, X) -> np.ndarray:
+        """Linear experts: E[y | x] = sum_j P(z = j | x) b_j . x~."""
+        Xb = self.design(X)
+        pi = np.exp(self.log_gate(theta, Xb))
+        return np.sum(pi * (Xb @ self.unpack(theta).coef.T), axis=1)
+
+    def predict_proba(self, theta, X) -> np.ndarray:
+        """Logistic experts: P(y = c | x) = sum_j P(z = j | x) softmax_c(B_j x~), (n, C)."""
+        Xb = self.design(X)
+        pi = np.exp(self.log_gate(theta, Xb))
+        q = np.exp(_log_sigmoid_rows(self._scores(Xb, self.unpack(theta).coef)))
+        return np.einsum("nk,nkc->nc", pi, q)
+
+    def test_nll(self, theta, X, y) -> float:
+        """Mean negative log-likelihood on other data (test cross-entropy for logistic)."""
+        Xb = self.design(X)
+        y = np.asarray(y)
+        J = self.log_gate(theta, Xb) + self.log_expert(theta, Xb, y)
+        return -float(np.mean(logsumexp(J, axis=1)))
+
+    # -- diagnostics ----------------------------------------------------------------------------
+    def expert_mass(self, R) -> np.ndarray:
+        """(k,) weighted share of the data each expert is responsible for."""
+        return self.v @ R
