@@ -20,7 +20,6 @@ from pathlib import Path
 # development machine (one full baseline run of each quick suite, measured with `time`). Kept
 # here, not read from the suite modules, so that `zbound bench --help` imports no suite.
 SUITE_INFO: dict[str, tuple[str, str]] = {
-    ),
     "crf": (
         "Chain CRFs on CoNLL-2000, CoNLL-2002 and the Penn Treebank sample against "
         "python-crfsuite (L-BFGS, l2sgd) with the same features and objective",
@@ -52,6 +51,7 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "Gaussian-gated logistic regressions (latent conditional likelihood) trained by the "
         "bound against EM, BFGS, CG, steepest descent and Newton",
         "about 4 min",
+    ),
     "moe": (
         "Fruytier, Mokhtari & Sanghavi: mixtures of experts by EM (bound-majorization "
         "M-steps), EM with inner GD, Gradient EM, GD and Adam on synthetic SMoLinE / SMoLogE "
