@@ -54,16 +54,32 @@ def load_split(name: str, split: int, cfg: Config) -> Split:
                  int(y.max()) + 1, note)
 
 
-def stripes(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
-    """The Fig. 1 toy: two classes from 8 Gaussians (std 0.5), two per horizontal stripe at
-    x = -4 and x = 4, stripes y = 3, 1, -1, -3 labelled 0, 1, 0, 1. Four convex cells (the
-    stripes) separate the classes, which 2 gated components per class can represent; a
-    generative fit with 2 Gaussians per class pairs each class's clusters by proximity (the
-    two on the left, the two on the right, 4 apart vertically rather than 8 horizontally), and
-    its conditional is then at chance."""
+#: Fig. 1 toy geometry (our reconstruction; the paper's text fixes only "binary, 8 Gaussians,
+#: 2 Gaussians per class in the model, EM at chance, the bound classifies very well"):
+#: clusters at x = -TOY_X and +TOY_X, four horizontal stripes y = 1.5, 0.5, -0.5, -1.5 (times
+#: TOY_GAP) labelled 0, 1, 0, 1, isotropic standard deviation TOY_STD.
+TOY_X = 5.0
+TOY_GAP = 1.0
+TOY_STD = 0.2
+
+
+def stripes(n: int, seed: int, x: float = TOY_X, gap: float = TOY_GAP,
+            std: float = TOY_STD) -> tuple[np.ndarray, np.ndarray]:
+    """The Fig. 1 toy: two classes from 8 Gaussians, two per horizontal stripe (at x = -x and
+    x = +x), stripes y = 1.5, 0.5, -0.5, -1.5 (times ``gap``) labelled 0, 1, 0, 1.
+
+    Why this layout: the four stripes are convex cells of a max-of-4-affine-functions partition,
+    so the discriminative model with m = 2 gated components per class can classify the data
+    (almost) perfectly. The generative fit with 2 shared-covariance Gaussians per class pairs
+    each class's four clusters by proximity: the two on the left and the two on the right
+    (2 * gap apart vertically) rather than by stripe (2 * x apart horizontally), and its
+    conditional is then a horizontal line through y = 0 -- exactly chance (stripes 1 and 4
+    right, 2 and 3 wrong). With x >> gap that grouping is the maximum-likelihood one and EM's
+    first split (along the direction of largest variance, x) lands in it from any start near
+    the data mean."""
     rng = np.random.default_rng(seed)
-    cx = np.array([-4.0, 4.0] * 4)
-    cy = np.repeat([3.0, 1.0, -1.0, -3.0], 2)
+    cx = np.array([-x, x] * 4)
+    cy = np.repeat(np.array([1.5, 0.5, -0.5, -1.5]) * gap, 2)
     lab = np.repeat([0, 1, 0, 1], 2)
     k = rng.integers(0, 8, n)
-    return np.c_[cx[k], cy[k]] + 0.5 * rng.standard_normal((n, 2)), lab[k]
+    return np.c_[cx[k], cy[k]] + std * rng.standard_normal((n, 2)), lab[k]

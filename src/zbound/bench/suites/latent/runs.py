@@ -64,22 +64,42 @@ def _blas(n):
 
 
 def fit_once(X, y, n_classes, M, reg, method: str, x0, cfg: Config) -> dict[str, Any]:
-    """One run from x0: the result and its wall time (model construction included)."""
+    """One run from x0: the result and its wall time (model construction included).
+    "bound-long" is Alg. 2 with ``cfg.toy_long_ftol``, 10x the iterations and 4x the time."""
     from zbound.models.latent import latent_objective
     from zbound.solvers import minimize
 
     t0 = time.perf_counter()
     model = latent_objective(X, y, M, reg, n_classes)
-    budget = cfg.time_budget_s
+    budget, ftol, max_iter = cfg.time_budget_s, cfg.ftol, cfg.max_iter
+    if method == "bound-long":
+        method, ftol, max_iter, budget = "bound", cfg.toy_long_ftol, 10 * max_iter, 4 * budget
 
     def stop(x, f):
         return time.perf_counter() - t0 > budget
 
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        res = minimize(model, x0, method=_method(method), ftol=cfg.ftol, tol=1e-10,
-                       max_iter=cfg.max_iter, callback=stop)
+        res = minimize(model, x0, method=_method(method), ftol=ftol, tol=1e-10,
+                       max_iter=max_iter, callback=stop)
     seconds = time.perf_counter() - t0
     return {"res": res, "model": model, "seconds": seconds}
+
+
+def polish(run, cfg: Config) -> Any:
+    """Continue from a run's endpoint with ``cfg.polish_method`` (a monotone descent method)
+    to the stationary point of the basin the run ended in: the local optimum it found,
+    whatever its stopping rule. Gradient tolerance 1e-9 (relative), at most
+    ``cfg.polish_max_iter`` iterations and ``cfg.time_budget_s`` seconds."""
+    from zbound.solvers import minimize
+
+    t0 = time.perf_counter()
+
+    def stop(x, f):
+        return time.perf_counter() - t0 > cfg.time_budget_s
+
+    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+        return minimize(run["model"], run["res"].x, method=cfg.polish_method, tol=1e-9,
+                        max_iter=cfg.polish_max_iter, callback=stop)
 
 
 def _evaluate(run, Xt, yt) -> dict[str, Any]:
@@ -116,8 +136,17 @@ def _record(ctx, task, dataset, setting, method, rows, extra) -> dict[str, Any]:
         "theta_norm_mean": statistics.fmean(r["theta_norm"] for r in rows),
         "collapsed_mean": statistics.fmean(r["collapsed"] for r in rows),
         "runs": len(rows), "status_counts": statuses,
-        "test_logliks": ll, **extra,
+        "test_logliks": ll,
+        "theta_norms": [r["theta_norm"] for r in rows],
+        "train_objectives": [r["train_objective"] for r in rows],
+        "test_accuracies": [r["test_accuracy"] for r in rows],
+        "statuses": [r["status"] for r in rows],
+        **extra,
     }
+    if rows and "polished_objective" in rows[0]:
+        metrics["polished_objectives"] = [r["polished_objective"] for r in rows]
+        metrics["polished_test_logliks"] = [r["polished_test_loglik"] for r in rows]
+        metrics["polished_objective_mean"] = statistics.fmean(metrics["polished_objectives"])
     rec = BenchRecord(task=task, dataset=dataset, setting=setting, method=method,
                       peer=method != "bound", default=False,
                       reached=all(r["converged"] for r in rows),
@@ -128,21 +157,38 @@ def _record(ctx, task, dataset, setting, method, rows, extra) -> dict[str, Any]:
     return metrics
 
 
-def run_table5(ctx, cfg: Config) -> None:
+def _splits(cfg: Config, cache: dict | None = None) -> dict[str, list[Split]]:
+    cache = {} if cache is None else cache
+    for dataset in cfg.datasets:
+        if dataset not in cache:
+            cache[dataset] = [load_split(dataset, s, cfg) for s in range(cfg.splits)]
+    return cache
+
+
+def _starts(cfg: Config, sp: Split, M: int) -> list[np.ndarray]:
+    """The random starts of one (split, m): the same for every method and every lambda."""
+    p = sp.n_classes * M * (sp.X.shape[1] + 1)
+    rng = np.random.default_rng(cfg.seed + 7919 * sp.split + 31 * M)
+    return [cfg.start_scale * rng.standard_normal(p) for _ in range(cfg.starts)]
+
+
+def _extra(sp: Split, M: int, lam: float, dataset: str) -> dict[str, Any]:
+    return {"m": M, "lambda": lam, "t_train": int(sp.X.shape[0]),
+            "t_test": int(sp.Xt.shape[0]), "d": int(sp.X.shape[1]),
+            "n_classes": sp.n_classes, "preprocessing": sp.note or "standardized",
+            "paper_m": PAPER_M.get(dataset)}
+
+
+def run_table5(ctx, cfg: Config, cache: dict | None = None) -> None:
     cells = [(d, m) for d in cfg.datasets for m in cfg.components]
     ctx.start("latent: Table 5 cells", len(cells))
-    splits = {}
-    for dataset in cfg.datasets:
-        splits[dataset] = [load_split(dataset, s, cfg) for s in range(cfg.splits)]
+    splits = _splits(cfg, cache)
     for dataset, M in cells:
         rows: dict[str, list] = {m: [] for m in cfg.methods}
         sp: Split
         for sp in splits[dataset]:
             reg = cfg.lam * sp.X.shape[0]
-            p = sp.n_classes * M * (sp.X.shape[1] + 1)
-            rng = np.random.default_rng(cfg.seed + 7919 * sp.split + 31 * M)
-            for s in range(cfg.starts):
-                x0 = cfg.start_scale * rng.standard_normal(p)
+            for s, x0 in enumerate(_starts(cfg, sp, M)):
                 order = list(cfg.methods)
                 k = s % len(order)
                 for method in order[k:] + order[:k]:
@@ -164,6 +210,38 @@ def run_table5(ctx, cfg: Config) -> None:
         ctx.advance(f"latent: {dataset} m={M}")
 
 
+def run_ridge(ctx, cfg: Config, cache: dict | None = None) -> None:
+    """The Table 5 protocol at the paper's m with a ridge: for each lambda in
+    ``cfg.ridge_lams`` the same splits and starts as Table 5 (lambda = 0), every method, then
+    each endpoint polished (:func:`polish`) so that the local optimum each method found can be
+    compared from the same start."""
+    splits = _splits(cfg, cache)
+    cells = [(d, PAPER_M[d], lam) for d in cfg.datasets for lam in cfg.ridge_lams
+             if d in PAPER_M]
+    ctx.start("latent: ridge cells", len(cells))
+    for dataset, M, lam in cells:
+        rows: dict[str, list] = {m: [] for m in cfg.methods}
+        for sp in splits[dataset]:
+            reg = lam * sp.X.shape[0]
+            for s, x0 in enumerate(_starts(cfg, sp, M)):
+                order = list(cfg.methods)
+                k = s % len(order)
+                for method in order[k:] + order[:k]:
+                    run = fit_once(sp.X, sp.y, sp.n_classes, M, reg, method, x0, cfg)
+                    row = _evaluate(run, sp.Xt, sp.yt)
+                    pol = polish(run, cfg)
+                    lp = run["model"].loss.log_proba(pol.x, sp.Xt)
+                    pll = float(lp[np.arange(sp.yt.size), sp.yt].sum())
+                    row["polished_objective"] = float(pol.fun)
+                    row["polished_test_loglik"] = pll if math.isfinite(pll) else -1e300
+                    rows[method].append(row)
+        sp = splits[dataset][0]
+        for method in cfg.methods:
+            _record(ctx, "ridge", dataset, f"m={M},lambda={lam:g}", method, rows[method],
+                    _extra(sp, M, lam, dataset))
+        ctx.advance(f"latent: ridge {dataset} lambda={lam:g}")
+
+
 def run_toy(ctx, cfg: Config) -> None:
     X, y = stripes(cfg.toy_train, cfg.seed + 11)
     Xt, yt = stripes(cfg.toy_test, cfg.seed + 12)
@@ -171,17 +249,17 @@ def run_toy(ctx, cfg: Config) -> None:
     reg = cfg.lam * X.shape[0]
     rng = np.random.default_rng(cfg.seed + 13)
     p = 2 * M * 3
-    ctx.start("latent: toy", cfg.starts)
+    ctx.start("latent: toy", cfg.toy_starts)
     rows: dict[str, list] = {m: [] for m in cfg.toy_methods}
-    best: dict[str, tuple[float, np.ndarray]] = {}
-    for s in range(cfg.starts):
+    first: dict[str, np.ndarray] = {}
+    for s in range(cfg.toy_starts):
         x0 = cfg.start_scale * rng.standard_normal(p)
         for method in cfg.toy_methods:
             run = fit_once(X, y, 2, M, reg, method, x0, cfg)
             row = _evaluate(run, Xt, yt)
             rows[method].append(row)
             if s == 0:
-                best[method] = (row["test_loglik"], run["res"].x)
+                first[method] = run["res"].x
         ctx.advance()
     for method in cfg.toy_methods:
         _record(ctx, "toy", "stripes-8-gaussians", f"m={M},lambda={cfg.lam:g}", method,
@@ -192,7 +270,8 @@ def run_toy(ctx, cfg: Config) -> None:
     try:
         from zbound.bench.suites.latent.report import toy_figure
 
-        toy_figure(X, y, {m: best[m][1] for m in ("bound", "em-joint", "em") if m in best},
+        shown = ("bound", "bound-long", "em-joint", "em")
+        toy_figure(X, y, {m: first[m] for m in shown if m in first},
                    ctx.out / "latent_toy.png")
     except Exception as exc:  # pragma: no cover - a plot must not lose the records
         ctx.log(f"latent: toy figure failed: {exc}")
@@ -206,5 +285,8 @@ def run(ctx) -> None:
     with _blas(cfg.blas_threads):
         if cfg.toy:
             run_toy(ctx, cfg)
+        cache: dict = {}
         if cfg.datasets:
-            run_table5(ctx, cfg)
+            run_table5(ctx, cfg, cache)
+        if cfg.datasets and cfg.ridge_lams:
+            run_ridge(ctx, cfg, cache)
