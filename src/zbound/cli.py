@@ -20,6 +20,11 @@ from pathlib import Path
 # development machine (one full baseline run of each quick suite, measured with `time`). Kept
 # here, not read from the suite modules, so that `zbound bench --help` imports no suite.
 SUITE_INFO: dict[str, tuple[str, str]] = {
+    "stochastic": (
+        "SGB Fig. 1: SPFB and LSPFB against SGD, momentum, Adam and SGDClassifier on Adult, "
+        "KMNIST and digits (mini-batch 1000), epochs and seconds to 1% and 0.1%",
+        "about 6 min",
+    ),
     "crf": (
         "Chain CRFs on CoNLL-2000, CoNLL-2002 and the Penn Treebank sample against "
         "python-crfsuite (L-BFGS, l2sgd) with the same features and objective",

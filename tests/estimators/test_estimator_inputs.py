@@ -323,3 +323,14 @@ def test_works_in_pipeline_and_cross_validation(dataset):
     assert cross_val_score(pipe, X, y, cv=3).mean() > 0.9
     search = GridSearchCV(BoundLogisticRegression(), {"C": [0.01, 1.0]}, cv=3).fit(X, y)
     assert search.best_params_["C"] in (0.01, 1.0)
+
+
+def test_stochastic_solver_points_to_the_sgd_estimator():
+    import numpy as np
+
+    from zbound import BoundLogisticRegression
+
+    X = np.random.default_rng(0).normal(size=(20, 3))
+    y = np.arange(20) % 2
+    with pytest.raises(ValueError, match="stochastic.*BoundSGDClassifier"):
+        BoundLogisticRegression(solver="spfb").fit(X, y)

@@ -9,6 +9,8 @@ from _solver_problems import logistic_problem, loglinear_problem, reference_opti
 from zbound.solvers import METHODS, minimize
 
 MM_METHODS = ("bound", "squarem", "newton-bound")
+# stochastic methods (epochs of mini-batches) are checked in test_stochastic.py
+BATCH_METHODS = sorted(k for k, v in METHODS.items() if not v.stochastic)
 
 
 def _assert_monotone(res):
@@ -84,7 +86,7 @@ def test_backtracking_before_the_bound_saves_iterations_on_near_separable_data(s
     np.testing.assert_allclose(runs[4].fun, runs[0].fun, rtol=1e-7)
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", BATCH_METHODS)
 @pytest.mark.parametrize("seed,reg", [(6, 1.0), (7, 0.05)])
 def test_every_method_reaches_the_reference_optimum(method, seed, reg):
     model = logistic_problem(seed, reg=reg)
@@ -97,7 +99,7 @@ def test_every_method_reaches_the_reference_optimum(method, seed, reg):
     assert np.linalg.norm(res.x - x_ref) <= 1e-3 * max(1.0, np.linalg.norm(x_ref))
 
 
-@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("method", BATCH_METHODS)
 def test_target_stops_every_method_at_the_same_level(method):
     model = logistic_problem(8, reg=0.1)
     x0 = np.zeros(model.n_params)

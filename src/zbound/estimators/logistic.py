@@ -188,9 +188,13 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         # "auto" is the library's one default (zbound.solvers.DEFAULT_METHOD), read at fit time
         # so that the estimator and the benchmarks never disagree on it.
         solver = _solvers.DEFAULT_METHOD if self.solver == "auto" else self.solver
+        batch = sorted(k for k, v in METHODS.items() if not v.stochastic)
         if not isinstance(solver, str) or solver not in METHODS:
-            raise ValueError(f"unknown solver {self.solver!r}; use 'auto' or one of "
-                             f"{sorted(METHODS)}")
+            raise ValueError(f"unknown solver {self.solver!r}; use 'auto' or one of {batch}")
+        if METHODS[solver].stochastic:
+            raise ValueError(f"solver {solver!r} is stochastic (mini-batches over epochs); use "
+                             f"zbound.BoundSGDClassifier(method={solver!r}) for it, or one of "
+                             f"{batch} here")
         if (self.coef_bounds is not None or self.intercept_bounds is not None) and \
                 not METHODS[solver].supports_constraints:
             ok = sorted(k for k, v in METHODS.items() if v.supports_constraints)

@@ -1,0 +1,308 @@
+"""Stochastic L2 logistic regression fitted by stochastic bound majorization, with partial_fit.
+
+:class:`BoundSGDClassifier` minimizes, in scikit-learn's ``SGDClassifier(loss="log_loss")``
+convention,
+
+    J(W, b) = (1/T) sum_j s_j log-loss_j(W, b) + alpha/2 ||W||_F^2      (b unpenalized),
+
+by SPFB / LSPFB (Wang & Choromanska, SGB) or mini-batch SBM on mini-batches (``fit``) or on
+chunks that arrive one at a time (``partial_fit``), so the data never has to sit in memory
+together. Binary problems use the binary log-loss (one weight vector, as SGDClassifier);
+three or more classes the multinomial (softmax) loss -- SGDClassifier fits one-vs-rest there.
+See ``docs/stochastic.md``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy.special import expit, log_expit, log_softmax, softmax
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from zbound.models.loss import check_sample_weight
+from zbound.models.multinomial import logistic_objective
+from zbound.solvers.stochastic import LSPFB, SBM, SPFB
+
+_METHODS = {"spfb": SPFB, "lspfb": LSPFB, "sbm": SBM}
+_SCHEDULES = ("constant", "inverse")
+
+
+class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
+    """L2 logistic regression by stochastic bound majorization; ``fit`` and ``partial_fit``.
+
+    Parameters
+    ----------
+    alpha : float > 0, default 1e-4
+        L2 strength: alpha/2 ||coef_||^2 added to the *mean* log-loss (SGDClassifier's alpha).
+        The sum convention of BoundLogisticRegression has C = 1 / (alpha T).
+    fit_intercept : bool, default True
+    method : {"spfb", "lspfb", "sbm"}, default "spfb"
+        SGB Alg. 2 (full curvature), SGB Alg. 4 (low-rank, ``rank``, ``lowrank_rule``) or the
+        slides' mini-batch SBM (constant step).
+    lr : float > 0, default 1.0
+        eta_0; 1 is the majorizer's own step.
+    schedule : {"constant", "inverse"}, default "inverse"
+        eta_t = lr, or lr / (1 + (t - 1) / decay) over updates t = 1, 2, ...
+    decay : float > 0, default 10.0
+    batch_size : int, default 1000
+        Rows per mini-batch in ``fit`` (``partial_fit`` takes each chunk as one batch).
+    max_iter : int, default 20
+        Epochs of ``fit``.
+    tol : float >= 0 or None, default None
+        ``fit`` stops when an epoch lowers J by less than tol * max(1, |J|); None: run all
+        epochs.
+    rank : int, default 10
+        Rank of the low-rank curvature ("lspfb").
+    lowrank_rule : {"exact", "sgb", "paper"}, default "exact"
+    refresh : int, default 1
+        Rebuild the bound every ``refresh`` updates (1: every update, as the papers).
+    random_state : int or None, default 0
+        Shuffling of the rows in ``fit``.
+
+    Attributes
+    ----------
+    classes_, coef_ ((1, d) for two classes, else (n_classes, d)), intercept_,
+    n_features_in_, n_iter_ (epochs of the last ``fit``), t_ (updates so far),
+    objective_ (J at the end of ``fit`` on its data; None after ``partial_fit``)
+    """
+
+    def __init__(self, alpha=1e-4, fit_intercept=True, method="spfb", lr=1.0,
+                 schedule="inverse", decay=10.0, batch_size=1000, max_iter=20, tol=None,
+                 rank=10, lowrank_rule="exact", refresh=1, random_state=0):
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.method = method
+        self.lr = lr
+        self.schedule = schedule
+        self.decay = decay
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.tol = tol
+        self.rank = rank
+        self.lowrank_rule = lowrank_rule
+        self.refresh = refresh
+        self.random_state = random_state
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- settings --------------------------------------------------------------------------------
+    def _solver(self):
+        a = self.alpha
+        if isinstance(a, bool) or not isinstance(a, numbers.Real) or not (np.isfinite(a)
+                                                                            and a > 0):
+            raise ValueError(f"alpha must be a finite number > 0, got {a!r}")
+        if self.method not in _METHODS:
+            raise ValueError(f"method must be one of {sorted(_METHODS)}, got {self.method!r}")
+        if not isinstance(self.fit_intercept, bool | np.bool_):
+            raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
+        for name in ("max_iter", "batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        tol = self.tol
+        if tol is not None and (isinstance(tol, bool) or not isinstance(tol, numbers.Real)
+                                or not (np.isfinite(tol) and tol >= 0)):
+            raise ValueError(f"tol must be None or a finite number >= 0, got {tol!r}")
+        opts = dict(lr=self.lr, schedule=self.schedule, decay=self.decay,
+                    batch_size=self.batch_size, refresh=self.refresh)
+        if self.method == "lspfb":
+            opts.update(rank=self.rank, lowrank_rule=self.lowrank_rule)
+        return _METHODS[self.method](**opts)
+
+    # -- objective of a chunk ------------------------------------------------------------------
+    def _objective(self, X, y_idx, sw):
+        """The mean-form objective of rows (X, y_idx) with weights sw (summing to 1 over the
+        chunk for a batch, or 1/T each for the full J)."""
+        n_classes = self.classes_.size
+        k = 1 if n_classes == 2 else n_classes
+        d = X.shape[1] + bool(self.fit_intercept)
+        pen = np.full((k, d), float(self.alpha))
+        if self.fit_intercept:
+            pen[:, -1] = 0.0
+        center = 1.0 / k**2 if self.fit_intercept and k > 1 else 0.0
+        return logistic_objective(X, y_idx, n_classes, pen.ravel(), sw, center,
+                                  fit_intercept=bool(self.fit_intercept))
+
+    def _theta(self):
+        W = self.coef_
+        if self.fit_intercept:
+            W = np.hstack([W, self.intercept_[:, None]])
+        return W.ravel().copy()
+
+    def _set_theta(self, theta):
+        k = 1 if self.classes_.size == 2 else self.classes_.size
+        W = theta.reshape(k, -1)
+        if self.fit_intercept:
+            self.coef_ = np.ascontiguousarray(W[:, :-1])
+            b = W[:, -1].copy()
+            self.intercept_ = b - b.mean() if k > 1 else b
+        else:
+            self.coef_ = np.ascontiguousarray(W)
+            self.intercept_ = np.zeros(k)
+
+    def _encode(self, y, classes):
+        known = {c: i for i, c in enumerate(classes.tolist())}
+        vals = np.asarray(y).tolist()
+        unknown = [v for v in dict.fromkeys(vals) if v not in known]
+        if unknown:
+            shown = ", ".join(repr(v) for v in unknown[:5])
+            raise ValueError(f"y contains labels not in classes: {shown}; classes are "
+                             f"{classes.tolist()!r}")
+        return np.array([known[v] for v in vals], dtype=np.intp)
+
+    def _step(self, solver, state, X, y_idx, sw):
+        """One update on the chunk; returns the new theta (state is updated)."""
+        m = X.shape[0]
+        w = np.full(m, 1.0 / m) if sw is None else sw / sw.sum()
+        batch = self._objective(X, y_idx, w)
+        solver.update(batch, state)
+        if state.status.name == "FAILED":
+            raise FloatingPointError(f"BoundSGDClassifier: {state.message}")
+        return state.x
+
+    # -- fitting ---------------------------------------------------------------------------------
+    def fit(self, X, y, sample_weight=None):
+        """Fit by ``max_iter`` epochs of shuffled mini-batches from zero. Returns self."""
+        solver = self._solver()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
+        check_classification_targets(y)
+        sw = check_sample_weight(sample_weight, X.shape[0])
+        classes, y_idx = np.unique(y, return_inverse=True)
+        if classes.size < 2:
+            raise ValueError(f"BoundSGDClassifier needs samples of at least 2 classes; got 1 "
+                             f"class ({classes[0].item()!r})")
+        if sw is not None and not sw.any():
+            raise ValueError("every sample_weight is zero")
+        self.classes_ = classes
+        k = 1 if classes.size == 2 else classes.size
+        p = k * (X.shape[1] + bool(self.fit_intercept))
+        state = solver.init(None, np.zeros(p))
+        T = X.shape[0]
+        full = self._objective(X, y_idx.astype(np.intp),
+                               np.full(T, 1.0 / T) if sw is None else sw / T)
+        rng = None if self.random_state is None else np.random.default_rng(self.random_state)
+        f_prev = full.value(state.x)
+        epochs = 0
+        for _ in range(int(self.max_iter)):
+            order = np.arange(T) if rng is None else rng.permutation(T)
+            for a in range(0, T, int(self.batch_size)):
+                rows = order[a:a + int(self.batch_size)]
+                wr = None if sw is None else sw[rows]
+                if wr is not None and not wr.any():
+                    continue
+                self._step(solver, state, X[rows], y_idx[rows].astype(np.intp), wr)
+            epochs += 1
+            f = full.value(state.x)
+            if self.tol is not None and f_prev - f <= self.tol * max(1.0, abs(f)):
+                break
+            f_prev = f
+        self._set_theta(state.x)
+        self._sgd_solver, self._sgd_state = solver, state
+        self.n_iter_ = epochs
+        self.t_ = int(state.extra["t"])
+        self.objective_ = float(self.objective(X, y, sample_weight))
+        return self
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One stochastic bound step on the chunk (X, y); ``classes`` is required on the first
+        call (scikit-learn's semantics). Bad input raises before anything changes."""
+        first = not hasattr(self, "classes_")
+        if first:
+            if classes is None:
+                raise ValueError("classes must be passed on the first call to partial_fit "
+                                 "(the labels of every chunk to come)")
+            all_classes = np.unique(np.asarray(classes))
+            if all_classes.size < 2:
+                raise ValueError("classes must hold at least 2 labels")
+        else:
+            all_classes = self.classes_
+            if classes is not None and not np.array_equal(np.unique(np.asarray(classes)),
+                                                          all_classes):
+                raise ValueError(f"classes {np.asarray(classes).tolist()!r} differ from the "
+                                 f"classes of the first call {all_classes.tolist()!r}")
+        solver = self._solver()
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
+                             reset=first)
+        check_classification_targets(y)
+        y_idx = self._encode(y, all_classes)
+        sw = check_sample_weight(sample_weight, X.shape[0])
+        if sw is not None and not sw.any():
+            raise ValueError("every sample_weight of the chunk is zero")
+        if first:
+            self.classes_ = all_classes
+            k = 1 if all_classes.size == 2 else all_classes.size
+            p = k * (X.shape[1] + bool(self.fit_intercept))
+            state = solver.init(None, np.zeros(p))
+        else:
+            state = getattr(self, "_sgd_state", None)
+            if state is None:
+                state = solver.init(None, self._theta())
+            else:
+                state.x = self._theta()
+            prev = getattr(self, "_sgd_solver", None)
+            if prev is not None and prev.config == solver.config:
+                solver = prev
+        saved = (state.x, dict(state.extra), state.status, state.message)
+        try:
+            theta = self._step(solver, state, X, y_idx, sw)
+        except Exception:
+            state.x, state.extra, state.status, state.message = saved
+            if first:
+                del self.classes_
+            raise
+        self._set_theta(theta)
+        self._sgd_solver, self._sgd_state = solver, state
+        self.t_ = int(state.extra["t"])
+        if first:
+            self.n_iter_ = 0
+        self.objective_ = None
+        return self
+
+    def objective(self, X, y, sample_weight=None) -> float:
+        """J(coef_, intercept_) on (X, y): mean weighted log-loss + alpha/2 ||coef_||^2."""
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
+                             reset=False)
+        y_idx = self._encode(y, self.classes_)
+        sw = check_sample_weight(sample_weight, X.shape[0])
+        T = X.shape[0]
+        w = np.full(T, 1.0 / T) if sw is None else sw / T
+        model = self._objective(X, y_idx, w)
+        theta = self._theta()
+        f = model.value(theta)
+        for pen in model.penalties:                 # report J without the centering term
+            if type(pen).__name__ == "InterceptCentering":
+                f -= pen.value(theta)
+        return float(f)
+
+    # -- prediction ------------------------------------------------------------------------------
+    def decision_function(self, X):
+        """Scores: (t,) for two classes (log-odds of classes_[1]), else (t, n_classes)."""
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([expit(-scores), expit(scores)])
+        return softmax(scores, axis=1)
+
+    def predict_log_proba(self, X):
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([log_expit(-scores), log_expit(scores)])
+        return log_softmax(scores, axis=1)
+
+    def predict(self, X):
+        scores = self.decision_function(X)
+        idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[idx]

@@ -1,0 +1,574 @@
+"""Stochastic bound majorization: SPFB, LSPFB (Wang & Choromanska, SGB), mini-batch SBM and
+Sherman-Morrison SBM (Pan, slides Alg. 3 and 4), and the first-order peers on the same stream.
+
+Every method here is a :class:`~zbound.solvers.base.Solver` with ``MethodInfo(stochastic=True)``.
+``update(batch, state)`` takes one step on the *model of a mini-batch*, built by
+:func:`batch_objective`: the mean loss of the batch rows plus the penalties divided by the
+number of rows,
+
+    F_B(theta) = (1/m) sum_{j in B} s_j l_j(theta) + P(theta) / T,
+
+an unbiased estimate of J(theta) / T for the full objective J = sum_j s_j l_j + P over T rows
+(the paper's per-sample objective L with lambda = reg / T). ``run(model, x0)`` draws shuffled
+mini-batches for ``max_iter`` epochs and records the full objective after every epoch.
+``partial_fit`` of :class:`zbound.BoundSGDClassifier` sits on ``update``.
+
+Bound methods (step d, then theta <- theta - eta_t d):
+
+- ``"spfb"`` -- SGB Alg. 2 on mini-batches: d = (Sigma_B + lambda I)^{-1} grad F_B(theta), with
+  Sigma_B the Alg. 1 curvature of the batch at theta (the factored softmax bound; dense
+  Cholesky up to ``dense_max`` parameters, else warm-started Jacobi-PCG on products).
+- ``"lspfb"`` -- SGB Alg. 4: the same with the curvature kept low-rank plus diagonal
+  (``rank``, ``lowrank_rule`` "exact" / "sgb" / "paper") and a Woodbury solve; matrix-free.
+- ``"sbm"`` -- slides Alg. 3 (mini-batch SBM): the exact bound step scaled by a constant eta.
+- ``"sbm-sm"`` -- slides Alg. 4: the inverse (lambda I + Sigma_B)^{-1} built by one
+  Sherman-Morrison update per rank-one term of Alg. 1, and phi = M grad kept alongside; O(p^2)
+  per term, so limited to ``max_params``.
+
+Curvature rebuild (``refresh``): the papers rebuild the bound at every update (``refresh=1``,
+the default). ``refresh=r`` rebuilds it every r updates and reuses it (and its factorization)
+in between; ``curvature_rows=c`` builds it from the first c rows of the batch only (scaled to
+the batch). Step schedules: ``schedule="constant"`` (eta_t = lr) or ``"inverse"``
+(eta_t = lr / (1 + (t - 1) / decay); ``decay=1`` is the paper's eta_0 / t).
+
+Peers (``peer=True``): ``"sgd"``, ``"momentum"`` (heavy ball, optional Nesterov) and ``"adam"``,
+PyTorch's ``torch.optim`` when torch is installed (``backend="auto"``), else the NumPy rules of
+:mod:`zbound.solvers.first_order`, which match them to rounding.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import scipy.linalg
+from scipy.linalg.blas import dger
+
+from zbound._linalg import jacobi, pcg
+from zbound.models.objective import Objective
+from zbound.models.penalty import InterceptCentering, L2Penalty
+from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.first_order import SGD, Adam
+from zbound.solvers.result import Recorder, Status
+
+__all__ = ["SPFB", "LSPFB", "SBM", "ShermanMorrisonSBM", "StochasticSGD", "StochasticMomentum",
+           "StochasticAdam", "StochasticSolver", "batch_objective", "softmax_bound_terms",
+           "iterate_batches", "sherman_morrison_inverse"]
+
+SCHEDULES = ("constant", "inverse")
+# Above this many parameters "spfb" solves with matrix-free PCG instead of a dense Cholesky
+# (a dense softmax bound costs n^2/2 Gram products of the batch: 55 of 1000 x 784 on KMNIST).
+DENSE_MAX = 1000
+
+
+# ---------------------------------------------------------------------------- batch models
+def _scaled_penalty(pen, c: float):
+    if isinstance(pen, L2Penalty):
+        return L2Penalty(pen.strength * c)
+    if isinstance(pen, InterceptCentering):
+        return InterceptCentering(pen.u, pen.weight * c)
+    raise TypeError(f"cannot scale penalty {type(pen).__name__} for a mini-batch")
+
+
+def batch_objective(model, rows, n_total: int | None = None) -> Objective:
+    """F_B = (1/m) sum_{j in rows} s_j l_j + P / T: the mini-batch model of ``model``.
+
+    Parameters
+    ----------
+    model : :class:`~zbound.models.objective.Objective` whose loss has ``subset(rows)`` and
+        ``reweighted(sample_weight)`` (e.g. ``SoftmaxLoss``)
+    rows : indices of the batch rows (m of them)
+    n_total : T, the number of rows of the full objective (default ``model.loss.n_samples``)
+    """
+    loss = getattr(model, "loss", None)
+    if loss is None or not callable(getattr(loss, "subset", None)):
+        raise TypeError(f"stochastic methods need an Objective whose loss has subset(rows); got "
+                        f"{type(model).__name__}")
+    rows = np.asarray(rows)
+    m = rows.shape[0] if rows.dtype != bool else int(rows.sum())
+    if m == 0:
+        raise ValueError("a mini-batch needs at least one row")
+    T = loss.n_samples if n_total is None else int(n_total)
+    sub = loss.subset(rows)
+    sw = np.full(m, 1.0 / m) if sub.sample_weight is None else sub.sample_weight / m
+    sub = sub.reweighted(sw)
+    return Objective(sub, *(_scaled_penalty(p, 1.0 / T) for p in model.penalties))
+
+
+def iterate_batches(n: int, batch_size: int, rng: np.random.Generator | None):
+    """Row indices of the mini-batches of one epoch (shuffled with ``rng``, in order without)."""
+    order = np.arange(n) if rng is None else rng.permutation(n)
+    for a in range(0, n, batch_size):
+        yield order[a:a + batch_size]
+
+
+# ------------------------------------------------------------------- Alg. 1 rank-one terms
+def softmax_bound_terms(loss, theta: np.ndarray, order: str = "descending") -> np.ndarray:
+    """The rank-one terms of the Alg. 1 bound of a :class:`~zbound.models.loss.SoftmaxLoss`.
+
+    Returns R of shape (m, p), one row r = sqrt(s_j w_i) (l_i (x) x_j) per sample j and visited
+    label i with a positive weight (sample-major, labels in visiting order), so that
+    R^T R = the loss's bound curvature sum_j s_j B_j (x) x_j x_j^T (over the free classes, with
+    the implicit intercept column if any). l_i = e_{label_i} - m_{i-1} with the running mean
+    m_i = m_{i-1} + rho_i l_i (the factors of ``label_bound_factors``), vectorized over samples.
+    Dense; meant for small p (Sherman-Morrison SBM).
+    """
+    import scipy.sparse as sp
+
+    C = loss.majorizer(np.asarray(theta, dtype=np.float64), order).curvature
+    perm, rho, w = C.perm, C.rho, C.w
+    n, t = perm.shape
+    free = C.free
+    X = C.X.toarray() if sp.issparse(C.X) else np.asarray(C.X)
+    if getattr(C, "intercept", False):
+        X = np.hstack([X, np.ones((t, 1))])
+    d = X.shape[1]
+    k = n - free
+    cols = np.arange(t)
+    m = np.zeros((t, n))
+    out = np.zeros((t, n, k, d))
+    for i in range(n):
+        lab = perm[i]
+        L = -m
+        L[cols, lab] += 1.0
+        out[:, i] = (np.sqrt(np.maximum(w[i], 0.0))[:, None] * L[:, free:])[:, :, None] \
+            * X[:, None, :]
+        m = m + rho[i][:, None] * L
+    out = out.reshape(t * n, k * d)
+    return out[(w.T > 0).reshape(-1)]              # sample-major, labels in visiting order
+
+
+def sherman_morrison_inverse(M: np.ndarray, R: np.ndarray) -> np.ndarray:
+    """(M^{-1} + R^T R)^{-1} by one Sherman-Morrison update per row of R (slides eq. (4)):
+    M <- M - (M r)(M r)^T / (1 + r^T M r). ``M`` (p, p) symmetric positive definite, updated
+    in place when Fortran-ordered; returns it."""
+    M = np.asfortranarray(M)
+    for r in R:
+        u = M @ r
+        den = 1.0 + float(r @ u)
+        M = dger(-1.0 / den, u, u, a=M, overwrite_a=1)
+    return M
+
+
+# ------------------------------------------------------------------------------ the base
+def _check_positive_int(name, v):
+    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+
+
+class StochasticSolver(Solver):
+    """Shared by the stochastic methods: mini-batch epochs, step schedules, the run loop.
+
+    Options (every stochastic method)
+    ---------------------------------
+    lr : eta_0 > 0
+    schedule : "constant" (eta_t = lr) or "inverse" (eta_t = lr / (1 + (t - 1) / decay))
+    decay : updates over which "inverse" halves the step (1: the paper's eta_0 / t)
+    batch_size : rows per mini-batch in ``run``
+    random_state : seed of the shuffling in ``run`` (None: unshuffled, in row order)
+
+    ``max_iter`` counts epochs in ``run``; ``target``, ``tol`` and ``callback`` are checked
+    after every epoch on the full objective.
+    """
+
+    options = {"lr": 1.0, "schedule": "constant", "decay": 1.0, "batch_size": 1000,
+               "random_state": 0}
+
+    def check_options(self):
+        o = self.opts
+        lr = o["lr"]
+        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not (
+                math.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
+        if o["schedule"] not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {o['schedule']!r}")
+        dec = o["decay"]
+        if isinstance(dec, bool) or not isinstance(dec, numbers.Real) or not (
+                math.isfinite(dec) and dec > 0):
+            raise ValueError(f"decay must be a finite number > 0, got {dec!r}")
+        _check_positive_int("batch_size", o["batch_size"])
+
+    def step_size(self, t: int) -> float:
+        """eta_t for the t-th update (t >= 1)."""
+        lr = float(self.opts["lr"])
+        if self.opts["schedule"] == "constant":
+            return lr
+        return lr / (1.0 + (t - 1) / float(self.opts["decay"]))
+
+    # -- what a method implements --------------------------------------------------------------
+    def direction(self, batch, state: State, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """The step direction d (theta <- theta - eta_t d) on the batch model."""
+        raise NotImplementedError
+
+    def init(self, model, x):
+        return State(np.array(x, dtype=np.float64, copy=True), math.nan,
+                     extra={"t": 0, "updates": 0})
+
+    def update(self, batch, state: State) -> None:
+        """One step on the mini-batch model ``batch`` (see :func:`batch_objective`)."""
+        x = state.x
+        with np.errstate(over="ignore", invalid="ignore"):
+            f, g = batch.value_and_grad(x)
+        if not (math.isfinite(f) and np.isfinite(g).all()):
+            state.status = Status.FAILED
+            state.message = "non-finite objective or gradient on a mini-batch (step too large?)"
+            return
+        state.extra["t"] += 1
+        d = self.direction(batch, state, x, g)
+        with np.errstate(over="ignore", invalid="ignore"):
+            x_new = self.apply_step(state, x, d)
+        if not np.isfinite(x_new).all():
+            state.status = Status.FAILED
+            state.message = "the iterate became non-finite (step too large?)"
+            return
+        state.x = x_new
+        state.extra["batch_value"] = f
+        state.extra["updates"] += 1
+
+    def apply_step(self, state, x, d):
+        return x - self.step_size(state.extra["t"]) * d
+
+    # -- the epoch loop -------------------------------------------------------------------------
+    def run(self, model, x0):
+        """Minimize ``model`` (an Objective over T rows) by epochs of shuffled mini-batches."""
+        model, x = self.prepare(model, x0)
+        inner = model.model
+        T = inner.loss.n_samples
+        rs = self.opts["random_state"]
+        rng = None if rs is None else np.random.default_rng(rs)
+        state = self.init(inner, x)
+        recorder = Recorder()
+        state.recorder = recorder
+        f, g = model.value_and_grad(state.x)
+        state.f, state.g = f, g
+        self.record(model, state)
+        bs = int(self.opts["batch_size"])
+        while True:
+            if self.target is not None and state.f <= self.target:
+                state.status = Status.TARGET
+            elif state.g is not None and np.max(np.abs(state.g)) <= self.tol * max(1.0,
+                                                                                   abs(state.f)):
+                state.status = Status.STATIONARY
+            elif state.nit >= self.max_iter:
+                state.status = Status.MAX_ITER
+            if state.status is not Status.RUNNING:
+                break
+            for rows in iterate_batches(T, bs, rng):
+                self.update(batch_objective(inner, rows, T), state)
+                if state.status is not Status.RUNNING:
+                    break
+            if state.status is not Status.RUNNING:
+                break
+            f, g = model.value_and_grad(state.x)
+            state.f_prev, state.f, state.g = state.f, f, g
+            state.nit += 1
+            self.record(model, state)
+            if self.callback is not None and self.callback(state.x, state.f):
+                state.status = Status.CALLBACK
+                break
+        return self.result(model, state)
+
+    def result_info(self, state):
+        return {"updates": state.extra.get("updates", 0)}
+
+
+# ----------------------------------------------------------------------------- bound steps
+class _BoundStep(StochasticSolver):
+    """Curvature of the Alg. 1 bound of the batch, rebuilt every ``refresh`` updates, from all
+    rows of the batch or the first ``curvature_rows`` of them."""
+
+    options = {**StochasticSolver.options, "refresh": 1, "curvature_rows": None}
+
+    def check_options(self):
+        super().check_options()
+        _check_positive_int("refresh", self.opts["refresh"])
+        c = self.opts["curvature_rows"]
+        if c is not None:
+            _check_positive_int("curvature_rows", c)
+
+    def curvature_model(self, batch):
+        """The batch model whose bound curvature the step uses (the first ``curvature_rows``
+        rows, reweighted to the batch's mean form)."""
+        c = self.opts["curvature_rows"]
+        loss = batch.loss
+        if c is None or c >= loss.n_samples:
+            return batch
+        sub = loss.subset(np.arange(c))
+        sw = sub.sample_weight * (loss.n_samples / c)
+        return Objective(sub.reweighted(sw), *batch.penalties)
+
+    def build(self, batch, x):
+        """The cached curvature object for this method (rebuilt every ``refresh`` updates)."""
+        raise NotImplementedError
+
+    def solve(self, cache, g, state):
+        raise NotImplementedError
+
+    def direction(self, batch, state, x, g):
+        ex = state.extra
+        if ex.get("cache") is None or (ex["t"] - 1) % int(self.opts["refresh"]) == 0:
+            ex["cache"] = self.build(self.curvature_model(batch), x)
+            ex["n_bound"] = ex.get("n_bound", 0) + 1
+        return self.solve(ex["cache"], g, state)
+
+    def result_info(self, state):
+        return {**super().result_info(state), "curvatures": state.extra.get("n_bound", 0)}
+
+
+@register
+class SPFB(_BoundStep):
+    """SGB Alg. 2 (Stochastic Partition Function Bound) on mini-batches.
+
+    d = (Sigma_B + lambda I)^{-1} grad F_B with the full Alg. 1 curvature of the batch; dense
+    Cholesky up to ``dense_max`` parameters (the factor is reused while the curvature is), else
+    Jacobi-preconditioned CG on products (``cg_maxiter`` iterations at most, ``cg_rtol``,
+    warm-started from the previous direction). Default step: the paper's eta_0 / t.
+    """
+
+    info = MethodInfo("spfb", peer=False, constraints="none", uses_bound=True,
+                      needs=("majorizer",), stochastic=True,
+                      description="SGB Alg. 2: stochastic bound step (Sigma_B + lambda I)^-1 "
+                                  "grad on mini-batches, eta_0 / t")
+    options = {**_BoundStep.options, "schedule": "inverse", "dense_max": DENSE_MAX,
+               "cg_maxiter": 20, "cg_rtol": 1e-3}
+
+    def build(self, batch, x):
+        C = batch.majorizer(x, self.order).curvature
+        if C.shape[0] <= int(self.opts["dense_max"]):
+            A = C.to_dense()
+            try:
+                return ("chol", scipy.linalg.cho_factor(A, lower=True))
+            except np.linalg.LinAlgError:
+                return ("pinv", np.linalg.pinv(A, hermitian=True))
+        return ("cg", C, jacobi(C.diagonal()))
+
+    def solve(self, cache, g, state):
+        kind = cache[0]
+        if kind == "chol":
+            return scipy.linalg.cho_solve(cache[1], g)
+        if kind == "pinv":
+            return cache[1] @ g
+        C, pre = cache[1], cache[2]
+        x0 = state.extra.get("last_dir")
+        if x0 is not None:
+            e, _ = pcg(C.matvec, g - C.matvec(x0), pre, float(self.opts["cg_rtol"]),
+                       int(self.opts["cg_maxiter"]))
+            d = x0 + e
+        else:
+            d, _ = pcg(C.matvec, g, pre, float(self.opts["cg_rtol"]),
+                       int(self.opts["cg_maxiter"]))
+        state.extra["last_dir"] = d
+        return d
+
+
+@register
+class LSPFB(_BoundStep):
+    """SGB Alg. 4 (low-rank SPFB): the batch curvature kept as V^T S V + diag(D) (rank
+    ``rank``, update rule ``lowrank_rule``: "exact", "sgb" -- SGB's Alg. 3 -- or "paper"),
+    the step a Woodbury solve in O(p k^2 + k^3). Never forms a p x p matrix."""
+
+    info = MethodInfo("lspfb", peer=False, constraints="none", uses_bound=True,
+                      needs=("majorizer",), stochastic=True,
+                      description="SGB Alg. 4: stochastic bound step with a low-rank plus "
+                                  "diagonal curvature (Woodbury solve)")
+    options = {**_BoundStep.options, "schedule": "inverse", "rank": 10,
+               "lowrank_rule": "exact"}
+
+    def check_options(self):
+        super().check_options()
+        _check_positive_int("rank", self.opts["rank"])
+        if self.opts["lowrank_rule"] not in ("exact", "sgb", "paper"):
+            raise ValueError(f"lowrank_rule must be 'exact', 'sgb' or 'paper', got "
+                             f"{self.opts['lowrank_rule']!r}")
+
+    def build(self, batch, x):
+        return batch.lowrank_majorizer(x, self.order, rank=int(self.opts["rank"]),
+                                       rule=self.opts["lowrank_rule"]).curvature
+
+    def solve(self, cache, g, state):
+        return cache.solve(g)
+
+
+@register
+class SBM(SPFB):
+    """Mini-batch stochastic bound majorization (slides Alg. 3): the exact bound step of the
+    batch, theta <- theta - eta (sum_i Sigma_i + lambda I)^{-1} (sum_i mu_i - f_i + lambda
+    theta), with a constant eta (SPFB's step with ``schedule="constant"``)."""
+
+    info = MethodInfo("sbm", peer=False, constraints="none", uses_bound=True,
+                      needs=("majorizer",), stochastic=True,
+                      description="slides Alg. 3: mini-batch bound step with a constant eta")
+    options = {**SPFB.options, "schedule": "constant", "lr": 1.0}
+
+
+@register
+class ShermanMorrisonSBM(StochasticSolver):
+    """SBM with Sherman-Morrison inverse updates (slides Alg. 4).
+
+    Per batch, M starts at the inverse of the penalty curvature (lambda I; the intercept
+    centering term enters by one more update) and takes one Sherman-Morrison update per
+    rank-one term r = sqrt(beta) l of Alg. 1 (sample by sample, label by label), so that at the
+    end M = (lambda I + Sigma_B)^{-1} exactly; phi = M grad is kept alongside the slides'
+    recurrence phi <- phi - (M r)(r^T phi) / (1 + r^T M r). Same step as "sbm", O(p^2) per
+    term: limited to ``max_params`` parameters. Every penalty strength must be > 0.
+    """
+
+    info = MethodInfo("sbm-sm", peer=False, constraints="none", uses_bound=True,
+                      needs=("majorizer",), stochastic=True,
+                      description="slides Alg. 4: SBM with Sherman-Morrison rank-one inverse "
+                                  "updates")
+    options = {**StochasticSolver.options, "max_params": 2000}
+
+    def _start(self, batch, p):
+        diag = np.zeros(p)
+        extra = []
+        for pen in batch.penalties:
+            if isinstance(pen, L2Penalty):
+                diag += pen.strength
+            elif isinstance(pen, InterceptCentering):
+                extra.append(math.sqrt(pen.weight) * pen.u)
+            else:
+                raise TypeError(f"sbm-sm: unsupported penalty {type(pen).__name__}")
+        if not (diag > 0).all():
+            raise ValueError("sbm-sm starts from M = (lambda I)^{-1} and needs a positive L2 "
+                             "strength on every parameter")
+        M = np.asfortranarray(np.diag(1.0 / diag))
+        if extra:
+            M = sherman_morrison_inverse(M, np.array(extra))
+        return M
+
+    def direction(self, batch, state, x, g):
+        p = x.shape[0]
+        if p > int(self.opts["max_params"]):
+            raise ValueError(f"sbm-sm costs O(p^2) per rank-one term; p = {p} exceeds "
+                             f"max_params = {self.opts['max_params']} (use 'sbm' or 'lspfb')")
+        M = self._start(batch, p)
+        phi = M @ g
+        for r in softmax_bound_terms(batch.loss, x, self.order):
+            u = M @ r
+            den = 1.0 + float(r @ u)
+            phi -= u * (float(r @ phi) / den)
+            M = dger(-1.0 / den, u, u, a=M, overwrite_a=1)
+        state.extra["M"] = M
+        return phi
+
+
+# ----------------------------------------------------------------------------- first order
+def _torch_available() -> bool:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _FirstOrder(StochasticSolver):
+    """A first-order rule on the batch gradients: torch.optim when available (``backend``
+    "auto" or "torch"), else :mod:`zbound.solvers.first_order` ("numpy")."""
+
+    options = {**StochasticSolver.options, "lr": 0.1, "backend": "auto"}
+
+    def check_options(self):
+        super().check_options()
+        if self.opts["backend"] not in ("auto", "numpy", "torch"):
+            raise ValueError(f"backend must be 'auto', 'numpy' or 'torch', got "
+                             f"{self.opts['backend']!r}")
+        if self.opts["backend"] == "torch" and not _torch_available():
+            raise ValueError("backend='torch' needs PyTorch installed")
+
+    def backend(self) -> str:
+        b = self.opts["backend"]
+        if b == "auto":
+            return "torch" if _torch_available() else "numpy"
+        return b
+
+    def rule_kwargs(self) -> dict:
+        raise NotImplementedError
+
+    def make_numpy(self, lr):
+        raise NotImplementedError
+
+    def make_torch(self, torch, params, lr):
+        raise NotImplementedError
+
+    def init(self, model, x):
+        state = super().init(model, x)
+        lr = self.step_size(1)
+        if self.backend() == "torch":
+            import torch
+            param = torch.tensor(state.x, dtype=torch.float64, requires_grad=True)
+            state.extra["param"] = param
+            state.extra["opt"] = self.make_torch(torch, [param], lr)
+            state.extra["torch"] = torch
+        else:
+            state.extra["opt"] = self.make_numpy(lr)
+        return state
+
+    def direction(self, batch, state, x, g):
+        return g
+
+    def apply_step(self, state, x, g):
+        ex = state.extra
+        lr = self.step_size(ex["t"])
+        opt = ex["opt"]
+        if "param" in ex:
+            torch = ex["torch"]
+            for group in opt.param_groups:
+                group["lr"] = lr
+            param = ex["param"]
+            with torch.no_grad():
+                if not np.array_equal(param.numpy(), x):      # moved by hand (partial_fit)
+                    param.copy_(torch.from_numpy(x))
+            param.grad = torch.from_numpy(np.ascontiguousarray(g))
+            opt.step()
+            return param.detach().numpy().copy()
+        opt.lr = lr
+        return opt.step(x, g)
+
+
+@register
+class StochasticSGD(_FirstOrder):
+    """Plain mini-batch SGD (torch.optim.SGD or its NumPy twin)."""
+
+    info = MethodInfo("sgd", peer=True, constraints="none", stochastic=True,
+                      description="mini-batch SGD (torch.optim.SGD when torch is installed)")
+
+    def make_numpy(self, lr):
+        return SGD(lr)
+
+    def make_torch(self, torch, params, lr):
+        return torch.optim.SGD(params, lr=lr)
+
+
+@register
+class StochasticMomentum(_FirstOrder):
+    """Mini-batch SGD with heavy-ball (or Nesterov) momentum."""
+
+    info = MethodInfo("momentum", peer=True, constraints="none", stochastic=True,
+                      description="mini-batch SGD with momentum (torch.optim.SGD)")
+    options = {**_FirstOrder.options, "momentum": 0.9, "nesterov": False}
+
+    def make_numpy(self, lr):
+        return SGD(lr, momentum=float(self.opts["momentum"]),
+                   nesterov=bool(self.opts["nesterov"]))
+
+    def make_torch(self, torch, params, lr):
+        return torch.optim.SGD(params, lr=lr, momentum=float(self.opts["momentum"]),
+                               nesterov=bool(self.opts["nesterov"]))
+
+
+@register
+class StochasticAdam(_FirstOrder):
+    """Mini-batch Adam (torch.optim.Adam or its NumPy twin)."""
+
+    info = MethodInfo("adam", peer=True, constraints="none", stochastic=True,
+                      description="mini-batch Adam (torch.optim.Adam)")
+    options = {**_FirstOrder.options, "lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8}
+
+    def make_numpy(self, lr):
+        return Adam(lr, betas=tuple(self.opts["betas"]), eps=float(self.opts["eps"]))
+
+    def make_torch(self, torch, params, lr):
+        return torch.optim.Adam(params, lr=lr, betas=tuple(self.opts["betas"]),
+                                eps=float(self.opts["eps"]))

@@ -1,0 +1,135 @@
+"""BoundSGDClassifier: fit, partial_fit over a stream, bad chunks, the scikit-learn contract."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_digits, make_classification
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from zbound import BoundSGDClassifier
+
+
+def _data(n_classes=3, t=600, seed=0):
+    X, y = make_classification(t, 6, n_informative=4, n_redundant=0, n_classes=n_classes,
+                               n_clusters_per_class=1, random_state=seed)
+    return X, np.array(["abc"[i] for i in y]) if n_classes <= 3 else y
+
+
+def _expected(estimator):
+    # The low-rank bound depends on the order of its rank-one terms: a weight of 2 and a
+    # repeated row stream different terms (the full-curvature SPFB passes these checks).
+    if estimator.method != "lspfb":
+        return {}
+    return {"check_sample_weight_equivalence_on_dense_data":
+            "mini-batch composition differs between weighted and repeated rows",
+            "check_sample_weight_equivalence_on_sparse_data":
+            "mini-batch composition differs between weighted and repeated rows"}
+
+
+@parametrize_with_checks([BoundSGDClassifier(), BoundSGDClassifier(method="lspfb", rank=2)],
+                         expected_failed_checks=_expected)
+def test_sklearn_contract(estimator, check):
+    check(estimator)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_fit_matches_the_batch_optimum(n_classes):
+    """alpha = 1 / (C T): the same objective as LogisticRegression(C)."""
+    X, y = _data(n_classes)
+    T = X.shape[0]
+    alpha = 1e-2
+    est = BoundSGDClassifier(alpha=alpha, batch_size=100, max_iter=30, decay=20.0).fit(X, y)
+    ref = LogisticRegression(C=1.0 / (alpha * T), tol=1e-10, max_iter=10000).fit(X, y)
+    ref_est = BoundSGDClassifier(alpha=alpha).fit(X[:5], y[:5])   # a fitted shell
+    ref_est.classes_ = ref.classes_
+    ref_est.coef_, ref_est.intercept_ = ref.coef_, ref.intercept_
+    f_ref = ref_est.objective(X, y)
+    assert est.objective_ == pytest.approx(est.objective(X, y))
+    assert f_ref <= est.objective_ <= 1.01 * f_ref
+    assert (est.predict(X) == ref.predict(X)).mean() > 0.97
+
+
+def test_partial_fit_on_a_generator_of_chunks_reaches_fit():
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    kw = dict(alpha=1e-3, batch_size=200, decay=20.0, random_state=0)
+    fitted = BoundSGDClassifier(max_iter=10, **kw).fit(X, y)
+
+    def chunks(epochs, rng):
+        for _ in range(epochs):
+            order = rng.permutation(X.shape[0])
+            for a in range(0, X.shape[0], 200):
+                rows = order[a:a + 200]
+                yield X[rows], y[rows]             # only one chunk in memory at a time
+
+    streamed = BoundSGDClassifier(**kw)
+    for Xc, yc in chunks(10, np.random.default_rng(1)):
+        streamed.partial_fit(Xc, yc, classes=np.arange(10))
+    f_fit = fitted.objective(X, y)
+    f_stream = streamed.objective(X, y)
+    assert abs(f_stream - f_fit) <= 0.01 * f_fit, (f_stream, f_fit)
+    assert streamed.t_ == fitted.t_
+
+
+def _partially_fitted():
+    X, y = _data(3)
+    est = BoundSGDClassifier(batch_size=50)
+    est.partial_fit(X[:100], y[:100], classes=["a", "b", "c"])
+    return est, X, y
+
+
+@pytest.mark.parametrize("bad,match", [
+    ("nan", "NaN"),
+    ("features", "features"),
+    ("empty", "sample"),
+    ("label", "not in classes"),
+    ("classes", "differ"),
+])
+def test_bad_chunks_leave_the_model_untouched(bad, match):
+    est, X, y = _partially_fitted()
+    before = (est.coef_.copy(), est.intercept_.copy(), est.t_)
+    Xc, yc, kw = X[100:150].copy(), y[100:150].copy(), {}
+    if bad == "nan":
+        Xc[3, 2] = np.nan
+    elif bad == "features":
+        Xc = Xc[:, :4]
+    elif bad == "empty":
+        Xc, yc = Xc[:0], yc[:0]
+    elif bad == "label":
+        yc[0] = "z"
+    elif bad == "classes":
+        kw = {"classes": ["a", "b"]}
+    with pytest.raises(ValueError, match=match):
+        est.partial_fit(Xc, yc, **kw)
+    np.testing.assert_array_equal(est.coef_, before[0])
+    np.testing.assert_array_equal(est.intercept_, before[1])
+    assert est.t_ == before[2]
+    est.partial_fit(X[100:150], y[100:150])          # still usable
+    assert est.t_ == before[2] + 1
+
+
+def test_first_partial_fit_needs_classes():
+    X, y = _data(2)
+    est = BoundSGDClassifier()
+    with pytest.raises(ValueError, match="classes must be passed"):
+        est.partial_fit(X, y)
+    assert not hasattr(est, "classes_")
+    with pytest.raises(ValueError, match="at least 2"):
+        est.partial_fit(X, y, classes=["a"])
+
+
+@pytest.mark.parametrize("bad", [{"alpha": 0}, {"method": "adam"}, {"max_iter": 0},
+                                 {"batch_size": 0}, {"tol": -1.0}, {"lr": -1.0},
+                                 {"schedule": "cos"}])
+def test_bad_parameters(bad):
+    X, y = _data(2)
+    with pytest.raises(ValueError):
+        BoundSGDClassifier(**bad).fit(X, y)
+
+
+def test_single_class_is_rejected():
+    X, _ = _data(2)
+    with pytest.raises(ValueError, match="2 classes"):
+        BoundSGDClassifier().fit(X, np.zeros(X.shape[0]))

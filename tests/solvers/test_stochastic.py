@@ -1,0 +1,257 @@
+"""Stochastic bound majorization (SPFB, LSPFB, SBM, Sherman-Morrison SBM) and the first-order
+peers: exact algebra on one batch, monotone full-batch steps, convergence, bad settings."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _solver_problems import logistic_problem, reference_optimum
+
+from zbound.bounds.curvature import Curvature
+from zbound.bounds.lowrank import LowRankCurvature
+from zbound.models.multinomial import MultinomialLogistic, logistic_objective
+from zbound.solvers import METHODS, minimize
+from zbound.solvers.stochastic import (
+    LSPFB,
+    SBM,
+    SPFB,
+    ShermanMorrisonSBM,
+    StochasticAdam,
+    StochasticMomentum,
+    StochasticSGD,
+    batch_objective,
+    iterate_batches,
+    sherman_morrison_inverse,
+    softmax_bound_terms,
+)
+
+STOCHASTIC = ("spfb", "lspfb", "sbm", "sbm-sm", "sgd", "momentum", "adam")
+
+
+def _estimator_objective(seed=0, t=40, d=3, n=3):
+    """Per-coordinate L2 (intercepts penalized lightly) + intercept centering + sample weights."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((t, d))
+    y = rng.integers(0, n, t)
+    y[:n] = np.arange(n)
+    k = 1 if n == 2 else n
+    pen = np.full((k, d + 1), 0.7)
+    pen[:, -1] = 0.05
+    sw = rng.uniform(0.5, 2.0, t)
+    return logistic_objective(X, y, n, pen.ravel(), sw, center=0.3 if k > 1 else 0.0,
+                              fit_intercept=True)
+
+
+def test_registered_as_stochastic():
+    for name in STOCHASTIC:
+        info = METHODS[name]
+        assert info.stochastic
+        assert info.peer == (name in ("sgd", "momentum", "adam"))
+        assert info.uses_bound == (name not in ("sgd", "momentum", "adam"))
+
+
+def test_sherman_morrison_matches_the_explicit_inverse():
+    rng = np.random.default_rng(0)
+    p = 12
+    A = rng.standard_normal((p, p))
+    M0 = np.linalg.inv(A @ A.T + 0.5 * np.eye(p))
+    R = rng.standard_normal((30, p)) * rng.uniform(0, 2, (30, 1))
+    M = sherman_morrison_inverse(M0.copy(), R)
+    explicit = np.linalg.inv(np.linalg.inv(M0) + R.T @ R)
+    np.testing.assert_allclose(M, explicit, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_bound_terms_sum_to_the_bound_curvature(n):
+    obj = _estimator_objective(1, n=n)
+    theta = np.random.default_rng(2).standard_normal(obj.n_params)
+    R = softmax_bound_terms(obj.loss, theta)
+    C = obj.loss.majorizer(theta).curvature.to_dense()
+    np.testing.assert_allclose(R.T @ R, C, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_sherman_morrison_sbm_step_equals_the_explicit_bound_step(n):
+    """Slides Alg. 4 (one Sherman-Morrison update per Alg. 1 term, phi kept alongside) gives the
+    step of Alg. 3 with the explicit inverse (lambda I + Sigma_B)^{-1} grad."""
+    obj = _estimator_objective(3, n=n)
+    theta = 0.3 * np.random.default_rng(4).standard_normal(obj.n_params)
+    batch = batch_objective(obj, np.arange(7, 31))
+    _, g = batch.value_and_grad(theta)
+    explicit = np.linalg.solve(batch.majorizer(theta).curvature.to_dense(), g)
+    sm = ShermanMorrisonSBM(lr=1.0)
+    state = sm.init(batch, theta)
+    d = sm.direction(batch, state, theta, g)
+    np.testing.assert_allclose(d, explicit, rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(state.extra["M"] @ batch.majorizer(theta).curvature.to_dense(),
+                               np.eye(obj.n_params), atol=1e-8)
+
+
+def test_batch_objective_is_the_mean_form():
+    model = logistic_problem(0, t=50)
+    theta = np.random.default_rng(1).standard_normal(model.n_params)
+    total, grad = 0.0, np.zeros(model.n_params)
+    for rows in iterate_batches(50, 12, np.random.default_rng(0)):
+        f, g = batch_objective(model, rows).value_and_grad(theta)
+        total += len(rows) * f
+        grad += len(rows) * g
+    J, gJ = model.value_and_grad(theta)
+    np.testing.assert_allclose(total, J, rtol=1e-12)
+    np.testing.assert_allclose(grad, gJ, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="at least one row"):
+        batch_objective(model, np.array([], dtype=int))
+
+
+FULL_BATCH = [("spfb", {}), ("sbm", {}), ("sbm-sm", {}), ("lspfb", {"lowrank_rule": "exact"}),
+              ("lspfb", {"lowrank_rule": "sgb", "rank": 2})]
+
+
+@pytest.mark.parametrize("method,opts", FULL_BATCH)
+@pytest.mark.parametrize("seed", [0, 1])
+def test_full_batch_bound_steps_are_monotone(method, opts, seed):
+    """With the whole data as the batch and eta = 1 every bound method is Alg. 2 (a majorizer
+    minimized), so the objective decreases at every update."""
+    model = logistic_problem(seed, t=40, reg=0.3)
+    x0 = np.zeros(model.n_params)
+    res = minimize(model, x0, method=method, lr=1.0, schedule="constant", batch_size=1000,
+                   max_iter=15, tol=0.0, **opts)
+    f = res.trace.objective
+    assert len(f) == 16
+    assert np.all(np.diff(f) <= 1e-10 * np.abs(f[1:])), f
+
+
+def test_full_batch_spfb_is_alg2():
+    model = logistic_problem(3, t=40, reg=0.3)
+    x0 = 0.1 * np.ones(model.n_params)
+    bm = minimize(model, x0, method="bound", max_iter=3, tol=0.0, ftol=0.0)
+    for method in ("spfb", "sbm", "sbm-sm"):
+        res = minimize(model, x0, method=method, lr=1.0, schedule="constant", max_iter=3,
+                       tol=0.0)
+        np.testing.assert_allclose(res.x, bm.x, rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("method,opts", [
+    ("spfb", {"lr": 1.0, "decay": 5.0}),
+    ("sbm", {"lr": 0.2}),
+    ("lspfb", {"lr": 1.0, "decay": 5.0, "rank": 3}),
+    ("sbm-sm", {"lr": 0.2}),
+    ("sgd", {"lr": 0.5}),
+    ("momentum", {"lr": 0.05}),
+    ("adam", {"lr": 0.05}),
+])
+def test_mini_batches_approach_the_optimum(method, opts):
+    model = logistic_problem(5, t=300, d=4, n=3, reg=3.0)
+    x0 = np.zeros(model.n_params)
+    _, f_ref = reference_optimum(model, x0)
+    res = minimize(model, x0, method=method, batch_size=30, max_iter=40, tol=0.0, **opts)
+    assert res.status.name == "MAX_ITER"
+    assert res.nit == 40 and res.info["updates"] == 400
+    assert res.fun <= f_ref * 1.01, (res.fun, f_ref)
+
+
+def test_spfb_needs_no_more_epochs_than_tuned_sgd():
+    model = logistic_problem(7, t=400, d=5, n=4, reg=0.5, separation=3.0)
+    x0 = np.zeros(model.n_params)
+    _, f_ref = reference_optimum(model, x0)
+    target = 1.01 * f_ref
+    spfb = minimize(model, x0, method="spfb", lr=1.0, decay=40.0, batch_size=100,
+                    target=target, max_iter=200, tol=0.0)
+    assert spfb.target_reached
+    best_sgd = min(minimize(model, x0, method="sgd", lr=lr, batch_size=100, target=target,
+                            max_iter=200, tol=0.0).nit for lr in (0.1, 0.3, 1.0, 3.0))
+    assert spfb.nit <= best_sgd, (spfb.nit, best_sgd)
+
+
+def test_refresh_and_curvature_rows_reuse_the_bound():
+    model = logistic_problem(2, t=200, reg=1.0)
+    x0 = np.zeros(model.n_params)
+    res = minimize(model, x0, method="spfb", batch_size=20, refresh=5, curvature_rows=7,
+                   max_iter=3, tol=0.0)
+    assert res.info["updates"] == 30 and res.info["curvatures"] == 6
+    assert np.isfinite(res.fun)
+
+
+def test_lspfb_is_matrix_free(monkeypatch):
+    """No p x p matrix: every to_dense / add_to_dense raises, on p = 2400."""
+    def boom(*_a, **_k):
+        raise AssertionError("a p x p matrix was formed")
+
+    monkeypatch.setattr(Curvature, "to_dense", boom)
+    monkeypatch.setattr(LowRankCurvature, "to_dense", boom)
+    monkeypatch.setattr(LowRankCurvature, "add_to_dense", boom)
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 300))
+    y = rng.integers(0, 8, 60)
+    model = MultinomialLogistic(X, y, 8, reg=1.0)
+    assert model.n_params == 2400
+    res = minimize(model, np.zeros(2400), method="lspfb", rank=10, batch_size=30,
+                   curvature_rows=3, max_iter=1, tol=0.0)
+    assert res.fun < model.value(np.zeros(2400))
+
+
+def test_schedules():
+    s = SPFB(lr=2.0)                          # paper default: eta_0 / t
+    assert [s.step_size(t) for t in (1, 2, 4)] == [2.0, 1.0, 0.5]
+    s = SPFB(lr=2.0, decay=10.0)
+    assert s.step_size(11) == pytest.approx(1.0)
+    assert SBM(lr=0.3).step_size(100) == 0.3
+    assert LSPFB().opts["schedule"] == "inverse"
+
+
+@pytest.mark.parametrize("cls,kw", [(StochasticSGD, {"lr": 0.3}),
+                                    (StochasticMomentum, {"lr": 0.05, "nesterov": True}),
+                                    (StochasticAdam, {"lr": 0.02})])
+def test_torch_and_numpy_backends_agree(cls, kw):
+    pytest.importorskip("torch", reason="compares with torch.optim")
+    model = logistic_problem(4, t=90)
+    x0 = np.zeros(model.n_params)
+    a = minimize(model, x0, method=cls(backend="numpy", batch_size=16, **kw), max_iter=4,
+                 tol=0.0)
+    b = minimize(model, x0, method=cls(backend="torch", batch_size=16, **kw), max_iter=4,
+                 tol=0.0)
+    np.testing.assert_allclose(a.x, b.x, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("bad", [{"lr": 0}, {"lr": np.inf}, {"schedule": "cosine"},
+                                 {"decay": -1.0}, {"batch_size": 0}, {"refresh": 0},
+                                 {"curvature_rows": 0}])
+def test_bad_options(bad):
+    with pytest.raises(ValueError):
+        SPFB(**bad)
+
+
+def test_bad_method_specific_options():
+    with pytest.raises(ValueError, match="lowrank_rule"):
+        LSPFB(lowrank_rule="svd")
+    with pytest.raises(ValueError, match="rank"):
+        LSPFB(rank=0)
+    with pytest.raises(ValueError, match="backend"):
+        StochasticSGD(backend="jax")
+    with pytest.raises(TypeError, match="unexpected options"):
+        SPFB(momentum=0.9)
+
+
+def test_sherman_morrison_limits():
+    model = logistic_problem(0, t=20)
+    with pytest.raises(ValueError, match="max_params"):
+        minimize(model, np.zeros(model.n_params), method="sbm-sm", max_params=5, max_iter=1)
+    unpen = MultinomialLogistic(model.X, model.y, 3, reg=0.0)
+    with pytest.raises(ValueError, match="positive L2"):
+        minimize(unpen, np.zeros(unpen.n_params), method="sbm-sm", max_iter=1)
+
+
+def test_divergence_is_reported_not_silent():
+    model = logistic_problem(1, t=50, separation=5.0)
+    res = minimize(model, np.zeros(model.n_params), method="sgd", lr=1e300, batch_size=10,
+                   max_iter=5, tol=0.0)
+    assert res.status.name == "FAILED" and not res.converged
+    assert "non-finite" in res.message
+
+
+def test_model_without_rows_is_rejected():
+    from zbound.models.loglinear import LogLinearModel
+
+    rng = np.random.default_rng(0)
+    m = LogLinearModel(rng.standard_normal((5, 3, 2)), np.zeros(5, dtype=int), reg=1.0)
+    with pytest.raises(TypeError, match="subset"):
+        minimize(m, np.zeros(2), method="spfb", max_iter=1)
