@@ -20,6 +20,12 @@ from pathlib import Path
 # development machine (one full baseline run of each quick suite, measured with `time`). Kept
 # here, not read from the suite modules, so that `zbound bench --help` imports no suite.
 SUITE_INFO: dict[str, tuple[str, str]] = {
+    "scale": (
+        "bound majorization on Dask (LocalCluster, 2 workers): synthetic 10-class and "
+        "two-class problems at 1e5-1e7 rows and Adult against dask-ml, scikit-learn and "
+        "Spark MLlib; time, passes, iterations, peak memory per worker",
+        "about 8 min",
+    ),
     "stochastic": (
         "SGB Fig. 1: SPFB and LSPFB against SGD, momentum, Adam and SGDClassifier on Adult, "
         "KMNIST and digits (mini-batch 1000), epochs and seconds to 1% and 0.1%",

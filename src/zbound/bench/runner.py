@@ -41,6 +41,7 @@ SUITES: dict[str, str] = {
     "moe": "zbound.bench.suites.moe",
     "latent": "zbound.bench.suites.latent",
     "crf": "zbound.bench.suites.crf",
+    "scale": "zbound.bench.suites.scale",
     "stochastic": "zbound.bench.suites.stochastic",
 }
 

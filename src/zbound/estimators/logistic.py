@@ -39,6 +39,14 @@ MAX_QP_PARAMS = 5000
 _WEAK_CENTER = 1e-8
 
 
+def _is_dask_array(x) -> bool:
+    """Whether x is a dask array, without importing dask when it is absent."""
+    import sys
+
+    da = sys.modules.get("dask.array")
+    return da is not None and isinstance(x, da.Array)
+
+
 # -- parameter checks --------------------------------------------------------------------------
 
 
@@ -231,17 +239,20 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         Returns self.
         """
         solver = self._check_params()
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             order="C", y_numeric=False)
-        check_classification_targets(y)
-        sw_given = check_sample_weight(sample_weight, X.shape[0])
-        sw = np.ones(X.shape[0]) if sw_given is None else sw_given
-        classes, y_idx = np.unique(y, return_inverse=True)
-        per_sample = self._class_weights(classes, y_idx, sw_given)
-        if per_sample is not None:
-            sw = sw * per_sample
-            sw_given = sw
-        present = np.unique(y_idx[sw > 0])
+        if _is_dask_array(X):
+            X, y_idx, classes, sw, sw_given, present = self._dask_inputs(X, y, sample_weight)
+        else:
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                                 order="C", y_numeric=False)
+            check_classification_targets(y)
+            sw_given = check_sample_weight(sample_weight, X.shape[0])
+            sw = np.ones(X.shape[0]) if sw_given is None else sw_given
+            classes, y_idx = np.unique(y, return_inverse=True)
+            per_sample = self._class_weights(classes, y_idx, sw_given)
+            if per_sample is not None:
+                sw = sw * per_sample
+                sw_given = sw
+            present = np.unique(y_idx[sw > 0])
         if present.size < 2:
             which = "with positive sample_weight " if sample_weight is not None else ""
             raise ValueError(
@@ -270,6 +281,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
         model = logistic_objective(X, y_idx.astype(np.intp), n_classes, pen.ravel(), sw_given,
                                    center, fit_intercept=bool(self.fit_intercept))
+        if self.verbose >= 1 and hasattr(model, "passes"):
+            print(f"[BoundLogisticRegression] dask: {model.loss!r}")
 
         constraints = None
         x0 = np.zeros(k * d)
@@ -329,6 +342,58 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         self.solver_result_ = result
         return self
 
+    def _dask_inputs(self, X, y, sample_weight):
+        """The fit's inputs for a dask array X (y and sample_weight dask or NumPy): labels
+        encoded on the workers, only the classes and the (weighted) class counts come back.
+        Returns (X, y_idx, classes, sw sum holder, sample weights or None, present classes)."""
+        import dask
+        import dask.array as da
+
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
+        if X.dtype.kind not in "biuf":
+            raise TypeError(f"X must be numeric, got dtype {X.dtype}")
+        if any(np.isnan(c) for c in X.chunks[0]):
+            X = X.compute_chunk_sizes()
+        t = X.shape[0]
+        if t == 0:
+            raise ValueError("X has no rows")
+        X = X.astype(np.float64)
+        rows = (X.chunks[0],)
+        yd = y if _is_dask_array(y) else da.from_array(np.asarray(y), chunks=rows)
+        if yd.ndim != 1 or yd.shape[0] != t:
+            raise ValueError(f"y must have shape ({t},) to match X, got {yd.shape}")
+        yd = yd.rechunk(rows)
+        classes = np.asarray(da.unique(yd).compute())
+        check_classification_targets(classes)
+        y_idx = yd.map_blocks(lambda b, c=classes: np.searchsorted(c, b), dtype=np.intp)
+        if sample_weight is None:
+            swd = None
+        elif _is_dask_array(sample_weight):
+            swd = sample_weight.astype(np.float64).rechunk(rows)
+        else:
+            swd = da.from_array(check_sample_weight(sample_weight, t), chunks=rows)
+        counts = da.bincount(y_idx, minlength=classes.size)
+        wcounts = counts if swd is None else da.bincount(y_idx, weights=swd,
+                                                          minlength=classes.size)
+        counts, wcounts = dask.compute(counts, wcounts)
+        cw = self.class_weight
+        if cw is not None:
+            if isinstance(cw, dict):
+                self._class_weights(classes, np.arange(classes.size), None)   # checks labels
+                per_class = np.array([float(cw.get(c, 1.0)) for c in classes.tolist()])
+            else:   # "balanced": n_samples / (n_classes * weighted counts), as scikit-learn
+                per_class = float(wcounts.sum()) / (classes.size * np.asarray(wcounts, float))
+            base = da.ones(t, chunks=rows) if swd is None else swd
+            swd = base * y_idx.map_blocks(lambda b, w=per_class: w[b], dtype=np.float64)
+            wcounts = np.asarray(wcounts, float) * per_class
+        present = np.flatnonzero(np.asarray(wcounts) > 0)
+        self.n_features_in_ = int(X.shape[1])
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        total = np.array([float(np.sum(wcounts))])
+        return X, y_idx, classes, total, swd, present
+
     def _warm_start_point(self, classes, k: int, n_features: int, d: int) -> np.ndarray:
         """theta from the previous fit's coef_ and intercept_ (scikit-learn's warm_start)."""
         prev_classes = getattr(self, "_fitted_classes", None)
@@ -348,8 +413,25 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         return W.ravel()
 
     # -- prediction --------------------------------------------------------------------------
+    def _dask_map(self, method: str, X):
+        """``method`` applied block by block to a dask array X (a lazy dask array)."""
+        check_is_fitted(self)
+        fn = getattr(self, method)
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X must have {self.n_features_in_} columns, got shape {X.shape}")
+        X = X.rechunk({1: -1})
+        if method == "predict":
+            return X.map_blocks(fn, drop_axis=1, dtype=self.classes_.dtype)
+        if method == "decision_function" and self.coef_.shape[0] == 1:
+            return X.map_blocks(fn, drop_axis=1, dtype=np.float64)
+        return X.map_blocks(fn, dtype=np.float64,
+                            chunks=(X.chunks[0], (max(2, self.coef_.shape[0]),)))
+
     def decision_function(self, X):
-        """Scores: (t,) for two classes (log-odds of classes_[1]), else (t, n_classes)."""
+        """Scores: (t,) for two classes (log-odds of classes_[1]), else (t, n_classes).
+        A dask array X gives a lazy dask array (as do the predict methods)."""
+        if _is_dask_array(X):
+            return self._dask_map("decision_function", X)
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
@@ -357,6 +439,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def predict_proba(self, X):
         """Class probabilities (t, n_classes), columns in the order of classes_."""
+        if _is_dask_array(X):
+            return self._dask_map("predict_proba", X)
         scores = self.decision_function(X)
         if scores.ndim == 1:
             # expit(-s), not 1 - expit(s): keeps the small probability's relative accuracy
@@ -365,6 +449,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def predict_log_proba(self, X):
         """Log class probabilities (t, n_classes), computed stably in log space."""
+        if _is_dask_array(X):
+            return self._dask_map("predict_log_proba", X)
         scores = self.decision_function(X)
         if scores.ndim == 1:
             return np.column_stack([log_expit(-scores), log_expit(scores)])
@@ -372,6 +458,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def predict(self, X):
         """Most probable label per row of X."""
+        if _is_dask_array(X):
+            return self._dask_map("predict", X)
         scores = self.decision_function(X)
         idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[idx]

@@ -1,0 +1,31 @@
+"""Suite ``scale``: bound majorization on Dask against dask-ml, scikit-learn and Spark.
+
+What is solved
+    sum log-loss + 1/(2C) ||theta||^2 (C = 1) on X with a ones column, for synthetic 10-class
+    problems (and their two-class version) at t = 1e5, 1e6, 1e7 rows x 50 features generated
+    chunk by chunk on the workers of a LocalCluster (2 worker processes x 1 thread), and UCI
+    Adult. The library (``DaskSoftmaxLoss`` + the default solver, one pass per evaluation)
+    against dask-ml's LogisticRegression (admm, lbfgs, newton, proximal_grad; binary only:
+    on 10 classes what it does is recorded, and one-vs-rest is timed), scikit-learn and Spark
+    MLlib on the gathered data, and the library's NumPy path. Target: f* + 1e-6 |f*|.
+
+Modules
+    :mod:`.config`, :mod:`.problems` (data on the workers, the objective mapping),
+    :mod:`.peers` (dask-ml, scikit-learn, Spark), :mod:`.runs`, :mod:`.report`.
+"""
+
+from __future__ import annotations
+
+from zbound.bench.suites.scale.config import (
+    DASK_ML_SOLVERS,
+    LIBRARY,
+    SUITE,
+    Config,
+    config,
+    tiny,
+)
+from zbound.bench.suites.scale.report import report, verdicts
+from zbound.bench.suites.scale.runs import OPTIONS, run
+
+__all__ = ["Config", "DASK_ML_SOLVERS", "LIBRARY", "OPTIONS", "SUITE", "config", "report",
+           "run", "tiny", "verdicts"]
