@@ -228,8 +228,12 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                         not np.isfinite(v) or v < 0:
                     raise ValueError(f"class_weight[{k!r}] must be a finite number >= 0, "
                                      f"got {v!r}")
-        per_class = compute_class_weight(cw, classes=classes, y=classes[y_idx],
-                                         sample_weight=sw)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # "balanced" divides by each class's total weight; a class whose samples all have
+            # zero weight gets inf, and its samples (weight 0) keep weight 0
+            per_class = compute_class_weight(cw, classes=classes, y=classes[y_idx],
+                                             sample_weight=sw)
+        per_class = np.where(np.isfinite(per_class), per_class, 0.0)
         return per_class[y_idx]
 
     # -- fitting -----------------------------------------------------------------------------
