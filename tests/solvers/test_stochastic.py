@@ -103,7 +103,13 @@ def test_batch_objective_is_the_mean_form():
 
 
 FULL_BATCH = [("spfb", {}), ("sbm", {}), ("sbm-sm", {}), ("lspfb", {"lowrank_rule": "exact"}),
-              ("lspfb", {"lowrank_rule": "sgb", "rank": 2})]
+              ("lspfb", {"lowrank_rule": "sgb", "rank": 2}),
+              # the average with weight 1 is the current bound; PCG solved to the end (from
+              # its Kronecker preconditioner, above dense_max) is the exact bound step
+              ("spfb", {"curvature": "average", "average_weight": 1.0}),
+              ("spfb", {"dense_max": 1, "cg_maxiter": 200, "cg_rtol": 1e-13}),
+              ("spfb", {"dense_max": 1, "cg_maxiter": 200, "cg_rtol": 1e-13,
+                        "precond": "jacobi"})]
 
 
 @pytest.mark.parametrize("method,opts", FULL_BATCH)
@@ -132,6 +138,10 @@ def test_full_batch_spfb_is_alg2():
 
 @pytest.mark.parametrize("method,opts", [
     ("spfb", {"lr": 1.0, "decay": 5.0}),
+    ("spfb", {"lr": 1.0, "decay": 5.0, "curvature": "average"}),
+    ("spfb", {"lr": 1.0, "decay": 5.0, "curvature": "average", "average_weight": 0.2}),
+    ("spfb", {"lr": 1.0, "decay": 5.0, "curvature": "average", "dense_max": 1}),
+    ("spfb", {"lr": 1.0, "decay": 5.0, "dense_max": 1, "cg_maxiter": 3}),
     ("sbm", {"lr": 0.2}),
     ("lspfb", {"lr": 1.0, "decay": 5.0, "rank": 3}),
     ("sbm-sm", {"lr": 0.2}),
@@ -214,7 +224,9 @@ def test_torch_and_numpy_backends_agree(cls, kw):
 
 @pytest.mark.parametrize("bad", [{"lr": 0}, {"lr": np.inf}, {"schedule": "cosine"},
                                  {"decay": -1.0}, {"batch_size": 0}, {"refresh": 0},
-                                 {"curvature_rows": 0}])
+                                 {"curvature_rows": 0}, {"curvature": "mean"},
+                                 {"average_weight": 0.0}, {"average_weight": 1.5},
+                                 {"precond": "ilu"}, {"gram_updates": 0}, {"cg_maxiter": 0}])
 def test_bad_options(bad):
     with pytest.raises(ValueError):
         SPFB(**bad)
@@ -255,3 +267,73 @@ def test_model_without_rows_is_rejected():
     m = LogLinearModel(rng.standard_normal((5, 3, 2)), np.zeros(5, dtype=int), reg=1.0)
     with pytest.raises(TypeError, match="subset"):
         minimize(m, np.zeros(2), method="spfb", max_iter=1)
+
+
+# ---------------------------------------------------------------- averaged curvature (ours)
+def _bound_dense(batch, x):
+    return batch.majorizer(x).curvature.to_dense()
+
+
+@pytest.mark.parametrize("weight", [None, 0.5])
+def test_average_curvature_is_the_running_or_exponential_mean(weight):
+    """Sigma_bar after k builds = the mean of the k batch bounds at the iterates they were built
+    at (weight None), or the exponential average with rho_k = max(1/k, weight)."""
+    model = _estimator_objective(4, t=60)
+    solver = SPFB(curvature="average", average_weight=weight, lr=0.5, schedule="constant")
+    state = solver.init(None, np.zeros(model.n_params))
+    expect = None
+    for k, rows in enumerate(iterate_batches(60, 15, np.random.default_rng(0)), start=1):
+        batch = batch_objective(model, rows)
+        A = _bound_dense(batch, state.x)
+        rho = 1.0 / k if weight is None else max(1.0 / k, weight)
+        expect = A if expect is None else (1 - rho) * expect + rho * A
+        g = batch.value_and_grad(state.x)[1]
+        x_old = state.x.copy()
+        solver.update(batch, state)
+        np.testing.assert_allclose(state.extra["avg_dense"], expect, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(x_old - state.x, 0.5 * np.linalg.solve(expect, g),
+                                   rtol=1e-7, atol=1e-10)
+
+
+def test_kronecker_factored_solve_and_label_factor():
+    from zbound.solvers.stochastic import KroneckerFactored, _label_weight_matrix
+
+    model = logistic_problem(1, t=50, d=4, n=4, reg=0.3)
+    x = 0.2 * np.random.default_rng(1).standard_normal(model.n_params)
+    C = model.loss.majorizer(x).curvature
+    B = _label_weight_matrix(C)
+    np.testing.assert_allclose(B, C.B.sum(axis=0), rtol=1e-12, atol=1e-14)
+    rng = np.random.default_rng(2)
+    G = rng.standard_normal((C.d, C.d))
+    G = G @ G.T
+    K = KroneckerFactored(B, np.linalg.eigh(G), 0.3)
+    v = rng.standard_normal(model.n_params)
+    np.testing.assert_allclose(K.solve(v), np.linalg.solve(np.kron(B, G) + 0.3 * np.eye(
+        model.n_params), v), rtol=1e-9, atol=1e-12)
+
+
+def test_average_above_dense_max_is_matrix_free(monkeypatch):
+    """The averaged SPFB above dense_max keeps (n, n) and (d, d) factors only."""
+    def boom(self, *a, **k):
+        raise AssertionError("a p x p matrix was formed")
+
+    model = logistic_problem(3, t=200, d=40, n=6, reg=1.0)
+    todo = [Curvature]
+    while todo:                                   # every operator class, however deep
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        if "to_dense" in vars(cls):
+            monkeypatch.setattr(cls, "to_dense", boom)
+    res = minimize(model, np.zeros(model.n_params), method="spfb", curvature="average",
+                   dense_max=10, batch_size=50, max_iter=3, tol=0.0, lr=0.5)
+    assert np.isfinite(res.fun) and res.fun < model.value(np.zeros(model.n_params))
+
+
+def test_average_handles_estimator_penalties_above_dense_max():
+    """Per-coordinate L2, the centering term and sample weights on the Kronecker path."""
+    model = _estimator_objective(6, t=80)
+    x0 = np.zeros(model.n_params)
+    _, f_ref = reference_optimum(model, x0)
+    res = minimize(model, x0, method="spfb", curvature="average", dense_max=1, lr=0.5,
+                   batch_size=20, max_iter=60, tol=0.0)
+    assert res.fun <= f_ref * 1.05, (res.fun, f_ref)

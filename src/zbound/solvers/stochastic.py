@@ -46,6 +46,7 @@ import scipy.linalg
 from scipy.linalg.blas import dger
 
 from zbound._linalg import jacobi, pcg
+from zbound.bounds.curvature import DiagonalCurvature, RankOneCurvature
 from zbound.models.objective import Objective
 from zbound.models.penalty import InterceptCentering, L2Penalty
 from zbound.solvers.base import MethodInfo, Solver, State, register
@@ -209,7 +210,7 @@ class StochasticSolver(Solver):
         """One step on the mini-batch model ``batch`` (see :func:`batch_objective`)."""
         x = state.x
         with np.errstate(over="ignore", invalid="ignore"):
-            f, g = batch.value_and_grad(x)
+            f, g = self.value_and_grad(batch, state, x)
         if not (math.isfinite(f) and np.isfinite(g).all()):
             state.status = Status.FAILED
             state.message = "non-finite objective or gradient on a mini-batch (step too large?)"
@@ -225,6 +226,10 @@ class StochasticSolver(Solver):
         state.x = x_new
         state.extra["batch_value"] = f
         state.extra["updates"] += 1
+
+    def value_and_grad(self, batch, state, x):
+        """The batch model's value and gradient at x (a method may compute more alongside)."""
+        return batch.value_and_grad(x)
 
     def apply_step(self, state, x, d):
         return x - self.step_size(state.extra["t"]) * d
@@ -316,14 +321,89 @@ class _BoundStep(StochasticSolver):
         return {**super().result_info(state), "curvatures": state.extra.get("n_bound", 0)}
 
 
+def _penalty_diagonal(penalties, p: int) -> np.ndarray:
+    """The diagonal of the penalties' curvature (L2 strengths; the centering term's u_i^2 w)."""
+    diag = np.zeros(p)
+    for pen in penalties:
+        if isinstance(pen, L2Penalty):
+            diag += pen.strength
+        elif isinstance(pen, InterceptCentering):
+            diag += pen.weight * pen.u ** 2
+        else:
+            raise TypeError(f"unsupported penalty {type(pen).__name__} in a stochastic bound step")
+    return diag
+
+
+def _label_weight_matrix(C) -> np.ndarray:
+    """sum_j s_j B_j over the free classes, (n, n), of an Alg. 1 curvature (LabelBoundCurvature,
+    possibly with an intercept): the label factor of its Kronecker approximation."""
+    if getattr(C, "reg", 0.0):
+        C = _strip_reg(C)
+    t = C.X.shape[0]
+    step = max(1, 200_000 // C.n_labels ** 2)
+    out = np.zeros((C.n, C.n))
+    for a in range(0, t, step):
+        out += C._B_rows(a, min(t, a + step)).sum(axis=0)
+    return out
+
+
+def _strip_reg(C):
+    import copy
+
+    C = copy.copy(C)
+    C.reg = 0.0
+    return C
+
+
+def _design(C) -> np.ndarray:
+    """The dense design the curvature's Gram is taken of ([X, 1] with an intercept)."""
+    import scipy.sparse as sp
+
+    X = C.X.toarray() if sp.issparse(C.X) else np.asarray(C.X)
+    if getattr(C, "intercept", False):
+        X = np.hstack([X, np.ones((X.shape[0], 1))])
+    return X
+
+
+class KroneckerFactored:
+    """(Bbar (x) G + lam I)^{-1} by the eigendecompositions of the (n, n) label factor Bbar and
+    the (d, d) Gram factor G: two products of an (n, d) matrix per solve, O(n d^2 + n^2 d).
+
+    The Kronecker approximation of a softmax bound curvature sum_j s_j B_j (x) x_j x_j^T is
+    (sum_j s_j B_j) (x) (sum_j x_j x_j^T / m) (K-FAC's independence assumption); not a bound, a
+    preconditioner (and, in SPFB's averaged mode above ``dense_max``, the curvature itself).
+    """
+
+    def __init__(self, B: np.ndarray, gram_eig, lam: float):
+        self.eb, self.Ub = np.linalg.eigh(0.5 * (B + B.T))
+        self.eg, self.Ug = gram_eig
+        self.den = np.maximum(self.eb, 0.0)[:, None] * np.maximum(self.eg, 0.0)[None, :] + lam
+
+    def solve(self, v: np.ndarray) -> np.ndarray:
+        n, d = self.Ub.shape[0], self.Ug.shape[0]
+        Z = self.Ub.T @ (v.reshape(n, d) @ self.Ug)
+        Z /= self.den
+        return ((self.Ub @ Z) @ self.Ug.T).ravel()
+
+
 @register
 class SPFB(_BoundStep):
     """SGB Alg. 2 (Stochastic Partition Function Bound) on mini-batches.
 
-    d = (Sigma_B + lambda I)^{-1} grad F_B with the full Alg. 1 curvature of the batch; dense
-    Cholesky up to ``dense_max`` parameters (the factor is reused while the curvature is), else
-    Jacobi-preconditioned CG on products (``cg_maxiter`` iterations at most, ``cg_rtol``,
-    warm-started from the previous direction). Default step: the paper's eta_0 / t.
+    ``curvature="batch"`` (the paper): d = (Sigma_B + lambda I)^{-1} grad F_B with the full
+    Alg. 1 curvature of the batch at theta, rebuilt every ``refresh`` updates. Up to
+    ``dense_max`` parameters it is formed and Cholesky-factored; above, the step is
+    ``cg_maxiter`` PCG iterations on products with it, warm-started from the previous direction
+    and preconditioned by its Kronecker approximation (:class:`KroneckerFactored`: label factor
+    of the batch, Gram factor averaged over the first ``gram_updates`` bound builds and then
+    reused; ``precond="jacobi"`` for the diagonal instead).
+
+    ``curvature="average"`` (our extension, not in the paper): the curvature is the average of
+    the batch bounds built so far, Sigma_bar <- (1 - rho_k) Sigma_bar + rho_k Sigma_B at the k-th
+    build with rho_k = max(1/k, ``average_weight``) (None: the running mean 1/k), a semi-stochastic
+    curvature with the noise of a single batch averaged out. Above ``dense_max`` parameters the
+    average is kept in Kronecker form (averaged label factor (x) Gram factor) and solved exactly
+    by its eigendecompositions (no PCG). Default step: eta_0 / (1 + (t - 1) / decay).
     """
 
     info = MethodInfo("spfb", peer=False, constraints="none", uses_bound=True,
@@ -331,17 +411,118 @@ class SPFB(_BoundStep):
                       description="SGB Alg. 2: stochastic bound step (Sigma_B + lambda I)^-1 "
                                   "grad on mini-batches, eta_0 / t")
     options = {**_BoundStep.options, "schedule": "inverse", "dense_max": DENSE_MAX,
-               "cg_maxiter": 20, "cg_rtol": 1e-3}
+               "cg_maxiter": 20, "cg_rtol": 1e-3, "curvature": "batch",
+               "average_weight": None, "gram_updates": 2, "precond": "kron"}
 
-    def build(self, batch, x):
-        C = batch.majorizer(x, self.order).curvature
-        if C.shape[0] <= int(self.opts["dense_max"]):
+    def check_options(self):
+        super().check_options()
+        o = self.opts
+        if o["curvature"] not in ("batch", "average"):
+            raise ValueError(f"curvature must be 'batch' or 'average', got {o['curvature']!r}")
+        w = o["average_weight"]
+        if w is not None and (isinstance(w, bool) or not isinstance(w, numbers.Real)
+                              or not 0.0 < w <= 1.0):
+            raise ValueError(f"average_weight must be None or in (0, 1], got {w!r}")
+        if o["precond"] not in ("kron", "jacobi"):
+            raise ValueError(f"precond must be 'kron' or 'jacobi', got {o['precond']!r}")
+        _check_positive_int("gram_updates", o["gram_updates"])
+        if isinstance(o["cg_maxiter"], bool) or not isinstance(o["cg_maxiter"],
+                                                                numbers.Integral) \
+                or o["cg_maxiter"] < 1:
+            raise ValueError(f"cg_maxiter must be an integer >= 1, got {o['cg_maxiter']!r}")
+
+    def _mix(self, ex, key, new):
+        """The running / exponential average of the bound pieces (``curvature="average"``)."""
+        if self.opts["curvature"] != "average" or ex.get(key) is None:
+            ex[key] = new
+            return new
+        k = ex["n_bound"] + 1
+        w = self.opts["average_weight"]
+        rho = 1.0 / k if w is None else max(1.0 / k, float(w))
+        ex[key] = (1.0 - rho) * ex[key] + rho * new
+        return ex[key]
+
+    def _gram(self, ex, C):
+        """Eigendecomposition of the Gram factor, averaged over the first ``gram_updates``
+        builds (decomposed again at builds 1, 2, 4, ... and the last), then reused: the design
+        does not depend on theta."""
+        if ex.get("gram_n", 0) < int(self.opts["gram_updates"]):
+            X = _design(C)
+            G = X.T @ X / X.shape[0]
+            k = ex.get("gram_n", 0) + 1
+            ex["gram"] = G if k == 1 else ex["gram"] + (G - ex["gram"]) / k
+            ex["gram_n"] = k
+            if k & (k - 1) == 0 or k == int(self.opts["gram_updates"]):   # 1, 2, 4, ..., last
+                ex["gram_eig"] = np.linalg.eigh(ex["gram"])
+        return ex["gram_eig"]
+
+    def build(self, batch, x, ex=None):
+        ex = {} if ex is None else ex
+        p = x.shape[0]
+        if batch is None:                       # the majorizer stashed by value_and_grad
+            M, pen = ex.pop("_maj"), ex.pop("_pen")
+        else:
+            M, pen = batch.loss.majorizer(x, self.order), batch.penalties
+        C = M.curvature
+        diag = _penalty_diagonal(pen, p)
+        if p <= int(self.opts["dense_max"]):
             A = C.to_dense()
+            for q in pen:
+                if isinstance(q, L2Penalty):
+                    A[np.diag_indices(p)] += q.strength
+                else:
+                    A += q.weight * np.outer(q.u, q.u)
+            A = self._mix(ex, "avg_dense", A)
             try:
                 return ("chol", scipy.linalg.cho_factor(A, lower=True))
             except np.linalg.LinAlgError:
                 return ("pinv", np.linalg.pinv(A, hermitian=True))
-        return ("cg", C, jacobi(C.diagonal()))
+        lam = float(diag.max()) if diag.size and diag.max() > 0 else 1e-12
+        kron = None
+        if self.opts["curvature"] == "average" or self.opts["precond"] == "kron":
+            if not hasattr(C, "_B_rows"):
+                raise TypeError("the Kronecker curvature needs a softmax bound curvature")
+            B = self._mix(ex, "avg_label", _label_weight_matrix(C))
+            kron = KroneckerFactored(B, self._gram(ex, C), lam)
+        if self.opts["curvature"] == "average":
+            return ("kron", kron)
+        op = C
+        for q in pen:
+            op = op + (DiagonalCurvature(np.broadcast_to(q.strength, (p,)).copy())
+                       if isinstance(q, L2Penalty) else RankOneCurvature(q.u, q.weight))
+        pre = kron.solve if kron is not None else jacobi(op.diagonal())
+        return ("cg", op, pre)
+
+    def _due(self, state) -> bool:
+        ex = state.extra
+        return ex.get("cache") is None or (ex["t"] - 1) % int(self.opts["refresh"]) == 0
+
+    def value_and_grad(self, batch, state, x):
+        # one pass gives the value, the gradient and the bound (the Alg. 1 sums share it)
+        state.extra.pop("_maj", None)
+        state.extra.pop("_pen", None)
+        if self.opts["curvature_rows"] is None and self._due_next(state):
+            M = batch.loss.majorizer(x, self.order)
+            f, g = M.value, M.grad.copy()
+            for q in batch.penalties:
+                f += q.add_value_grad(x, g)
+            state.extra["_maj"], state.extra["_pen"] = M, batch.penalties
+            return f, g
+        return batch.value_and_grad(x)
+
+    def _due_next(self, state) -> bool:
+        ex = state.extra
+        return ex.get("cache") is None or ex["t"] % int(self.opts["refresh"]) == 0
+
+    def direction(self, batch, state, x, g):
+        ex = state.extra
+        if self._due(state):
+            src = None if "_maj" in ex else self.curvature_model(batch)
+            ex["cache"] = self.build(src, x, ex)
+            ex["n_bound"] = ex.get("n_bound", 0) + 1
+        ex.pop("_maj", None)
+        ex.pop("_pen", None)
+        return self.solve(ex["cache"], g, state)
 
     def solve(self, cache, g, state):
         kind = cache[0]
@@ -349,6 +530,8 @@ class SPFB(_BoundStep):
             return scipy.linalg.cho_solve(cache[1], g)
         if kind == "pinv":
             return cache[1] @ g
+        if kind == "kron":
+            return cache[1].solve(g)
         C, pre = cache[1], cache[2]
         x0 = state.extra.get("last_dir")
         if x0 is not None:

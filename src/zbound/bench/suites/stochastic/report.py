@@ -3,6 +3,7 @@ Fig. 1 curves (training objective gap and test loss, against epochs and against 
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 from zbound.bench.plots import Panel, Series, panel_grid
@@ -20,17 +21,20 @@ def _f(v, digits=3):
 
 
 def table(records) -> str:
-    lines = ["| data | method | lr (winner) | epochs to 1% | s to 1% | epochs to 0.1% | "
-             "s to 0.1% | final gap | test loss | test acc |",
-             "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines = ["| data | lambda | method | lr, schedule (winner) | epochs to 1% | s to 1% | "
+             "epochs to 0.1% | s to 0.1% | final gap | test loss | test acc |",
+             "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
     for r in records:
         m = r["metrics"]
         gap = None
         if r["final_objective"] is not None and m.get("f_star"):
             gap = r["final_objective"] / m["f_star"] - 1.0
         name = r["method"] + ("" if m.get("same_objective", True) else " (OvR)")
+        lr = _f(m["lr"]) + ("*" if m.get("lr_at_edge") else "")
+        lr += f", {m['schedule']}" if m.get("schedule") else ""
         lines.append(
-            f"| {r['dataset']} | {name} | {_f(m['lr'])} | {_f(m['epochs_to_target'])} | "
+            f"| {r['dataset']} | {_f(m.get('lam'))} | {name} | {lr} | "
+            f"{_f(m['epochs_to_target'])} | "
             f"{_f(r['time_to_target_s'])} | {_f(m['epochs_to_0.1%'])} | "
             f"{_f(m['seconds_to_0.1%'])} | {_f(gap)} | "
             f"{_f(None if m['test_loglik'] is None else -m['test_loglik'], 4)} | "
@@ -38,35 +42,48 @@ def table(records) -> str:
     return "\n".join(lines)
 
 
+def _key(r):
+    return (r["dataset"], r["metrics"].get("lam"))
+
+
 def verdict(records) -> list[str]:
-    """Done-when: SPFB or LSPFB within 1% in <= 1/3 of the epochs of the best-tuned SGD,
-    momentum and Adam, and in no more wall time."""
+    """Done-when: SPFB (the paper's or our averaged one) or LSPFB within 1% in <= 1/3 of the
+    epochs of the best-tuned SGD, momentum and Adam, and in no more wall time. Where no
+    first-order method reached 1% within the budget of E epochs, their epochs are only known
+    to exceed E: the claim then holds for a method that reached 1% within E/3 epochs (and
+    within the time the fastest first-order run spent on all E)."""
     out = []
-    for ds in dict.fromkeys(r["dataset"] for r in records):
-        rs = [r for r in records if r["dataset"] == ds]
+    for key in dict.fromkeys(_key(r) for r in records):
+        rs = [r for r in records if _key(r) == key]
         first = [r for r in rs if r["method"] in FIRST_ORDER]
-        ours = [r for r in rs if r["method"] == "spfb" or r["method"].startswith("lspfb")]
-        fo_e = [r["metrics"]["epochs_to_target"] for r in first]
-        fo_s = [r["time_to_target_s"] for r in first]
+        ours = [r for r in rs if r["method"].startswith(("spfb", "lspfb"))]
+        budget = rs[0]["metrics"].get("epochs")
         reached = [r for r in first if r["reached"]]
-        best_e = min((e for e in fo_e if e is not None), default=None)
-        best_s = min((s for s in fo_s if s is not None), default=None)
+        if reached:
+            best_e = min(r["metrics"]["epochs_to_target"] for r in reached)
+            best_s = min(r["time_to_target_s"] for r in reached)
+        else:
+            best_e = None
+            best_s = min((r["metrics"].get("seconds_total") or math.inf for r in first),
+                         default=math.inf)
         lines = []
         holds_any = False
         for r in ours:
             e, s = r["metrics"]["epochs_to_target"], r["time_to_target_s"]
             if e is None:
-                lines.append(f"{r['method']} did not reach 1% in the budget")
+                lines.append(f"{r['method']} did not reach 1%")
                 continue
-            ep_ok = best_e is None or 3 * e <= best_e
-            t_ok = best_s is None or s <= best_s
+            ep_ok = 3 * e <= (best_e if best_e is not None else (budget or 0))
+            t_ok = s <= best_s
             holds_any |= ep_ok and t_ok
-            lines.append(f"{r['method']}: {e} epochs, {s:.3g} s "
-                         f"(epochs {'<=' if ep_ok else '>'} 1/3 of the best first-order; "
-                         f"time {'<=' if t_ok else '>'} theirs)")
-        fo = (f"best first-order: {best_e} epochs, {_f(best_s)} s"
-              if reached else "no first-order method reached 1% within the budget")
-        out.append(f"- **{ds}: {'holds' if holds_any else 'does not hold'}** ({fo}). "
+            lines.append(f"{r['method']}: {e} epochs, {s:.3g} s (epochs "
+                         f"{'<=' if ep_ok else '>'} 1/3 of the best first-order; time "
+                         f"{'<=' if t_ok else '>'} theirs)")
+        fo = (f"best first-order: {best_e} epochs, {_f(best_s)} s" if reached else
+              f"no first-order method reached 1% within {budget} epochs "
+              f"(fastest spent {_f(best_s)} s on them)")
+        out.append(f"- **{key[0]}, lambda = {_f(key[1])}: "
+                   f"{'holds' if holds_any else 'does not hold'}** ({fo}). "
                    + "; ".join(lines) + ".")
     return out
 
@@ -77,7 +94,7 @@ def plots(doc, out: Path) -> list[str]:
         return []
     rows = []
     for ds, info in probs.items():
-        curves = info["curves"]
+        curves = info.get("curves", {})
         ser = {k: [] for k in ("ge", "gs", "te", "ts")}
         for name, c in curves.items():
             ep = list(range(len(c["gap"])))
@@ -118,6 +135,15 @@ def report(doc: dict, out: Path) -> str:
               "Jacobi-PCG steps.")
     md += ["", table(recs), "", "### Done-when verdict", ""]
     md += verdict(recs)
+    optima = [f"{k}: f* = {_f(v.get('f_star'), 4)}, test loss at the optimum "
+              f"{_f(v.get('optimum_test_loss'), 4)}, accuracy {_f(v.get('optimum_test_accuracy'))}"
+              for k, v in doc.get("extra", {}).get("problems", {}).items()
+              if v.get("optimum_test_loss") is not None]
+    if optima:
+        md += ["", "### The lambda grid: the L-BFGS optimum of each problem", "",
+               "The paper does not state lambda (hyperparameters were chosen for the best test "
+               "performance); the test loss at each optimum says which lambda that implies.", ""]
+        md += [f"- {o}" for o in optima]
     skipped = {ds: p.get("skipped") for ds, p in doc.get("extra", {}).get("problems", {}).items()
                if p.get("skipped")}
     if skipped:

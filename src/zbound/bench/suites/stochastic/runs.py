@@ -35,32 +35,52 @@ def _thread_limit():
     return threadpool_limits(1)
 
 
+#: Methods whose step is constant by definition (the slides' SBM); the rest are tuned over
+#: every schedule of the config.
+CONSTANT_ONLY = ("sbm", "sbm-sm", "sklearn-sgd")
+
+
 def method_names(cfg: Config, prob: Problem) -> list[str]:
-    names = ["spfb"] + [f"lspfb-k{k}" for k in cfg.ranks if k < prob.p] + ["sbm"]
+    names = ["spfb", "spfb-avg"] + [f"lspfb-k{k}" for k in cfg.ranks if k < prob.p] + ["sbm"]
     names.append("sbm-sm")
     return names + list(PEERS)
 
 
-def make_solver(name: str, lr: float, cfg: Config, prob: Problem, n_batches: int):
+def schedule_options(schedule: str, n_batches: int) -> dict:
+    """Solver options of a schedule name: "constant" or "inverse-E" (halved after E epochs)."""
+    if schedule == "constant":
+        return {"schedule": "constant"}
+    epochs = float(schedule.partition("-")[2] or 1)
+    return {"schedule": "inverse", "decay": epochs * n_batches}
+
+
+def make_solver(name: str, lr: float, cfg: Config, prob: Problem, n_batches: int,
+                schedule: str = "inverse-1"):
     """The configured solver of a record name (None for scikit-learn's SGDClassifier)."""
     big = prob.p > DENSE_MAX
-    bound = dict(lr=lr, schedule="inverse", decay=float(n_batches), refresh=cfg.refresh,
-                 curvature_rows=cfg.curvature_rows if big else None)
+    sched = schedule_options(schedule, n_batches)
+    # the paper's SPFB above DENSE_MAX: 3 PCG steps (Kronecker preconditioner) on the bound of
+    # ``curvature_rows`` rows of the batch; the averaged SPFB (ours) solves its Kronecker form
+    bound = dict(lr=lr, **sched, refresh=cfg.refresh,
+                 curvature_rows=cfg.curvature_rows if big else None,
+                 cg_maxiter=3, gram_updates=cfg.gram_updates)
     if name == "spfb":
         return SPFB(**bound)
+    if name == "spfb-avg":
+        return SPFB(**{**bound, "curvature_rows": None}, curvature="average")
     if name.startswith("lspfb-k"):
-        return LSPFB(**{**bound, "curvature_rows": cfg.curvature_rows,
-                        "refresh": cfg.lowrank_refresh}, rank=int(name[7:]))
+        return LSPFB(lr=lr, **sched, curvature_rows=cfg.curvature_rows,
+                     refresh=cfg.lowrank_refresh, rank=int(name[7:]))
     if name == "sbm":
-        return SBM(lr=lr, refresh=cfg.refresh, curvature_rows=bound["curvature_rows"])
+        return SBM(**{**bound, "schedule": "constant"})
     if name == "sbm-sm":
         return ShermanMorrisonSBM(lr=lr, max_params=cfg.sm_max_params)
     if name == "sgd":
-        return StochasticSGD(lr=lr)
+        return StochasticSGD(lr=lr, **sched)
     if name == "momentum":
-        return StochasticMomentum(lr=lr, momentum=0.9)
+        return StochasticMomentum(lr=lr, momentum=0.9, **sched)
     if name == "adam":
-        return StochasticAdam(lr=lr)
+        return StochasticAdam(lr=lr, **sched)
     return None
 
 
@@ -74,17 +94,20 @@ def epoch_batches(T: int, bs: int, epochs: int, seed: int) -> list[list[np.ndarr
     return out
 
 
-def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream) -> dict:
+def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
+               schedule: str = "inverse-1", prune=None) -> dict:
     """Objective gap and test loss after every epoch, and cumulative seconds of the updates
     only (building a batch's model and evaluating the full objective are not timed). Stops at
-    the smallest gap of :data:`GAPS`, on divergence, or at the epoch budget."""
+    the smallest gap of :data:`GAPS`, on divergence, at the epoch budget, or (tuning only) when
+    from epoch 3 on its gap is 10 times the gap of ``prune`` (the best run so far of the same
+    method) at the same epoch while that one has reached 1% by then."""
     n_batches = len(stream[0])
     theta = np.zeros(prob.p)
     f0 = prob.mean_objective(theta)
     gaps = [f0 / prob.f_star - 1.0]
     tl, acc = prob.test_loss(theta)
     test, secs = [tl], [0.0]
-    solver = make_solver(name, lr, cfg, prob, n_batches)
+    solver = make_solver(name, lr, cfg, prob, n_batches, schedule)
     if solver is None:
         from sklearn.linear_model import SGDClassifier
 
@@ -126,6 +149,11 @@ def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream) -> dict
         if gaps[-1] <= min(GAPS):
             status = "reached"
             break
+        e = len(gaps) - 1
+        if (prune is not None and e >= 3 and e < len(prune) and min(prune[:e + 1]) <= GAPS[0]
+                and gaps[-1] > 10 * prune[e]):
+            status = "pruned"
+            break
     return {"gap": gaps, "test_loss": test, "seconds": secs, "status": status,
             "test_accuracy": acc, "final_gap": gaps[-1]}
 
@@ -147,7 +175,7 @@ def _score(tr):
 
 
 def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
-    stream = epoch_batches(prob.T, cfg.batch_size, cfg.epochs, cfg.seed)
+    stream = epoch_batches(prob.T, cfg.batch_size, cfg.epochs_of(prob.name), cfg.seed)
     names = method_names(cfg, prob)
     tuned, curves, grids = {}, {}, {}
     for name in names:
@@ -159,19 +187,22 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
             continue
         best = None
         grids[name] = {}
-        for lr in cfg.grid:
-            tr = trajectory(prob, name, lr, cfg, stream)
-            grids[name][str(lr)] = _score(tr)[0]
-            if best is None or _score(tr) < _score(best[1]):
-                best = (lr, tr)
+        scheds = ("constant",) if name in CONSTANT_ONLY else cfg.schedules
+        for sched in scheds:
+            for lr in cfg.grid:
+                tr = trajectory(prob, name, lr, cfg, stream, sched,
+                                prune=None if best is None else best[2]["gap"])
+                grids[name][f"{sched}:{lr}"] = first_hit(tr, GAPS[0])[0]
+                if best is None or _score(tr) < _score(best[2]):
+                    best = (lr, sched, tr)
         tuned[name] = best
-        ctx.advance(f"{SUITE}: {prob.name} {name} lr={best[0]}")
+        ctx.advance(f"{SUITE}: {prob.name} {name} lr={best[0]} {best[1]}")
     # timed repeats of the winners, alternating between methods
-    runs = {name: [tr] for name, (lr, tr) in tuned.items()}
+    runs = {name: [tr] for name, (lr, sched, tr) in tuned.items()}
     for _ in range(cfg.repeats - 1):
-        for name, (lr, _) in tuned.items():
-            runs[name].append(trajectory(prob, name, lr, cfg, stream))
-    for name, (lr, tr) in tuned.items():
+        for name, (lr, sched, _) in tuned.items():
+            runs[name].append(trajectory(prob, name, lr, cfg, stream, sched))
+    for name, (lr, sched, tr) in tuned.items():
         hits = {}
         for gap in GAPS:
             e, _ = first_hit(tr, gap)
@@ -193,9 +224,13 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
             final_objective=prob.f_star * (1.0 + tr["final_gap"]),
             target_objective=prob.f_star * (1.0 + GAPS[0]),
             metrics={"epochs_to_target": e1, "epochs_to_0.1%": e2, "seconds_to_0.1%": s2,
-                     "lr": lr, "grid": list(cfg.grid), "grid_epochs_to_1%": grids[name],
+                     "lr": lr, "schedule": sched, "grid": list(cfg.grid),
+                     "schedules": list(cfg.schedules), "lam": prob.lam,
+                     "lr_at_edge": len(cfg.grid) > 1 and lr in (cfg.grid[0], cfg.grid[-1]),
+                     "epochs": cfg.epochs_of(prob.name), "grid_epochs_to_1%": grids[name],
                      "test_loglik": -tr["test_loss"][-1],
                      "test_accuracy": tr["test_accuracy"], "status": tr["status"],
+                     "seconds_total": float(secs[-1]) if len(secs) else None,
                      "f_star": prob.f_star, "p": prob.p, "T": prob.T,
                      "repeats": len(runs[name]),
                      "same_objective": not (name == "sklearn-sgd" and prob.n_classes > 2)})
@@ -206,15 +241,20 @@ def run(ctx) -> None:
     cfg = ctx.options.get("config") or config(ctx.quick)
     extra = {"problems": {}}
     ctx.writer.set_extra("config", {k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
-    ctx.start(f"{SUITE}: tuning", sum(len(cfg.ranks) + 7 for _ in cfg.datasets))
+    ctx.start(f"{SUITE}: tuning", sum((len(cfg.ranks) + 8) * len(cfg.lams_of(d))
+                                      for d in cfg.datasets))
     with _thread_limit():
         for name in cfg.datasets:
-            prob = build_problem(name, cfg.lam, cfg.seed, cfg.max_rows)
-            t0 = time.perf_counter()
-            reference_optimum(prob)
-            ctx.log(f"{name}: T={prob.T}, p={prob.p}, f*={prob.f_star:.6g} "
-                    f"(L-BFGS {time.perf_counter() - t0:.1f}s)")
-            res = run_problem(ctx, cfg, prob)
-            extra["problems"][name] = {"T": prob.T, "p": prob.p, "f_star": prob.f_star,
-                                       **res}
-            ctx.writer.set_extra("problems", extra["problems"])
+            for lam in cfg.lams_of(name):
+                prob = build_problem(name, lam, cfg.seed, cfg.max_rows)
+                t0 = time.perf_counter()
+                reference_optimum(prob)
+                tl, acc = prob.test_loss(prob.theta_star)
+                ctx.log(f"{name} lambda={lam:g}: T={prob.T}, p={prob.p}, f*={prob.f_star:.6g} "
+                        f"(L-BFGS {time.perf_counter() - t0:.1f}s)")
+                res = run_problem(ctx, cfg, prob)
+                extra["problems"][f"{name} lambda={lam:g}"] = {
+                    "dataset": name, "lam": lam, "T": prob.T, "p": prob.p,
+                    "f_star": prob.f_star, "optimum_test_loss": tl,
+                    "optimum_test_accuracy": acc, **res}
+                ctx.writer.set_extra("problems", extra["problems"])
