@@ -15,16 +15,23 @@ def test_crf_suite_tiny(tmp_path, monkeypatch):
 
     doc = run_suite("crf", quick=True, out=tmp_path, show_progress=False,
                     options={"config": tiny()})
-    methods = {r["method"] for r in doc["records"]}
-    assert methods == {"crfsuite-lbfgs", "crfsuite-l2sgd", "zbound-bound", "zbound-lbfgs",
-                       "zbound-sgd", "zbound-partial_fit"}
+    methods = {r["method"] for r in doc["records"] if r["task"] == "train"}
+    assert methods == {"crfsuite-lbfgs", "crfsuite-l2sgd", "zbound-lbfgs-bound", "zbound-bound",
+                       "zbound-newton-bound", "zbound-lbfgs", "zbound-sgd", "zbound-partial_fit"}
+    assert {r["method"] for r in doc["records"] if r["task"] == "forward-backward"} == \
+        {"n_jobs=1", "n_jobs=2"}
     cs = next(r for r in doc["records"] if r["method"] == "crfsuite-lbfgs")
     # CRFsuite's weights evaluated under our objective give CRFsuite's own loss
     assert cs["metrics"]["objective_check_rel"] < 1e-4
-    bound = next(r for r in doc["records"] if r["method"] == "zbound-bound")
-    fs = [f for _, f in bound["metrics"]["trace"]]
-    assert all(b <= a * (1 + 1e-12) for a, b in zip(fs, fs[1:]))     # monotone
+    for method in ("zbound-bound", "zbound-lbfgs-bound", "zbound-newton-bound"):
+        rec = next(r for r in doc["records"] if r["method"] == method)
+        fs = [f for _, f in rec["metrics"]["trace"]]
+        assert all(b <= a * (1 + 1e-12) for a, b in zip(fs, fs[1:]))     # monotone
+    default = next(r for r in doc["records"] if r["default"])
+    assert default["method"] == "zbound-lbfgs-bound"
     for r in doc["records"]:
+        if r["task"] != "train":
+            continue
         assert 0.0 <= r["metrics"]["test_accuracy"] <= 1.0
     md = (tmp_path / "crf.md").read_text()
     assert "Table 1" in md

@@ -7,7 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zbound.bounds.junction import JunctionTree, chain_bound, common_upper_bound, junction_bound
+from zbound.bounds.junction import (
+    JunctionTree,
+    _alg1_groups,
+    alg1_gershgorin,
+    chain_bound,
+    common_upper_bound,
+    junction_bound,
+)
 
 
 def brute(tree, theta):
@@ -140,9 +147,11 @@ def chain_tree(g, e):
 @settings(max_examples=30, deadline=None)
 @given(seed=st.integers(0, 2**31), T=st.integers(1, 6), m=st.integers(1, 3),
        d=st.integers(1, 4), scale=st.sampled_from([0.0, 0.5, 2.0, 30.0]),
-       rule=st.sampled_from(["tight", "literal", "shared"]),
+       rule=st.sampled_from(["tight", "literal", "shared", "split"]),
        curvature=st.sampled_from(["dense", "diagonal"]))
 def test_chain_exact_and_valid(seed, T, m, d, scale, rule, curvature):
+    if rule == "split":
+        curvature = "dense"
     rng = np.random.default_rng(seed)
     g, e = chain_arrays(rng, T, m, d, scale)
     theta = rng.normal(size=d)
@@ -152,7 +161,7 @@ def test_chain_exact_and_valid(seed, T, m, d, scale, rule, curvature):
     assert b.log_z == pytest.approx(lz, rel=1e-10, abs=1e-9)
     np.testing.assert_allclose(b.mean, mean, rtol=1e-7, atol=1e-8)
     check_valid(b, F, H, rng, n_dirs=15)
-    if rule != "shared" and curvature == "dense" and T > 1:
+    if rule in ("tight", "literal") and curvature == "dense" and T > 1:
         jt = junction_bound(chain_tree(g, e), theta, rule=rule)
         assert jt.log_z == pytest.approx(lz, rel=1e-10, abs=1e-9)
         np.testing.assert_allclose(jt.mean, mean, rtol=1e-7, atol=1e-8)
@@ -250,3 +259,29 @@ def test_bad_trees():
         junction_bound(tree, np.zeros(1), rule="nope")
     with pytest.raises(ValueError, match="theta"):
         junction_bound(tree, np.zeros(2))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), k=st.integers(1, 7),
+       scale=st.sampled_from([0.0, 1.0, 5.0, 50.0, 700.0]), ties=st.booleans())
+def test_alg1_gershgorin_dominates_label_space_curvature(seed, k, scale, ties):
+    rng = np.random.default_rng(seed)
+    logw = scale * rng.normal(size=(3, k))
+    if ties:
+        logw[:, :2] = logw[:, :1].max()
+    if k > 2:
+        logw[0, -1] = -np.inf                  # a zero weight
+    D = alg1_gershgorin(logw)
+    _, _, B = _alg1_groups(logw, np.broadcast_to(np.eye(k), (3, k, k)), "dense", "argmax-first")
+    assert np.all(np.isfinite(D)) and np.all(D >= 0)
+    for i in range(3):
+        assert np.linalg.eigvalsh(np.diag(D[i]) - B[i]).min() >= -1e-12
+
+
+def test_split_rule_bad_input():
+    rng = np.random.default_rng(0)
+    g, e = chain_arrays(rng, 3, 2, 2)
+    with pytest.raises(ValueError, match="dense"):
+        chain_bound(g, e, np.zeros(2), rule="split", curvature="diagonal")
+    with pytest.raises(ValueError, match="eps"):
+        chain_bound(g, e, np.zeros(2), rule="split", eps=0.0)

@@ -102,7 +102,7 @@ def test_operator_matches_dense_chain_bound(seed, m, scale):
     theta = scale * rng.normal(size=loss.n_params)
     maj = loss.majorizer(theta)
     C = maj.curvature.to_dense()
-    ref = sum(chain_bound(g, e, theta, rule="shared", order="argmax-first").curvature
+    ref = sum(chain_bound(g, e, theta, rule="split", order="argmax-first").curvature
               for g, e in features_of(X, lengths, m))
     np.testing.assert_allclose(C, ref, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(C, C.T, atol=1e-10)
@@ -149,3 +149,54 @@ def test_bad_input():
         ChainCRFLoss(X, [3, 0], [0, 1, 0], 2)
     with pytest.raises(ValueError, match="NaN"):
         ChainCRFLoss(sp.csr_matrix(np.array([[np.nan, 1.0]])), [1], [0], 2)
+
+
+def brute_hessian(X, lengths, m, theta):
+    H, out = np.zeros((theta.size, theta.size)), 0
+    for g, e in features_of(X, lengths, m):
+        L = g.shape[0]
+        F = []
+        for path in itertools.product(range(m), repeat=L):
+            v = sum(g[t, path[t]] for t in range(L))
+            for t in range(1, L):
+                v = v + e[t - 1, path[t - 1], path[t]]
+            F.append(v)
+        F = np.array(F)
+        s = F @ theta
+        p = np.exp(s - s.max())
+        p /= p.sum()
+        mean = p @ F
+        H += (F - mean).T @ ((F - mean) * p[:, None])
+        out += 1
+    return H
+
+
+@settings(max_examples=15, deadline=None)
+@given(seed=st.integers(0, 2**31), m=st.integers(1, 3), scale=st.sampled_from([0.0, 1.0, 4.0]))
+def test_hessian_operator_exact(seed, m, scale):
+    rng = np.random.default_rng(seed)
+    X, lengths, y = random_problem(rng, m=m)
+    loss = ChainCRFLoss(X, lengths, y, m, chunk_tokens=4, n_jobs=2)
+    theta = scale * rng.normal(size=loss.n_params)
+    f, g, H = loss.value_grad_hessian(theta)
+    np.testing.assert_allclose(H.to_dense(), brute_hessian(X, lengths, m, theta),
+                               rtol=1e-7, atol=1e-9)
+    v = rng.normal(size=loss.n_params)
+    np.testing.assert_allclose((2.0 * H.with_ridge(0.5)).matvec(v),
+                               2.0 * (H.matvec(v) + 0.5 * v), rtol=1e-12)
+
+
+def test_hessian_and_bound_logspace_path():
+    rng = np.random.default_rng(4)
+    X, lengths, y = random_problem(rng, m=3)
+    loss = ChainCRFLoss(X, lengths, y, 3, chunk_tokens=4)
+    theta = rng.normal(size=loss.n_params)
+    theta[-9:] = rng.normal(size=9) * 400          # transitions spanning > 600 nats
+    H = loss.hessian(theta)
+    assert H.pot.logspace
+    np.testing.assert_allclose(H.to_dense(), brute_hessian(X, lengths, 3, theta),
+                               rtol=1e-6, atol=1e-8)
+    C = loss.majorizer(theta).curvature.to_dense()
+    ref = sum(chain_bound(g, e, theta, rule="split").curvature
+              for g, e in features_of(X, lengths, 3))
+    np.testing.assert_allclose(C, ref, rtol=1e-7, atol=1e-9)

@@ -10,10 +10,12 @@ present (CRFsuite's ``feature.possible_states`` and ``feature.possible_transitio
 (a weighted or mini-batch objective scales the loss: ``c * majorizer`` and ``subset``).
 
 ``value``, ``value_and_grad`` run forward-backward over the layout's chunks (threads with
-``n_jobs``); ``majorizer`` returns Alg. 3's bound on the chain (``rule="shared"`` of
-:func:`zbound.bounds.junction.chain_bound`, visiting the largest term first) as a matrix-free
-curvature operator :class:`ChainBoundCurvature`: one product costs about one forward-backward
-pass and two sparse products, and no (p, p) or (p, k) array is ever formed.
+``n_jobs``); ``value_grad_hessian`` adds the exact Hessian as a matrix-free operator
+(:class:`ChainHessian`, a tangent forward-backward pass per product); ``majorizer`` returns
+Alg. 3's bound on the chain (``rule="split"`` of :func:`zbound.bounds.junction.chain_bound`,
+visiting the largest term first) as the matrix-free :class:`ChainBoundCurvature`: one product
+costs a tangent and an adjoint pass ((b, m) x (m, m) products per position) and two sparse
+products, about one value-and-gradient evaluation; no (p, p) or (p, k) array is ever formed.
 """
 
 from __future__ import annotations
@@ -25,14 +27,19 @@ import scipy.sparse as sp
 
 from zbound._linalg import jacobi
 from zbound.bounds.curvature import Curvature
+from zbound.bounds.junction import alg1_gershgorin
 from zbound.models.base import Majorizer
 from zbound.structured.chain import (
     ChainLayout,
     Potentials,
-    bound_matvec_chunk,
+    SplitFactors,
+    _et,
     forward_backward,
+    hessian_matvec,
     map_chunks,
     marginals,
+    n_threads,
+    split_matvec_chunk,
     viterbi,
 )
 
@@ -53,6 +60,10 @@ class ChainCRFLoss:
     def __init__(self, X, lengths, y, n_labels: int, n_jobs=None,
                  chunk_tokens: int = 8192):
         X = sp.csr_matrix(X, dtype=np.float64)
+        k = n_threads(n_jobs)
+        if k > 1:      # at least one chunk per thread, of about equal token counts
+            n_tok = int(np.sum(np.asarray(lengths)))
+            chunk_tokens = max(1, min(chunk_tokens, -(-n_tok // k)))
         self.layout = ChainLayout(lengths, chunk_tokens)
         if X.shape[0] != self.layout.n_tokens:
             raise ValueError(f"X has {X.shape[0]} rows but the lengths sum to "
@@ -66,6 +77,7 @@ class ChainCRFLoss:
         if m < 1 or y.min() < 0 or y.max() >= m:
             raise ValueError(f"labels must lie in 0..{m - 1}")
         self.X, self.XT, self.y, self.m = X, X.T.tocsr(), y, m
+        self._X2T = None
         self.n_features = X.shape[1]
         self.n_params = self.n_features * m + m * m
         self.n_samples = self.layout.lengths.size
@@ -79,6 +91,13 @@ class ChainCRFLoss:
         np.add.at(self.obs_T, (y[inner - 1], y[inner]), 1.0)
 
     # ----------------------------------------------------------------------- helpers
+    @property
+    def X2T(self):
+        """(X * X)^T as CSR (for diagonal preconditioners), formed once."""
+        if self._X2T is None:
+            self._X2T = self.XT.multiply(self.XT).tocsr()
+        return self._X2T
+
     def split(self, theta):
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.n_params,):
@@ -117,21 +136,31 @@ class ChainCRFLoss:
     def _value_grad(self, theta):
         pot = self.potentials(theta)
         log_z, A, B = forward_backward(self.layout, pot, self.n_jobs)
-        P, pair = marginals(self.layout, pot, log_z, A, B)
+        P, pair = marginals(self.layout, pot, log_z, A, B, self.n_jobs)
         gW = np.asarray(self.XT @ P) - self.obs_W
         gT = pair - self.obs_T
         f = float(np.sum(log_z - self._gold(pot)))
-        return f, np.concatenate([gW.ravel(), gT.ravel()]), pot, A, P
+        return f, np.concatenate([gW.ravel(), gT.ravel()]), (pot, log_z, A, B, P, pair)
 
     def value_and_grad(self, theta):
         f, g = self._value_grad(theta)[:2]
         return f, g
 
-    def majorizer(self, theta, order: str = "descending") -> Majorizer:
-        """Alg. 3 bound (matrix-free, rule "shared"); ``order`` is ignored: the operator visits
-        the largest term first, then the others in label order."""
-        f, g, pot, A, P = self._value_grad(theta)
-        curv = ChainBoundCurvature(self, pot, A, P)
+    def value_grad_hessian(self, theta):
+        """Value, gradient and the exact Hessian as a matrix-free operator
+        (:class:`ChainHessian`: one product costs a tangent forward and backward pass)."""
+        f, g, fb = self._value_grad(theta)
+        return f, g, ChainHessian(self, *fb)
+
+    def hessian(self, theta):
+        return self.value_grad_hessian(theta)[2]
+
+    def majorizer(self, theta, order: str = "descending", eps: float = 1.0) -> Majorizer:
+        """Alg. 3 bound on every chain, rule "split" of
+        :func:`zbound.bounds.junction.chain_bound` (visiting the largest term first; ``order``
+        is ignored), as the matrix-free :class:`ChainBoundCurvature`."""
+        f, g, fb = self._value_grad(theta)
+        curv = ChainBoundCurvature(self, fb[0], fb[2], fb[4], eps=eps)
         return Majorizer(np.asarray(theta, dtype=np.float64).copy(), f, g, curv)
 
     def predict(self, theta, X, lengths, n_jobs=None) -> np.ndarray:
@@ -139,23 +168,14 @@ class ChainCRFLoss:
         return viterbi(lay, self.potentials(theta, X), n_jobs)
 
 
-class ChainBoundCurvature(Curvature):
-    """Matrix-free curvature of the chain bound (Alg. 3, rule "shared"), plus ``reg`` I.
+class _ChainOperator(Curvature):
+    """Shared by the CRF's matrix-free operators: scaling, ridge, dense forms for tests."""
 
-    Products run the tangent / adjoint recursions of
-    :func:`zbound.structured.chain.bound_matvec_chunk` over the chunks (threads). The
-    preconditioner is Jacobi on a cheap diagonal surrogate (the node-marginal variances on the
-    squared features, floored), not the operator's diagonal, which would cost p products.
-    """
-
-    def __init__(self, loss: ChainCRFLoss, pot: Potentials, A, P, reg: float = 0.0):
-        self.loss, self.pot, self.A, self.P = loss, pot, A, P
-        self.reg = float(reg)
-        self.scale = 1.0
-        self.shape = (loss.n_params, loss.n_params)
+    reg = 0.0
+    scale = 1.0
 
     def __mul__(self, c):
-        """c * (bound + reg I) with the scale kept inside, so that the operator keeps its own
+        """c * (operator + reg I), the scale kept inside so that the operator keeps its own
         preconditioner (a mini-batch bound scaled to the corpus)."""
         c = float(c)
         if not (np.isfinite(c) and c >= 0):
@@ -172,32 +192,13 @@ class ChainBoundCurvature(Curvature):
         out.reg = self.reg + float(scale)
         return out
 
-    def matvec(self, v):
-        loss = self.loss
-        v = np.asarray(v, dtype=np.float64)
-        VW, VT = loss.split(v)
-        SV = np.asarray(loss.X @ VW)
-        n, m = SV.shape
-        q = np.empty((n, m))
-        lam = np.empty((n, m))
-        parts: list = []
-        map_chunks(lambda c: bound_matvec_chunk(c, self.pot, self.A, SV, VT, q, lam, parts),
-                   loss.layout.chunks, loss.n_jobs)
-        GT = sum(parts)
-        out = np.concatenate([np.asarray(loss.XT @ lam).ravel(), GT.ravel()])
+    def _finish(self, v, gW, gT):
+        out = np.concatenate([np.asarray(gW).ravel(), gT.ravel()])
         if self.scale != 1.0:
             out *= self.scale
         if self.reg:
             out += self.reg * v
         return out
-
-    def _surrogate_diagonal(self):
-        loss = self.loss
-        X2T = loss.XT.multiply(loss.XT).tocsr()
-        var = np.maximum(self.P * (1.0 - self.P), 0.05)
-        dW = np.asarray(X2T @ var).ravel()
-        dT = np.full(loss.m * loss.m, 0.05 * loss.layout.inner.size / loss.m + 1.0)
-        return self.scale * np.concatenate([dW, dT]) + self.reg
 
     def preconditioner(self):
         return jacobi(self._surrogate_diagonal())
@@ -213,3 +214,82 @@ class ChainBoundCurvature(Curvature):
 
     def diagonal(self):
         return np.diag(self.to_dense()).copy()
+
+
+class ChainHessian(_ChainOperator):
+    """Exact Hessian of the CRF loss (plus ``reg`` I), matrix-free: H v = [X^T dP, dpair] with
+    the tangents of the node and pairwise marginals from a tangent forward-backward pass
+    (:func:`zbound.structured.chain.hessian_matvec`). Preconditioner: Jacobi on the diagonal
+    of the per-token softmax blocks, X^2^T (P (1 - P)), and the pairwise counts."""
+
+    def __init__(self, loss: ChainCRFLoss, pot, log_z, A, B, P, pair, reg: float = 0.0):
+        self.loss, self.pot, self.log_z, self.A, self.B, self.P = loss, pot, log_z, A, B, P
+        self.pair = pair
+        self.reg = float(reg)
+        self.scale = 1.0
+        self.shape = (loss.n_params, loss.n_params)
+
+    def matvec(self, v):
+        loss = self.loss
+        v = np.asarray(v, dtype=np.float64)
+        VW, VT = loss.split(v)
+        SV = np.asarray(loss.X @ VW)
+        dP, dT = hessian_matvec(loss.layout, self.pot, self.log_z, self.A, self.B, self.P, SV,
+                                VT, loss.n_jobs)
+        return self._finish(v, loss.XT @ dP, dT)
+
+    def _surrogate_diagonal(self):
+        loss = self.loss
+        dW = np.asarray(loss.X2T @ (self.P * (1.0 - self.P))).ravel()
+        dT = (self.pair * (1.0 - self.pair / max(1, loss.layout.inner.size))).ravel()
+        return self.scale * np.concatenate([dW, dT]) + self.reg
+
+
+class ChainBoundCurvature(_ChainOperator):
+    """Matrix-free curvature of the chain bound (Alg. 3, rule "split"), plus ``reg`` I.
+
+    A product: SV = X V_W; the tangent recursion q_t = mu_t^T v (one (b, m) x (m, m) product
+    per position); the label-space curvature, (1 + eps) Dbar_t on q_{t-1} centered at its
+    forward mean (elementwise) and Alg. 1 at the last position; the adjoint recursion; X^T and
+    the transition part (1 + 1/eps) K * VT. Dbar, pi and K are computed once per majorizer
+    (:class:`zbound.structured.chain.SplitFactors`). Preconditioner: Jacobi on the diagonal of
+    the own-position terms (the propagation to later positions left out).
+    """
+
+    def __init__(self, loss: ChainCRFLoss, pot: Potentials, A, P, reg: float = 0.0,
+                 eps: float = 1.0):
+        if not (np.isfinite(eps) and eps > 0):
+            raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+        self.loss, self.pot, self.A, self.P = loss, pot, A, P
+        self.eps = float(eps)
+        self.fac = SplitFactors(loss.layout, pot, A, loss.n_jobs)
+        self.reg = float(reg)
+        self.scale = 1.0
+        self.shape = (loss.n_params, loss.n_params)
+
+    def matvec(self, v):
+        loss = self.loss
+        v = np.asarray(v, dtype=np.float64)
+        VW, VT = loss.split(v)
+        SV = np.asarray(loss.X @ VW)
+        n, m = SV.shape
+        q = np.empty((n, m))
+        lam = np.empty((n, m))
+        ET = _et(self.pot, VT)
+        parts = map_chunks(lambda c: split_matvec_chunk(c, self.pot, self.A, self.fac, SV, ET,
+                                                        self.eps, q, lam),
+                           loss.layout.chunks, loss.n_jobs)
+        GT = sum(parts) + (1.0 + 1.0 / self.eps) * self.fac.K * VT
+        return self._finish(v, loss.XT @ lam, GT)
+
+    def _surrogate_diagonal(self):
+        loss, fac = self.loss, self.fac
+        lay = loss.layout
+        own = np.zeros_like(self.P)
+        cur = lay.inner
+        pi = fac.pi[cur]
+        own[cur - 1] = (1.0 + self.eps) * fac.Dbar[cur] * (1.0 - pi) ** 2
+        own[lay.last] = alg1_gershgorin(self.A[lay.last])
+        dW = np.asarray(loss.X2T @ own).ravel()
+        dT = (1.0 + 1.0 / self.eps) * fac.K.ravel()
+        return self.scale * np.concatenate([dW, dT]) + self.reg

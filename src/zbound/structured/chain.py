@@ -8,10 +8,17 @@ costs O(max length) numpy calls per chunk whatever the number of sequences. Chun
 independent: :func:`map_chunks` runs them on a thread pool (numpy releases the GIL in its
 kernels).
 
-Numerics. Scores are potentials in log space. The recursions multiply by exp(T - max T) with a
-max-shift per row (a scaled forward-backward, one (b, m) x (m, m) product per position); when
-the transition scores span more than 600 nats that could underflow and the exact log-space
-recursion (log-sum-exp over (b, m, m)) is used instead.
+Numerics. Scores are potentials in log space. Forward-backward runs the scaled (Rabiner)
+recursion in linear space on the chunk's position-major rows (position t is a contiguous block,
+its predecessors the first rows of position t - 1: no gathers), one (b, m) x (m, m) product
+per position, and returns log messages; where a scale underflows, or the transition scores
+span more than 600 nats, the max-shifted log-space recursion (log-sum-exp over (b, m, m) in
+the extreme case) is used instead.
+
+Products. The exact Hessian (:func:`hessian_matvec`: tangents of the forward and backward
+messages, then of the marginals) and the split chain bound (:func:`split_matvec_chunk`: the
+tangent recursion, a diagonal label-space curvature, the adjoint) act on a direction with
+(b, m) x (m, m) products per position and two sparse products.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from zbound.bounds.junction import alg1_gershgorin
 from zbound.bounds.scalar import beta
 
 _LOGSPACE_RANGE = 600.0
@@ -35,7 +43,18 @@ class Chunk:
         self.T = int(self.lengths[0])
         starts = offsets[seqs]
         counts = (self.lengths[:, None] > np.arange(self.T)[None, :]).sum(axis=0)
+        self.counts = counts
+        self.off = np.concatenate([[0], np.cumsum(counts)])   # position t: rows off[t]..
         self.pos = [starts[:counts[t]] + t for t in range(self.T)]
+        # row (position t, sequence j) of the position-major layout -> t * n_seqs + j, and
+        # each row's successor row (same sequence, position t + 1; -1 at the end)
+        self.pad_idx = np.concatenate([t * seqs.size + np.arange(counts[t])
+                                       for t in range(self.T)])
+        nxt = np.full(int(counts.sum()), -1, dtype=np.int64)
+        for t in range(self.T - 1):
+            nxt[self.off[t]:self.off[t] + counts[t + 1]] = self.off[t + 1] + \
+                np.arange(counts[t + 1])
+        self.next_row = nxt
         self.last = starts + self.lengths - 1
         self.tokens = np.concatenate(self.pos)
 
@@ -136,13 +155,84 @@ def backward_chunk(c: Chunk, pot: Potentials, B: np.ndarray) -> None:
                 B[nxt - 1] = np.log(np.exp(v - mx) @ pot.expT.T) + mx + pot.tmax
 
 
+def _seq_cumsum(c: Chunk, x: np.ndarray, reverse: bool = False) -> np.ndarray:
+    """Cumulative sums along each sequence of per-row values x (position-major rows of the
+    chunk), from the start (or, ``reverse``, from the end)."""
+    pad = np.zeros((c.T, c.lengths.size))
+    pad.ravel()[c.pad_idx] = x
+    if reverse:
+        pad = np.cumsum(pad[::-1], axis=0)[::-1]
+    else:
+        pad = np.cumsum(pad, axis=0)
+    return pad.ravel()[c.pad_idx]
+
+
+def scaled_chunk(c: Chunk, pot: Potentials, A: np.ndarray, B: np.ndarray | None) -> bool:
+    """Forward (and backward) messages of one chunk by the scaled recursion (Rabiner):
+    normalized messages in linear space, position-major and contiguous (the sequences at
+    position t are rows off[t]..off[t] + counts[t] of the chunk, the first ones of position
+    t - 1 their predecessors), the log scales summed along each sequence afterwards; written
+    to A, B in log space. False (nothing written) where a scale underflows: then the
+    log-space recursion is needed."""
+    S = pot.S[c.tokens]
+    mx = S.max(axis=1)
+    E = np.exp(S - mx[:, None])
+    expT, expTt = pot.expT, pot.expT.T
+    off, counts = c.off, c.counts
+    al = np.empty_like(E)
+    sc = np.empty(E.shape[0])
+    k = int(counts[0])
+    np.sum(E[:k], axis=1, out=sc[:k])
+    np.divide(E[:k], sc[:k, None], out=al[:k])
+    for t in range(1, c.T):
+        k = int(counts[t])
+        r, p = off[t], off[t - 1]
+        u = al[p:p + k] @ expT
+        u *= E[r:r + k]
+        np.sum(u, axis=1, out=sc[r:r + k])
+        np.divide(u, sc[r:r + k, None], out=al[r:r + k])
+    if not sc.min() > 1e-280:
+        return False
+    lsc = np.log(sc) + mx
+    lsc[counts[0]:] += pot.tmax
+    cum = _seq_cumsum(c, lsc)
+    if B is not None:
+        be = np.ones_like(E)
+        dd = np.zeros(E.shape[0])
+        for t in range(c.T - 1, 0, -1):
+            k = int(counts[t])
+            r, p = off[t], off[t - 1]
+            w = (E[r:r + k] * be[r:r + k]) @ expTt
+            np.sum(w, axis=1, out=dd[p:p + k])
+            np.divide(w, dd[p:p + k, None], out=be[p:p + k])
+        # dd[row at t-1] holds the scale of the step from t; rows that end a sequence keep 0
+        has_next = np.zeros(E.shape[0], dtype=bool)
+        for t in range(1, c.T):
+            has_next[off[t - 1]:off[t - 1] + counts[t]] = True
+        if not dd[has_next].min(initial=1.0) > 1e-280:
+            return False
+        ld = np.zeros(E.shape[0])
+        nxt = c.next_row[has_next]
+        ld[has_next] = np.log(dd[has_next]) + mx[nxt] + pot.tmax
+        with np.errstate(divide="ignore"):
+            B[c.tokens] = np.log(be) + _seq_cumsum(c, ld, reverse=True)[:, None]
+    with np.errstate(divide="ignore"):
+        A[c.tokens] = np.log(al) + cum[:, None]
+    return True
+
+
 def forward_backward(layout: ChainLayout, pot: Potentials, n_jobs=None, backward=True):
-    """log Z per sequence, forward A and backward B messages (B None without ``backward``)."""
+    """log Z per sequence, forward A and backward B messages (B None without ``backward``).
+
+    The scaled linear-space recursion (:func:`scaled_chunk`) where it does not underflow,
+    else the max-shifted log-space one (:func:`forward_chunk`, :func:`backward_chunk`)."""
     m = pot.S.shape[1]
     A = np.empty((layout.n_tokens, m))
     B = np.empty((layout.n_tokens, m)) if backward else None
 
     def run(c):
+        if not pot.logspace and scaled_chunk(c, pot, A, B):
+            return
         forward_chunk(c, pot, A)
         if backward:
             backward_chunk(c, pot, B)
@@ -154,28 +244,42 @@ def forward_backward(layout: ChainLayout, pot: Potentials, n_jobs=None, backward
     return log_z, A, B
 
 
-def marginals(layout: ChainLayout, pot: Potentials, log_z, A, B):
-    """Node marginals (n_tokens, m) and the expected transition counts (m, m)."""
-    lz = log_z[layout.seq_of_token]
-    P = np.exp(A + B - lz[:, None])
-    cur = layout.inner
-    prev = cur - 1
+def _pair_sum(cur, pot: Potentials, lz, A, B):
+    """sum over the tokens ``cur`` (each with a predecessor) of the pairwise marginals;
+    ``lz`` the log Z of each token's sequence."""
+    m = pot.T.shape[0]
     if cur.size == 0:
-        return P, np.zeros_like(pot.T)
-    pa = A[prev]
+        return np.zeros((m, m))
+    pa = A[cur - 1]
     v = pot.S[cur] + B[cur]
     if pot.logspace:
-        pair = np.zeros_like(pot.T)
+        pair = np.zeros((m, m))
         for s in range(0, cur.size, 4096):
             sl = slice(s, s + 4096)
             pair += np.exp(pa[sl, :, None] + pot.T[None] + v[sl, None, :]
-                           - lz[cur[sl], None, None]).sum(axis=0)
-        return P, pair
+                           - lz[sl, None, None]).sum(axis=0)
+        return pair
     c1 = pa.max(axis=1, keepdims=True)
     c2 = v.max(axis=1, keepdims=True)
-    f = np.exp(c1[:, 0] + c2[:, 0] + pot.tmax - lz[cur])
-    pair = pot.expT * ((np.exp(pa - c1) * f[:, None]).T @ np.exp(v - c2))
-    return P, pair
+    f = np.exp(c1[:, 0] + c2[:, 0] + pot.tmax - lz)
+    return pot.expT * ((np.exp(pa - c1) * f[:, None]).T @ np.exp(v - c2))
+
+
+def marginals(layout: ChainLayout, pot: Potentials, log_z, A, B, n_jobs=None):
+    """Node marginals (n_tokens, m) and the expected transition counts (m, m), chunk by chunk
+    (on ``n_jobs`` threads)."""
+    P = np.empty_like(A)
+    seq = layout.seq_of_token
+
+    def run(c):
+        tok = c.tokens
+        P[tok] = np.exp(A[tok] + B[tok] - log_z[seq[tok]][:, None])
+        if c.T < 2:
+            return np.zeros_like(pot.T)
+        cur = np.concatenate(c.pos[1:])
+        return _pair_sum(cur, pot, log_z[seq[cur]], A, B)
+
+    return P, sum(map_chunks(run, layout.chunks, n_jobs))
 
 
 def viterbi(layout: ChainLayout, pot: Potentials, n_jobs=None) -> np.ndarray:
@@ -203,7 +307,146 @@ def viterbi(layout: ChainLayout, pot: Potentials, n_jobs=None) -> np.ndarray:
     return y
 
 
-# ------------------------------------------------------------- Alg. 1 curvature in label space
+# ------------------------------------------------------------- tangent / adjoint recursions
+# Position t of a chunk: cur = c.pos[t] (tokens), prev = cur - 1. The forward conditional is
+# p_f(y'|y) = exp(A[prev](y') + T[y', y] - (A[cur] - S[cur])(y)) (the previous label given the
+# current one and the prefix), the backward one p_b(y''|y) = exp(T[y, y''] + S[cur](y'') +
+# B[cur](y'') - B[prev](y)). Both are applied through (b, m) x (m, m) products of exp(T - max T)
+# with rows scaled by max-shifted exponentials; with the log-space potentials they are formed
+# explicitly as (b, m, m) arrays.
+def _fwd_P(pot, A, cur):
+    return np.exp(A[cur - 1][:, :, None] + pot.T[None] - (A[cur] - pot.S[cur])[:, None, :])
+
+
+def _fwd_factors(pot, A, cur):
+    pa = A[cur - 1]
+    a = np.exp(pa - pa.max(axis=1, keepdims=True))
+    return a, 1.0 / (a @ pot.expT)
+
+
+def fwd_apply(pot, A, cur, x, ET=None):
+    """sum_y' p_f(y'|y) x(y') (+ sum_y' p_f(y'|y) VT[y', y], ET = expT * VT given)."""
+    if pot.logspace:
+        P = _fwd_P(pot, A, cur)
+        out = np.einsum("nky,nk->ny", P, x)
+        if ET is not None:
+            out += np.einsum("nky,ky->ny", P, ET[1])
+        return out
+    a, iz = _fwd_factors(pot, A, cur)
+    num = (a * x) @ pot.expT
+    if ET is not None:
+        num += a @ ET[0]
+    return num * iz
+
+
+def fwd_adjoint(pot, A, cur, lam):
+    """(sum_y p_f(y'|y) lam(y) per token, sum over tokens of p_f(y'|y) lam(y) as (m, m))."""
+    if pot.logspace:
+        P = _fwd_P(pot, A, cur)
+        return np.einsum("nky,ny->nk", P, lam), np.einsum("nky,ny->ky", P, lam)
+    a, iz = _fwd_factors(pot, A, cur)
+    r = lam * iz
+    return a * (r @ pot.expT.T), pot.expT * (a.T @ r)
+
+
+def bwd_apply(pot, B, cur, x, ET):
+    """sum_y'' p_b(y''|y) (x(y'') + VT[y, y'']) for the tokens before ``cur``."""
+    v = pot.S[cur] + B[cur]
+    if pot.logspace:
+        P = np.exp(pot.T[None] + v[:, None, :] - B[cur - 1][:, :, None])
+        return np.einsum("nyk,nk->ny", P, x) + np.einsum("nyk,yk->ny", P, ET[1])
+    e = np.exp(v - v.max(axis=1, keepdims=True))
+    return ((e * x) @ pot.expT.T + e @ ET[0].T) / (e @ pot.expT.T)
+
+
+def _et(pot, VT):
+    return (pot.expT * VT, VT)
+
+
+def tangent_chunk(c: Chunk, pot, A, SV, ET, q) -> None:
+    """q = dA (the tangent of the log forward messages along v), i.e. q_t(y) = mu_t(y)^T v with
+    mu_t(y) the expected features of the prefix given y_t = y."""
+    q[c.pos[0]] = SV[c.pos[0]]
+    for t in range(1, c.T):
+        cur = c.pos[t]
+        q[cur] = SV[cur] + fwd_apply(pot, A, cur, q[cur - 1], ET)
+
+
+def adjoint_chunk(c: Chunk, pot, A, lam) -> np.ndarray:
+    """Back-propagate lam (the gradient with respect to q) through :func:`tangent_chunk`
+    in place; returns the transition part (m, m)."""
+    GT = np.zeros_like(pot.T)
+    for t in range(c.T - 1, 0, -1):
+        cur = c.pos[t]
+        back, gt = fwd_adjoint(pot, A, cur, lam[cur])
+        lam[cur - 1] += back
+        GT += gt
+    return GT
+
+
+def backward_tangent_chunk(c: Chunk, pot, B, SV, ET, r) -> None:
+    """r = dB (the tangent of the log backward messages)."""
+    r[c.tokens] = 0.0
+    for t in range(c.T - 1, 0, -1):
+        cur = c.pos[t]
+        r[cur - 1] = bwd_apply(pot, B, cur, SV[cur] + r[cur], ET)
+
+
+def pair_contract(layout: ChainLayout, pot: Potentials, log_z, A, B, U, W):
+    """sum over inner tokens of pair_t(y', y) (U_t(y') + W_t(y)), pair_t the pairwise marginal
+    of (y_{t-1}, y_t) and U, W (n_inner, m); also returns sum_t pair_t."""
+    cur = layout.inner
+    m = pot.T.shape[0]
+    if cur.size == 0:
+        return np.zeros((m, m)), np.zeros((m, m))
+    prev = cur - 1
+    lz = log_z[layout.seq_of_token[cur]]
+    pa = A[prev]
+    v = pot.S[cur] + B[cur]
+    if pot.logspace:
+        out = np.zeros((m, m))
+        pair = np.zeros((m, m))
+        for s in range(0, cur.size, 4096):
+            sl = slice(s, s + 4096)
+            P = np.exp(pa[sl, :, None] + pot.T[None] + v[sl, None, :] - lz[sl, None, None])
+            pair += P.sum(axis=0)
+            out += np.einsum("nky,nk->ky", P, U[sl]) + np.einsum("nky,ny->ky", P, W[sl])
+        return out, pair
+    c1 = pa.max(axis=1, keepdims=True)
+    c2 = v.max(axis=1, keepdims=True)
+    f = np.exp(c1[:, 0] + c2[:, 0] + pot.tmax - lz)
+    a = np.exp(pa - c1) * f[:, None]
+    b = np.exp(v - c2)
+    pair = pot.expT * (a.T @ b)
+    out = pot.expT * ((a * U).T @ b + a.T @ (b * W))
+    return out, pair
+
+
+def hessian_matvec(layout, pot, log_z, A, B, P, SV, VT, n_jobs=None):
+    """Exact Hessian-vector product of sum_j log Z_j in the scores: (dP, dpair) with dP
+    (n_tokens, m) the tangent of the node marginals (-> X^T dP) and dpair (m, m) that of the
+    expected transition counts, along (SV = X V_W, VT)."""
+    n, m = SV.shape
+    q = np.empty((n, m))
+    r = np.empty((n, m))
+    ET = _et(pot, VT)
+
+    def run(c):
+        tangent_chunk(c, pot, A, SV, ET, q)
+        backward_tangent_chunk(c, pot, B, SV, ET, r)
+
+    map_chunks(run, layout.chunks, n_jobs)
+    last = layout.last
+    dlz = np.einsum("ny,ny->n", P[last], q[last])
+    dP = P * (q + r - dlz[layout.seq_of_token][:, None])
+    cur = layout.inner
+    U = q[cur - 1] - dlz[layout.seq_of_token[cur]][:, None]
+    W = SV[cur] + r[cur]
+    out, pair = pair_contract(layout, pot, log_z, A, B, U, W)
+    return dP, out + VT * pair
+
+
+# ------------------------------------------------------------- the split chain bound
 def alg1_apply(logw: np.ndarray, u: np.ndarray) -> np.ndarray:
     """B u for the Alg. 1 curvature B of log sum_k exp(logw_k + u_k) in the argument u, along
     the last axis, batched over the leading axes; visiting order: the largest term first, then
@@ -235,41 +478,49 @@ def alg1_apply(logw: np.ndarray, u: np.ndarray) -> np.ndarray:
     return np.where(first, -tot, wc - Q * after)
 
 
-def bound_matvec_chunk(c: Chunk, pot: Potentials, A, SV, VT, q, lam, GT_parts):
-    """One chunk's share of the chain bound's curvature product (rule "shared").
+class SplitFactors:
+    """What a product with the split chain bound needs, computed once per majorizer.
 
-    For the majorizer at theta~ with forward messages A, and a direction v with state part
-    SV = X V_W (n_tokens, m) and transition part VT (m, m):
-
-    - tangent: q_t(y) = mu_t(y)^T v, mu_t(y) the expected features of the prefix given y_t = y:
-      q_t(y) = SV_t(y) + sum_y' p_t(y'|y) (VT[y', y] + q_{t-1}(y'));
-    - label space: u_{t,y}(y') = VT[y', y] + q_{t-1}(y') is J_{t,y} v; r = B_{t,y} u (Alg. 1 over
-      y', the weights alpha_{y'} = exp(A_{t-1}(y') + T[y', y])); at the root Alg. 1 over
-      y_{T-1} with weights exp(A_{T-1}(y)) and u = q_{T-1};
-    - adjoint: J^T r through the tangent recursion gives lam (n_tokens, m) (-> X^T lam) and
-      the transition part (summed into GT_parts).
+    For every inner token (position t >= 1): Dbar (n_tokens, m), the elementwise maximum over
+    the current label y of the Gershgorin diagonals of the label-space Alg. 1 curvatures B_y
+    (over y_{t-1}, weights exp(A_{t-1}(y') + T[y', y])), and pi, the forward marginal of
+    y_{t-1}; K (m, m), the sum over inner tokens of those Gershgorin diagonals per (y', y)
+    (the transition part). See :func:`zbound.bounds.junction.chain_bound`, rule "split".
     """
-    T = pot.T
-    GT = np.zeros_like(T)
-    q[c.pos[0]] = SV[c.pos[0]]
-    lam[c.tokens] = 0.0
-    logP = [None]
-    for t in range(1, c.T):
-        cur = c.pos[t]
+
+    def __init__(self, layout: ChainLayout, pot: Potentials, A, n_jobs=None, block=None):
+        n, m = pot.S.shape
+        self.Dbar = np.zeros((n, m))
+        self.pi = np.zeros((n, m))
+        inner = layout.inner
+        if block is None:         # about 4 MB per (block, m, m) temporary
+            block = max(64, (1 << 19) // (m * m))
+        blocks = [inner[s:s + block] for s in range(0, inner.size, block)]
+        T_t = pot.T.T
+
+        def run(cur):
+            pa = A[cur - 1]
+            G = alg1_gershgorin(pa[:, None, :] + T_t[None])            # (b, y, y')
+            self.Dbar[cur] = G.max(axis=1)
+            e = np.exp(pa - pa.max(axis=1, keepdims=True))
+            self.pi[cur] = e / e.sum(axis=1, keepdims=True)
+            return G.sum(axis=0).T
+
+        parts = map_chunks(run, blocks, n_jobs)
+        self.K = sum(parts) if parts else np.zeros((m, m))
+
+
+def split_matvec_chunk(c: Chunk, pot, A, fac: SplitFactors, SV, ET, eps, q, lam):
+    """One chunk's share of the split bound's product: the tangent q, the label-space
+    curvature (centered, diagonal, (1 + eps) Dbar; Alg. 1 at the root), the adjoint; returns
+    the transition part of the adjoint (m, m)."""
+    tangent_chunk(c, pot, A, SV, ET, q)
+    if c.T > 1:
+        cur = np.concatenate(c.pos[1:])
         prev = cur - 1
-        lp = A[prev][:, :, None] + T[None] - (A[cur] - pot.S[cur])[:, None, :]
-        P = np.exp(lp)
-        logP.append(lp)
-        q[cur] = SV[cur] + (P * VT[None]).sum(axis=1) + np.einsum("nky,nk->ny", P, q[prev])
-        u = VT[None] + q[prev][:, :, None]                      # (n, y', y)
-        r = alg1_apply(np.swapaxes(lp, 1, 2), np.swapaxes(u, 1, 2))   # (n, y, y')
-        GT += r.sum(axis=0).T
-        lam[prev] += r.sum(axis=1)
-    lam[c.last] += alg1_apply(A[c.last], q[c.last])
-    for t in range(c.T - 1, 0, -1):
-        cur = c.pos[t]
-        P = np.exp(logP[t])
-        lc = lam[cur]
-        GT += np.einsum("nky,ny->ky", P, lc)
-        lam[cur - 1] += np.einsum("nky,ny->nk", P, lc)
-    GT_parts.append(GT)
+        pi = fac.pi[cur]
+        z = q[prev] - np.einsum("ny,ny->n", pi, q[prev])[:, None]
+        r = fac.Dbar[cur] * z
+        lam[prev] = (1.0 + eps) * (r - pi * r.sum(axis=1, keepdims=True))
+    lam[c.last] = alg1_apply(A[c.last], q[c.last])
+    return adjoint_chunk(c, pot, A, lam)

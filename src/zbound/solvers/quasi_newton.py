@@ -1,0 +1,166 @@
+"""Quasi-Newton directions safeguarded by the bound: ``"lbfgs-bound"`` (monotone).
+
+On problems where the Alg. 1 / Alg. 3 curvature is far above the Hessian (chain CRFs with many
+labels: along the gradient the chain bound's curvature is 20-70 times the Hessian at theta = 0
+and several hundred times near the optimum, docs/crf.md), a step that minimizes the majorizer
+is very short, and even an exact Newton step costs dozens of Hessian products per iteration.
+This method lets limited-memory BFGS choose the direction and uses the bound only where a
+quasi-Newton method needs a line search:
+
+- the first step (no curvature pairs yet; after a trial length from one Hessian product where
+  the model has one) and every step whose unit length and a few value-only interpolated
+  lengths fail the Armijo test go to the minimizer of the majorizer along the direction,
+  s* = -g^T d / d^T C d (<= 1), which surely descends: J(x + s d) <= J + s g^T d + s^2/2 d^T C d;
+- otherwise the unit quasi-Newton step is taken (one value-and-gradient evaluation per
+  iteration, no line search).
+
+Every accepted iterate decreases the objective (tested in tests/solvers/test_quasi_newton.py and
+tests/estimators/test_chain_crf.py). It is not in the method registry (whose list of batch
+methods the core tests fix): pass the class, ``minimize(model, x0, method=LBFGSBound)``, or
+``ChainCRF(solver="lbfgs-bound")``. The two-loop recursion keeps ``memory`` pairs (s, y) with
+s^T y > 0 (the objective is convex wherever a bound is used; pairs that fail are skipped).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from zbound.solvers.base import MethodInfo, Solver, State
+from zbound.solvers.result import Status
+
+_ARMIJO = 1e-4
+_ROUND = 1e-12
+
+
+def two_loop(g: np.ndarray, S: list, Y: list, rho: list) -> np.ndarray:
+    """-H g for the L-BFGS inverse Hessian H of the pairs (S, Y), H0 = (s^T y / y^T y) I."""
+    q = g.copy()
+    alpha = []
+    for s, y, r in zip(reversed(S), reversed(Y), reversed(rho)):
+        a = r * float(s @ q)
+        q -= a * y
+        alpha.append(a)
+    y = Y[-1]
+    q *= float(S[-1] @ y) / float(y @ y)
+    for s, y, r, a in zip(S, Y, rho, reversed(alpha)):
+        b = r * float(y @ q)
+        q += (a - b) * s
+    return -q
+
+
+class LBFGSBound(Solver):
+    """L-BFGS directions; the bound gives the step length where the unit step fails (monotone).
+
+    Options: ``memory`` (pairs kept, default 10); ``first_step``: "hessian" (the first
+    trial length -g^T d / d^T H d from one Hessian product, when the model has ``hessian``;
+    the bound if it fails Armijo) or "bound"; ``backtracks`` (default 4): value-only trials
+    (safeguarded quadratic interpolation) after a unit step that fails Armijo, before the
+    bound.
+    """
+
+    info = MethodInfo(
+        "lbfgs-bound", peer=False, constraints="none", uses_bound=True,
+        needs=("majorizer",),
+        description="L-BFGS direction, unit step when it passes Armijo, else the minimizer of "
+                    "the bound along it (also the first step); monotone")
+    options = {"memory": 10, "first_step": "hessian", "backtracks": 4}
+
+    def check_options(self):
+        b = self.opts["backtracks"]
+        if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 0:
+            raise ValueError(f"backtracks must be an integer >= 0, got {b!r}")
+        if self.opts["first_step"] not in ("hessian", "bound"):
+            raise ValueError(f"first_step must be 'hessian' or 'bound', got "
+                             f"{self.opts['first_step']!r}")
+        k = self.opts["memory"]
+        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
+            raise ValueError(f"memory must be an integer >= 1, got {k!r}")
+
+    def init(self, model, x):
+        f, g = model.value_and_grad(x)
+        state = State(x, f, g)
+        state.extra.update(S=[], Y=[], rho=[], unit_steps=0, bound_steps=0,
+                           interpolated_steps=0, hessian_steps=0)
+        return state
+
+    def _bound_step(self, model, state, d):
+        """x + s* d with s* the majorizer's minimizer along d (capped at 1)."""
+        maj = model.majorizer(state.x, self.order)
+        gd = float(state.g @ d)
+        dCd = float(d @ maj.curvature.matvec(d))
+        if not (dCd > 0.0 and math.isfinite(dCd)):
+            return None
+        return state.x + min(1.0, -gd / dCd) * d
+
+    def update(self, model, state):
+        ex = state.extra
+        f, g, x = state.f, state.g, state.x
+        S, Y, rho = ex["S"], ex["Y"], ex["rho"]
+        d = two_loop(g, S, Y, rho) if S else -g
+        gd = float(g @ d)
+        if not gd < 0.0:                      # not a descent direction: restart
+            S.clear(), Y.clear(), rho.clear()
+            d, gd = -g, -float(g @ g)
+        if gd == 0.0:
+            state.status = Status.ZERO_STEP
+            return
+        x_new = None
+        if S:
+            x_try = x + d
+            f_new, g_new = model.value_and_grad(x_try)
+            if f_new <= f + _ARMIJO * gd:
+                x_new = x_try
+                ex["unit_steps"] += 1
+            else:
+                # value-only backtracking: up to ``backtracks`` trials at the minimizer of the
+                # quadratic through f, g.d and the last trial, within [0.1, 0.5] of it
+                step, f_step = 1.0, f_new
+                for _ in range(self.opts["backtracks"]):
+                    denom = 2.0 * (f_step - f - step * gd)
+                    trial = -gd * step * step / denom if denom > 0.0 and math.isfinite(f_step) \
+                        else 0.5 * step
+                    step = min(0.5 * step, max(0.1 * step, trial))
+                    f_step = model.value(x + step * d)
+                    if f_step <= f + _ARMIJO * step * gd:
+                        x_new = x + step * d
+                        f_new, g_new = model.value_and_grad(x_new)
+                        ex["interpolated_steps"] += 1
+                        break
+        elif self.opts["first_step"] == "hessian" and callable(getattr(model, "hessian", None)):
+            # no pairs yet: the exact curvature along -g gives the trial length
+            dHd = float(d @ model.hessian(x).matvec(d))
+            if dHd > 0.0 and math.isfinite(dHd):
+                x_try = x + (-gd / dHd) * d
+                f_new, g_new = model.value_and_grad(x_try)
+                if f_new <= f + _ARMIJO * (-gd / dHd) * gd:
+                    x_new = x_try
+                    ex["hessian_steps"] += 1
+        if x_new is None:
+            x_new = self._bound_step(model, state, d)
+            if x_new is None:
+                state.status = Status.NO_DECREASE
+                return
+            f_new, g_new = model.value_and_grad(x_new)
+            if not f_new <= f + _ROUND * max(1.0, abs(f)):
+                state.status = Status.NO_DECREASE
+                return
+            ex["bound_steps"] += 1
+        s = x_new - x
+        y = g_new - g
+        sy = float(s @ y)
+        if sy > 1e-12 * float(y @ y) and sy > 0.0:
+            if len(S) == self.opts["memory"]:
+                S.pop(0), Y.pop(0), rho.pop(0)
+            S.append(s)
+            Y.append(y)
+            rho.append(1.0 / sy)
+        self.accept(model, state, x_new, f_new, g_new)
+
+    def result_info(self, state):
+        return {k: state.extra[k] for k in ("unit_steps", "interpolated_steps",
+                                            "hessian_steps", "bound_steps")}
+
+
+__all__ = ["LBFGSBound", "two_loop"]
