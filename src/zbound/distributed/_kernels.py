@@ -74,6 +74,43 @@ def value_grad_hessian(loss, theta, dense: bool):
     return (f, g, H.to_dense() if dense else H)
 
 
+def value_grad_none(loss, theta):
+    """(f, g, None): a chunk that contributes no curvature (sub-sampled Hessian)."""
+    f, g = value_grad(loss, theta)
+    return (f, g, None)
+
+
+class _Scaled:
+    """A chunk's curvature operator times a constant (sub-sampled Hessian)."""
+
+    def __init__(self, C, scale):
+        self.C, self.scale = C, scale
+
+    def matvec(self, v):
+        return self.scale * self.C.matvec(v)
+
+    def diagonal(self):
+        return self.scale * self.C.diagonal()
+
+    def diagonal_blocks(self):
+        b = self.C.diagonal_blocks()
+        return None if b is None else self.scale * b
+
+    def to_dense(self):
+        return self.scale * self.C.to_dense()
+
+
+def scaled(kernel, loss, theta, extra, dense: bool, scale: float):
+    """``kernel(loss, theta, *extra, dense)`` with its curvature multiplied by ``scale``."""
+    f, g, C = kernel(loss, theta, *extra, dense)
+    if C is None:
+        return (f, g, None)
+    if dense:
+        C *= scale
+        return (f, g, C)
+    return (f, g, _Scaled(C, scale))
+
+
 def majorizer(loss, theta, order: str, dense: bool):
     """(f, g, C) of the chunk's Alg. 1 majorizer; C its operator or (p, p) matrix."""
     if loss is None:

@@ -111,14 +111,29 @@ class DaskSoftmaxLoss:
     sample_weight : (t,) >= 0, dask or NumPy, or None
     reference_class, fit_intercept : as for ``SoftmaxLoss``
     curvature : "auto", "dense" or "operator" (see the module docstring)
+    hessian_sample : float in (0, 1] or None (default: the exact Hessian)
+        Sub-sampled curvature for ``value_grad_hessian`` (the Newton step): the value and the
+        gradient still come from every chunk, the Hessian from about this fraction of the
+        chunks (every m-th chunk, m = round(1 / hessian_sample), the offset rotating from
+        call to call), rescaled by rows / sampled rows. The Hessian pass then costs about a
+        gradient pass. The majorizer (the bound) always sums every chunk, so a solver that
+        safeguards its Newton steps by the bound (``newton-bound``) stays monotone; the
+        iterates differ from the exact-Hessian path (the optimum does not).
     client : a ``distributed.Client`` to run on; default: Dask's current scheduler (the
         default client if one exists, else the threaded scheduler)
     """
 
     def __init__(self, X, y, n_classes: int | None = None, sample_weight=None,
                  reference_class: bool = False, fit_intercept: bool = False,
-                 curvature: str = "auto", client=None):
+                 curvature: str = "auto", client=None, hessian_sample: float | None = None):
         dask, da = _import_dask()
+        if hessian_sample is not None:
+            if isinstance(hessian_sample, bool) or not isinstance(
+                    hessian_sample, int | float | np.floating | np.integer) \
+                    or not 0.0 < float(hessian_sample) <= 1.0:
+                raise ValueError("hessian_sample must be a number in (0, 1] or None, got "
+                                 f"{hessian_sample!r}")
+            hessian_sample = float(hessian_sample)
         if not is_dask_array(X):
             raise TypeError(f"X must be a dask array, got {type(X).__name__}; use "
                             "zbound.models.loss.SoftmaxLoss for in-memory data")
@@ -140,6 +155,8 @@ class DaskSoftmaxLoss:
         self._names = itertools.count()
         self._token = uuid.uuid4().hex[:12]
         self.passes = 0
+        self.hessian_sample = hessian_sample
+        self._hessian_calls = 0
 
         xb = X.to_delayed().ravel().tolist()
         yb = y.to_delayed().ravel().tolist()
@@ -246,20 +263,49 @@ class DaskSoftmaxLoss:
         f, g = self._map_reduce(K.value_grad, self._chunks, (th,), what="gradient")
         return float(f), np.array(g, dtype=np.float64)
 
-    def _with_curvature(self, kernel, theta, extra, what):
+    def _sampled(self):
+        """(indices of the chunks whose curvature is used, their rescaling) of this call."""
+        n = self.n_chunks
+        frac = self.hessian_sample
+        if frac is None or n == 1:
+            return list(range(n)), 1.0
+        m = max(1, min(n, round(1.0 / frac)))
+        off = self._hessian_calls % m
+        self._hessian_calls += 1
+        idx = [j for j in range(n) if j % m == off and self.chunk_rows[j] > 0]
+        if not idx:
+            return list(range(n)), 1.0
+        return idx, self.n_samples / sum(self.chunk_rows[j] for j in idx)
+
+    def _with_curvature(self, kernel, theta, extra, what, sample: bool = False):
         theta = self._theta(theta)
         th = self._broadcast(theta)
-        if self.curvature == "dense":
-            f, g, H = self._map_reduce(kernel, self._chunks, (th, *extra, True), what=what)
-            return float(f), np.array(g), GatheredCurvature(H)
+        idx, scale = self._sampled() if sample else (list(range(self.n_chunks)), 1.0)
+        chosen = set(idx)
         delayed = self._dask.delayed
-        parts = self._persist(*[delayed(kernel)(c, th, *extra, False) for c in self._chunks])
+        dense = self.curvature == "dense"
+
+        def task(j, c):
+            if j not in chosen:
+                return delayed(K.value_grad_none)(c, th)
+            if scale != 1.0:
+                return delayed(K.scaled)(kernel, c, th, extra, dense, scale)
+            return delayed(kernel)(c, th, *extra, dense)
+
+        tasks = [task(j, c) for j, c in enumerate(self._chunks)]
+        if dense:
+            total = self._tree(tasks)
+            self.passes += 1
+            f, g, H = self._compute(total, what=what)[0]
+            return float(f), np.array(g), GatheredCurvature(H)
+        parts = self._persist(*tasks)
         f, g = self._map_reduce(K.value_grad_of, parts, what=what)
-        return float(f), np.array(g), DistributedCurvature(self, parts, self.k, self.d)
+        return float(f), np.array(g), DistributedCurvature(self, [parts[j] for j in idx],
+                                                           self.k, self.d)
 
     def value_grad_hessian(self, theta):
         """f, g and the Hessian: gathered (p, p) or kept on the workers (``curvature``)."""
-        return self._with_curvature(K.value_grad_hessian, theta, (), "Hessian")
+        return self._with_curvature(K.value_grad_hessian, theta, (), "Hessian", sample=True)
 
     def hessian(self, theta):
         return self.value_grad_hessian(theta)[2]

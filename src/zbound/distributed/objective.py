@@ -43,12 +43,14 @@ class DaskObjective(Objective):
 
 def dask_logistic_objective(X, y, n_classes: int, penalty, sample_weight=None,
                             center: float = 0.0, fit_intercept: bool = False,
-                            curvature: str = "auto", client=None) -> DaskObjective:
+                            curvature: str = "auto", client=None,
+                            hessian_sample: float | None = None) -> DaskObjective:
     """:func:`zbound.models.multinomial.logistic_objective` for dask arrays X, y (and
     sample_weight): the same objective and theta layout, evaluated on the Dask workers."""
     loss = DaskSoftmaxLoss(X, y, n_classes, sample_weight=sample_weight,
                            reference_class=n_classes == 2, fit_intercept=fit_intercept,
-                           curvature=curvature, client=client)
+                           curvature=curvature, client=client,
+                           hessian_sample=hessian_sample)
     u = np.zeros(loss.n_params)
     u[loss.d - 1:: loss.d] = 1.0
     return DaskObjective(loss, L2Penalty(penalty), InterceptCentering(u, center))
