@@ -280,15 +280,20 @@ class MoEProblem:
         """(n, k) posteriors P(z = j | x, y; theta) (the E-step)."""
         return softmax(self.log_joint(theta), axis=1)
 
-    def q_value_and_grad(self, theta, R) -> tuple[float, np.ndarray]:
+    def _log_expert_probs(self, theta) -> np.ndarray:
+        """Logistic experts: (n, k, C) log softmax_c(B_j x~) on the training rows."""
+        return _log_sigmoid_rows(self._scores(self.Xb, self.unpack(theta).coef))
+
+    def q_value_and_grad(self, theta, R, _cache=None) -> tuple[float, np.ndarray]:
         """The EM objective Q(theta | theta_t) (+ penalty) for responsibilities R of theta_t,
-        and its gradient in theta."""
+        and its gradient in theta. (``_cache``: (log gate, logistic log-probabilities) at
+        this theta, when the caller has them.)"""
         theta = np.asarray(theta, dtype=np.float64)
         Pm = self.unpack(theta)
         v = self.v
         Xb = self.Xb
         grad = np.zeros(self.n_params)
-        lg = self.log_gate(theta)
+        lg = self.log_gate(theta) if _cache is None else _cache[0]
         f = -float(v @ np.sum(R * lg, axis=1))
         if self.k > 1:
             pi = np.exp(lg)
@@ -305,7 +310,7 @@ class MoEProblem:
                 grad[self.n_gate + self.n_coef:] = np.sum(W * (0.5 - 0.5 * res ** 2 / s2),
                                                           axis=0)
         else:
-            logq = _log_sigmoid_rows(self._scores(Xb, Pm.coef))    # (n, k, C)
+            logq = self._log_expert_probs(theta) if _cache is None else _cache[1]  # (n, k, C)
             W = R * v[:, None]                                     # (n, k)
             f -= float(np.sum(W * np.take_along_axis(
                 logq, self.y[:, None, None], axis=2)[:, :, 0]))
@@ -317,12 +322,20 @@ class MoEProblem:
         return f, grad
 
     def value_and_grad(self, theta) -> tuple[float, np.ndarray]:
-        """L(theta) and its gradient (= the gradient of Q(. | theta) at theta)."""
+        """L(theta) and its gradient (= the gradient of Q(. | theta) at theta); the gate and
+        expert scores are computed once for both."""
         theta = np.asarray(theta, dtype=np.float64)
-        J = self.log_joint(theta)
+        lg = self.log_gate(theta)
+        if self.expert == "linear":
+            J = lg + self.log_expert(theta)
+            cache = None
+        else:
+            logq = self._log_expert_probs(theta)
+            J = lg + np.take_along_axis(logq, self.y[:, None, None], axis=2)[:, :, 0]
+            cache = (lg, logq)
         lse = logsumexp(J, axis=1)
         R = np.exp(J - lse[:, None])
-        _, g = self.q_value_and_grad(theta, R)
+        _, g = self.q_value_and_grad(theta, R, cache)
         return -float(self.v @ lse) + self.penalty_value(theta), g
 
     # -- prediction -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zbound.bench.plots import Panel, Series, panel_grid
+from zbound.bench.suites.moe.runs import UNSTABLE_RISE
 
 PAPER = {"em": (0.792, 0.801), "gradient-em": (0.657, 1.30), "gd": (0.619, 1.33),
          "single-original": 0.832, "single-inverted": 0.102}
@@ -18,6 +19,14 @@ def _fmt(x, spec=".3g"):
     if isinstance(x, list | tuple):
         return ", ".join(_fmt(v, spec) for v in x)
     return format(x, spec)
+
+
+def _edge_note(s: dict) -> list[str]:
+    edge = s.get("grid_edge") or {}
+    if not edge:
+        return []
+    return ["", "Tuned at the edge of the step-size grid (a better step may lie beyond it): "
+            + ", ".join(f"{LABELS[m]} ({_fmt(v)})" for m, v in edge.items()) + "."]
 
 
 def _synthetic(name: str, s: dict, recs: dict, out: Path) -> list[str]:
@@ -47,7 +56,7 @@ def _synthetic(name: str, s: dict, recs: dict, out: Path) -> list[str]:
               f"**{'holds' if ok_em else 'does not hold'}**.",
               f"- Claim (Gradient EM between EM and GD): Gradient EM needs "
               f"{it['gradient-em']:g}, GD {it['gd']:g} -> "
-              f"**{'holds' if ok_gem else 'does not hold'}**.", ""]
+              f"**{'holds' if ok_gem else 'does not hold'}**."] + _edge_note(s) + [""]
     panels = []
     for key, ylabel, logy in (("curve_gap", "L(theta_t) - L^ (geometric mean)", True),
                               ("curve_beta", "||beta_t - beta*|| / ||beta*|| (mean)", False),
@@ -88,6 +97,38 @@ def _inverted(ds: str, s: dict, recs: dict, out: Path) -> list[str]:
                      f"{mt['test_cross_entropy']:.3f} +- {mt['test_cross_entropy_std']:.3f} | "
                      f"{_fmt(r['final_objective'], '.4f')} | "
                      f"{_fmt(mt['median_total_time_s'])} |")
+    checkpoints = list(recs["em"]["metrics"].get("test_accuracy_at", {}))
+    if checkpoints:
+        lines += ["", "Test accuracy after t iterations (mean +- sd over instances; the paper "
+                  "reports the last):", "",
+                  "| 2-expert MoE | " + " | ".join(f"t = {c}" for c in checkpoints) + " |",
+                  "| --- |" + " --- |" * len(checkpoints)]
+        for m, r in recs.items():
+            at, sd = r["metrics"]["test_accuracy_at"], r["metrics"]["test_accuracy_at_std"]
+            lines.append(f"| {LABELS[m]} | " + " | ".join(f"{at[c]:.1%} +- {sd[c]:.1%}"
+                                                        for c in checkpoints) + " |")
+        gaps = {c: recs["em"]["metrics"]["test_accuracy_at"][c]
+                - recs["gd"]["metrics"]["test_accuracy_at"][c] for c in checkpoints}
+        lines += ["", "EM minus GD, test accuracy: " + ", ".join(
+            f"{gaps[c] * 100:+.1f} points at t = {c}" for c in checkpoints) + "."]
+    tuning = s.get("tuning", {})
+    if tuning.get("gd"):
+        rose = tuning.get("unstable", {})
+        lines += ["", "Step-size tuning, mean final objective over the tuning instances "
+                  f"({s.get('tune_instances', 1)}, {s.get('tune_search', 'grid')} search; "
+                  f"* = unstable: the objective jumped by > {UNSTABLE_RISE:g} max(1, L) in one "
+                  "iteration, or diverged, on some tuning instance): "
+                  + "; ".join(f"{LABELS[m]}: " + ", ".join(
+                      f"{k}{'*' if k in rose.get(m, ()) else ''} -> "
+                      f"{'diverged' if v is None else format(v, '.4g')}"
+                      for k, v in tuning[m].items()) for m in
+                      ("gd", "gradient-em", "em-inner-gd", "adam") if m in tuning) + "."]
+    lines += _edge_note(s)
+    em_mt = recs["em"]["metrics"]
+    if "median_mstep_cg_products" in em_mt:
+        lines += ["", f"EM's M-steps (median per run): {em_mt['median_mstep_cg_products']:g} "
+                  f"Hessian products, {em_mt['median_mstep_preconditioner_builds']:g} "
+                  "preconditioner builds (warm-started across EM iterations)."]
     acc = {m: recs[m]["metrics"]["test_accuracy"] for m in recs}
     single_acc = single["original"]["accuracy"]
     beat = acc["em"] - acc["gd"]
@@ -106,16 +147,28 @@ def _inverted(ds: str, s: dict, recs: dict, out: Path) -> list[str]:
               f"inner-GD / bound = {_fmt(t_in / t_em if t_em else None)} -> bound M-steps "
               f"**{'faster' if t_em < t_in else 'not faster'}**.",
               f"- Adam: {acc['adam']:.1%} test accuracy.", ""]
+    gem = recs["gradient-em"]["metrics"]["step_size"]
+    if isinstance(gem, list) and len(set(gem)) == 1 and gem[0] == recs["gd"]["metrics"][
+            "step_size"]:
+        lines[-1:-1] = ["- Gradient EM's tuned steps are equal to GD's step, and with equal "
+                        "steps Gradient EM is GD: the two rows and curves coincide."]
     series = [Series(LABELS[m], list(range(len(v["curve"]))), v["curve"])
               for m, v in s["methods"].items()]
     series_t = [Series(LABELS[m], v["curve_time"], v["curve"]) for m, v in s["methods"].items()]
+    panels = [Panel(f"{ds}: training objective", "iteration", "L(theta_t) (mean)", series,
+                    logy=True),
+              Panel(f"{ds}: against time", "seconds (median)", "L(theta_t)", series_t,
+                    logy=True)]
+    if all("curve_accuracy" in v for v in s["methods"].values()):
+        series_a = [Series(LABELS[m], list(range(len(v["curve_accuracy"]))),
+                           v["curve_accuracy"]) for m, v in s["methods"].items()]
+        panels.append(Panel(f"{ds}: test accuracy", "iteration", "test accuracy (mean)",
+                            series_a))
     path = out / f"moe_inverted_{ds}.png"
-    panel_grid([[Panel(f"{ds}: training objective", "iteration", "L(theta_t) (mean)", series,
-                       logy=True),
-                 Panel(f"{ds}: against time", "seconds (median)", "L(theta_t)", series_t,
-                       logy=True)]], path,
-               caption="Training objective (mean NLL + penalty) of the 2-expert logistic MoE "
-                       "on randomly inverted images (Fig. 3 of the paper shows test curves).")
+    panel_grid([panels], path,
+               caption="Training objective (mean NLL + penalty) and test accuracy of the "
+                       "2-expert logistic MoE on randomly inverted images (Fig. 3 of the "
+                       "paper).")
     lines += [f"![{ds}]({path.name})", ""]
     return lines
 
