@@ -29,7 +29,7 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
     "stochastic": (
         "SGB Fig. 1: SPFB and LSPFB against SGD, momentum, Adam and SGDClassifier on Adult, "
         "KMNIST and digits (mini-batch 1000), epochs and seconds to 1% and 0.1%",
-        "about 6 min",
+        "about 13 min",
     ),
     "crf": (
         "Chain CRFs on CoNLL-2000, CoNLL-2002 and the Penn Treebank sample against "
@@ -67,7 +67,7 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "Fruytier, Mokhtari & Sanghavi: mixtures of experts by EM (bound-majorization "
         "M-steps), EM with inner GD, Gradient EM, GD and Adam on synthetic SMoLinE / SMoLogE "
         "and randomly inverted KMNIST and digits images",
-        "about 6 min",
+        "about 3-4 min",
     ),
 }
 
