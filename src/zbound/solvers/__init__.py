@@ -33,6 +33,7 @@ from zbound.solvers.baselines import (
 )
 from zbound.solvers.majorization import BoundMM, NewtonBound, Squarem
 from zbound.solvers.result import Result, Status, Trace
+from zbound.solvers.sample_space import SampleBound, SampleNewton  # noqa: F401
 from zbound.solvers.stochastic import LSPFB, SBM, SPFB, ShermanMorrisonSBM  # noqa: F401
 
 DEFAULT_METHOD = "newton-bound"

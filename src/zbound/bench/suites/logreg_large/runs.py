@@ -117,6 +117,8 @@ def method_plan(cfg: Config, problem: Problem
                     for n, k in cfg.lowrank_methods.items()]
     else:
         notes.update({n: LOWRANK_MISSING for n in cfg.lowrank_methods})
+    if problem.paper:  # d >> t: Newton / Alg. 2 solved in sample space (solvers.sample_space)
+        methods += [Method(n, "solver", n, False) for n in ("sample-newton", "sample-bound")]
     peers = dict(cfg.solver_peers)
     if problem.paper:
         peers.update(cfg.paper_solver_peers)
