@@ -17,7 +17,8 @@ def test_crf_suite_tiny(tmp_path, monkeypatch):
                     options={"config": tiny()})
     methods = {r["method"] for r in doc["records"] if r["task"] == "train"}
     assert methods == {"crfsuite-lbfgs", "crfsuite-l2sgd", "zbound-lbfgs-bound", "zbound-bound",
-                       "zbound-newton-bound", "zbound-lbfgs", "zbound-sgd", "zbound-partial_fit"}
+                       "zbound-newton-bound", "zbound-lbfgs", "zbound-sgd", "zbound-partial_fit",
+                       "zbound-lbfgs-bound-2threads"}
     assert {r["method"] for r in doc["records"] if r["task"] == "forward-backward"} == \
         {"n_jobs=1", "n_jobs=2"}
     cs = next(r for r in doc["records"] if r["method"] == "crfsuite-lbfgs")
@@ -36,3 +37,10 @@ def test_crf_suite_tiny(tmp_path, monkeypatch):
     md = (tmp_path / "crf.md").read_text()
     assert "Table 1" in md
     json.dumps(doc)
+    assert "Done-when" in md and "partial_fit" in md
+    assert (tmp_path / "crf-convergence.png").exists()
+    # peak memory of CRFsuite, fit and streaming partial_fit, each in a fresh process
+    mem = {r["method"]: r["metrics"]["peak_memory_mb"] for r in doc["records"]
+           if r["task"] == "memory"}
+    assert set(mem) == {"crfsuite-lbfgs", "zbound-lbfgs-bound", "zbound-partial_fit"}
+    assert all(v >= 0 for v in mem.values())

@@ -179,31 +179,47 @@ def test_chain_batch_matches_single():
         np.testing.assert_allclose(bb.curvature[i], b1.curvature, atol=1e-12)
 
 
-def test_chain_zero_prior_and_extreme_scores():
-    rng = np.random.default_rng(1)
-    g, e = chain_arrays(rng, 5, 3, 2, scale=300.0)
+@pytest.mark.parametrize("rule", ["tight", "literal", "shared", "split"])
+@pytest.mark.parametrize("seed,scale", [(1, 300.0), (7, 700.0)])
+def test_chain_zero_prior_and_extreme_scores(rule, seed, scale):
+    """Scores of hundreds of nats (near where exp overflows without the max shift) and
+    -inf edge priors (forbidden transitions), every rule including the CRF's split rule."""
+    rng = np.random.default_rng(seed)
+    g, e = chain_arrays(rng, 5, 3, 2, scale=scale)
     he = np.zeros((4, 3, 3))
     he[:, 0, 1] = -np.inf
+    he[1, 2, :2] = -np.inf
     theta = rng.normal(size=2)
     F, H = chain_brute(g, e, he)
     lz, mean, _ = exact(F, H, theta)
-    b = chain_bound(g, e, theta, edge_log_prior=he)
+    b = chain_bound(g, e, theta, edge_log_prior=he, rule=rule)
     assert np.isfinite(b.log_z) and b.log_z == pytest.approx(lz, rel=1e-12)
     np.testing.assert_allclose(b.mean, mean, rtol=1e-6, atol=1e-6)
     assert np.all(np.isfinite(b.curvature))
     check_valid(b, F, H, rng, n_dirs=10, scales=(1e-3, 1e-2))
 
 
-def test_tie_and_zero_weights():
+@pytest.mark.parametrize("rule", ["tight", "literal", "shared", "split"])
+def test_tie_and_zero_weights(rule):
     rng = np.random.default_rng(2)
     g = np.zeros((4, 3, 2))
     e = np.zeros((3, 3, 3, 2))
-    b = chain_bound(g, e, np.zeros(2))
+    b = chain_bound(g, e, np.zeros(2), rule=rule)
     assert b.log_z == pytest.approx(4 * np.log(3))
     assert np.all(b.curvature == 0)
     g, e = chain_arrays(rng, 4, 3, 2)
-    b = chain_bound(g, e, np.zeros(2))
+    b = chain_bound(g, e, np.zeros(2), rule=rule)
     F, H = chain_brute(g, e)
+    check_valid(b, F, H, rng)
+    # exact ties between labels (all scores equal at every position except one feature)
+    g = np.zeros((4, 3, 2))
+    g[:, :, 0] = 1.0
+    e = np.zeros((3, 3, 3, 2))
+    e[:, 0, 0, 1] = 1.0
+    b = chain_bound(g, e, np.array([0.5, -0.3]), rule=rule)
+    F, H = chain_brute(g, e)
+    lz = exact(F, H, np.array([0.5, -0.3]))[0]
+    assert b.log_z == pytest.approx(lz, rel=1e-12)
     check_valid(b, F, H, rng)
 
 

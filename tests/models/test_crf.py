@@ -13,6 +13,7 @@ from zbound.bounds.junction import chain_bound
 from zbound.models.crf import ChainCRFLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
+from zbound.structured.chain import chunk_value_grad
 
 
 def random_problem(rng, n_seq=3, m=3, n_feat=4, max_len=4, density=0.6, scale=1.0):
@@ -200,3 +201,69 @@ def test_hessian_and_bound_logspace_path():
     ref = sum(chain_bound(g, e, theta, rule="split").curvature
               for g, e in features_of(X, lengths, 3))
     np.testing.assert_allclose(C, ref, rtol=1e-7, atol=1e-9)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31), m=st.integers(1, 5), n_jobs=st.sampled_from([1, 2, 3]),
+       chunk=st.sampled_from([1, 7, 64, 16384]), scale=st.sampled_from([0.0, 1.0, 30.0, 300.0]))
+def test_scaled_path_matches_logspace_path(seed, m, n_jobs, chunk, scale):
+    """The scaled recursion on position-major chunks (value_and_grad, value) against the
+    log-space forward-backward (_value_grad) on many sequences of mixed lengths, interleaved
+    chunks and threads, including scores near where a shared shift would underflow (the
+    scaled path then falls back) and length-one sequences."""
+    rng = np.random.default_rng(seed)
+    X, lengths, y = random_problem(rng, n_seq=int(rng.integers(1, 12)), m=m, n_feat=5,
+                                   max_len=9)
+    loss = ChainCRFLoss(X, lengths, y, m, n_jobs=n_jobs, chunk_tokens=chunk)
+    theta = scale * rng.normal(size=loss.n_params)
+    f, g = loss.value_and_grad(theta)
+    fr, gr, _ = loss._value_grad(theta)
+    assert np.isfinite(f) and np.all(np.isfinite(g))
+    assert f == pytest.approx(fr, rel=1e-9, abs=1e-9)
+    np.testing.assert_allclose(g, gr, rtol=1e-7, atol=1e-7 * max(1.0, scale))
+    assert loss.value(theta) == pytest.approx(f, rel=1e-10, abs=1e-9)
+
+
+def test_scaled_path_when_rows_span_too_far():
+    """One token whose scores are 900 nats above the others: the chunk's shared shift
+    underflows every other row, the chunk is redone with row-by-row shifts (exact), and with
+    transitions spanning > 600 nats as well the log-space path answers."""
+    rng = np.random.default_rng(5)
+    X, lengths, y = random_problem(rng, n_seq=3, m=3, max_len=3)
+    X = X.tolil()
+    X[0, 0] = 1.0
+    X = X.tocsr()
+    loss = ChainCRFLoss(X, lengths, y, 3)
+    theta = rng.normal(size=loss.n_params)
+    theta[:3] = [900.0, 0.0, -5.0]
+    fb, gb = brute_nll(X, lengths, y, 3, theta)
+    c = loss.layout.chunks[0]
+    S = loss._Xc[0] @ loss.split(theta)[0]
+    W, T = loss.split(theta)
+    assert chunk_value_grad(c, S.copy(), np.exp(T - T.max()), T.max(), np.empty_like(S)) is None
+    out = loss._fast(theta, grad=True)
+    assert out is not None
+    assert out[0] == pytest.approx(fb, rel=1e-9)
+    np.testing.assert_allclose(out[1], gb, rtol=1e-6, atol=1e-6)
+    theta[-9:] = rng.normal(size=9) * 500          # transitions spanning > 600 nats
+    assert loss._fast(theta, grad=True) is None
+    f, g = loss.value_and_grad(theta)
+    fb, gb = brute_nll(X, lengths, y, 3, theta)
+    assert f == pytest.approx(fb, rel=1e-9)
+    np.testing.assert_allclose(g, gb, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("k,chunk", [(1, 5), (2, 5), (3, 1000), (4, 2)])
+def test_layout_interleaved_chunks_partition_the_tokens(k, chunk):
+    from zbound.structured.chain import ChainLayout
+    lengths = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3])
+    lay = ChainLayout(lengths, chunk, interleave=k)
+    assert np.array_equal(np.sort(lay.perm), np.arange(lengths.sum()))
+    seqs = np.concatenate([c.seqs for c in lay.chunks])
+    assert np.array_equal(np.sort(seqs), np.arange(lengths.size))
+    for c in lay.chunks:
+        assert np.all(np.diff(c.lengths) <= 0)            # sorted, longest first
+        # position-major rows: row off[t] + j is position t of the chunk's j-th sequence
+        for t in range(1, c.T):
+            rows = c.off[t] + np.arange(c.counts[t])
+            assert np.array_equal(c.tokens[rows] - 1, c.tokens[c.prev_row[rows - c.off[1]]])

@@ -17,7 +17,8 @@ def _assert_monotone(res):
 
 
 @pytest.mark.parametrize("seed,reg,separation", [(0, 1.0, 1.0), (1, 1e-3, 3.0), (3, 10.0, 0.5)])
-@pytest.mark.parametrize("opts", [{}, {"first_step": "bound", "backtracks": 0, "memory": 3}])
+@pytest.mark.parametrize("opts", [{}, {"first_step": "hessian"},
+                                  {"first_step": "bound", "backtracks": 0, "memory": 3}])
 def test_monotone_and_reaches_the_optimum(seed, reg, separation, opts):
     model = logistic_problem(seed, reg=reg, separation=separation)
     x0 = np.random.default_rng(seed).standard_normal(model.n_params)   # a poor start
@@ -26,7 +27,7 @@ def test_monotone_and_reaches_the_optimum(seed, reg, separation, opts):
     _assert_monotone(res)
     assert res.converged, res.message
     np.testing.assert_allclose(res.fun, f_ref, rtol=1e-6)
-    if opts:        # without backtracking every failed unit step goes to the bound
+    if opts.get("first_step") == "bound":   # no backtracking: failed unit steps -> bound
         assert res.info["bound_steps"] >= 1 and res.info["interpolated_steps"] == 0
 
 

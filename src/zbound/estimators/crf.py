@@ -9,12 +9,14 @@ features: a list of sparse (n_tokens_j, n_features) matrices, one per sequence.
 The objective is CRFsuite's with its ``c2``: sum_j -log p(y_j | x_j) + c2 ||theta||^2 (the
 library's ``reg = 2 c2``). Solvers: "bound" (Alg. 2 with the chain bound of Alg. 3 as a
 matrix-free curvature, each step a truncated preconditioned CG solve of the majorizer, so every
-iterate decreases the objective), "lbfgs-bound" (the default: L-BFGS directions with the bound
-as the monotone safeguard in place of a line search), "newton-bound", "lbfgs" (SciPy L-BFGS-B
-on the same objective), "sgd" (AdaGrad epochs). ``partial_fit`` runs AdaGrad steps over the
-mini-batches of each chunk it is given, accepts any iterable of sequences, and grows the
-attribute vocabulary as new attributes arrive, so a corpus can be streamed from a generator.
-Forward-backward runs over chunks of sequences on ``n_jobs`` threads.
+iterate decreases the objective), "lbfgs-bound" (the default: L-BFGS directions, a short
+value-only backtracking, and the bound as the monotone last resort), "newton-bound", "lbfgs"
+(SciPy L-BFGS-B on the same objective), "sgd" (AdaGrad epochs). ``partial_fit`` runs AdaGrad
+steps over the mini-batches of each chunk it is given, accepts any iterable of sequences, and
+grows the attribute vocabulary as new attributes arrive, so a corpus can be streamed from a
+generator.
+Forward-backward runs over chunks of sequences on ``n_jobs`` threads (the scaled recursion,
+position-major, see :func:`zbound.structured.chain.chunk_value_grad`).
 """
 
 from __future__ import annotations
@@ -56,7 +58,8 @@ class ChainCRF(BaseEstimator):
     ----------
     c2 : float >= 0, L2 strength in CRFsuite's convention (objective NLL + c2 ||theta||^2)
     solver : "lbfgs-bound" (default: L-BFGS directions, the unit step when it passes Armijo,
-        else the chain bound's minimizer along the direction; monotone), "bound" (Alg. 2: each
+        else a few interpolated lengths, else the chain bound's minimizer along the direction
+        (a last resort, not reached on the bench's corpora); monotone), "bound" (Alg. 2: each
         step a truncated PCG solve of the chain bound's majorizer; monotone but slow, the bound
         being 20 to several hundred times the Hessian on real corpora), "newton-bound"
         (Hessian-free Newton safeguarded by the bound), "lbfgs" (SciPy) or "sgd" (AdaGrad

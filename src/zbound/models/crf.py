@@ -9,8 +9,11 @@ present (CRFsuite's ``feature.possible_states`` and ``feature.possible_transitio
 
 (a weighted or mini-batch objective scales the loss: ``c * majorizer`` and ``subset``).
 
-``value``, ``value_and_grad`` run forward-backward over the layout's chunks (threads with
-``n_jobs``); ``value_grad_hessian`` adds the exact Hessian as a matrix-free operator
+``value``, ``value_and_grad`` run the scaled forward-backward recursion over the layout's
+chunks (:func:`zbound.structured.chain.chunk_value_grad`; threads with ``n_jobs``) on the rows
+of X stored in the chunks' position-major order, with the log-space recursion as the fallback
+for extreme weights; ``value_grad_hessian`` (log-space messages in the original token order)
+adds the exact Hessian as a matrix-free operator
 (:class:`ChainHessian`, a tangent forward-backward pass per product); ``majorizer`` returns
 Alg. 3's bound on the chain (``rule="split"`` of :func:`zbound.bounds.junction.chain_bound`,
 visiting the largest term first) as the matrix-free :class:`ChainBoundCurvature`: one product
@@ -30,10 +33,12 @@ from zbound.bounds.curvature import Curvature
 from zbound.bounds.junction import alg1_gershgorin
 from zbound.models.base import Majorizer
 from zbound.structured.chain import (
+    _LOGSPACE_RANGE,
     ChainLayout,
     Potentials,
     SplitFactors,
     _et,
+    chunk_value_grad,
     forward_backward,
     hessian_matvec,
     map_chunks,
@@ -42,6 +47,13 @@ from zbound.structured.chain import (
     split_matvec_chunk,
     viterbi,
 )
+
+
+def _row_block(M, a: int, b: int):
+    """Rows a..b of a CSR matrix as a CSR view (its data and indices are not copied)."""
+    ip = M.indptr[a:b + 1]
+    return sp.csr_matrix((M.data[ip[0]:ip[-1]], M.indices[ip[0]:ip[-1]], ip - ip[0]),
+                         shape=(b - a, M.shape[1]), copy=False)
 
 
 class ChainCRFLoss:
@@ -58,13 +70,11 @@ class ChainCRFLoss:
     """
 
     def __init__(self, X, lengths, y, n_labels: int, n_jobs=None,
-                 chunk_tokens: int = 8192):
+                 chunk_tokens: int = 16384):
         X = sp.csr_matrix(X, dtype=np.float64)
         k = n_threads(n_jobs)
-        if k > 1:      # at least one chunk per thread, of about equal token counts
-            n_tok = int(np.sum(np.asarray(lengths)))
-            chunk_tokens = max(1, min(chunk_tokens, -(-n_tok // k)))
-        self.layout = ChainLayout(lengths, chunk_tokens)
+        # k interleaved chunks per group of sequences: one per thread, equal lengths
+        self.layout = ChainLayout(lengths, chunk_tokens, interleave=k)
         if X.shape[0] != self.layout.n_tokens:
             raise ValueError(f"X has {X.shape[0]} rows but the lengths sum to "
                              f"{self.layout.n_tokens} tokens")
@@ -76,26 +86,55 @@ class ChainCRFLoss:
         m = int(n_labels)
         if m < 1 or y.min() < 0 or y.max() >= m:
             raise ValueError(f"labels must lie in 0..{m - 1}")
-        self.X, self.XT, self.y, self.m = X, X.T.tocsr(), y, m
+        lay = self.layout
+        # the rows of X are kept in the chunks' position-major order (lay.perm): then the
+        # scores of a chunk, its node marginals and its rows of X are contiguous blocks
+        self.Xp = X[lay.perm]
+        self.Xp.sort_indices()
+        self.XpT = self.Xp.T.tocsr()
+        self.inv = np.empty_like(lay.perm)
+        self.inv[lay.perm] = np.arange(lay.perm.size)
+        self.y, self.m = y, m
         self._X2T = None
         self.n_features = X.shape[1]
         self.n_params = self.n_features * m + m * m
-        self.n_samples = self.layout.lengths.size
+        self.n_samples = lay.lengths.size
         self.n_jobs = n_jobs
         self.chunk_tokens = chunk_tokens
+        self._Xc = [_row_block(self.Xp, a, b) for a, b in zip(lay.bounds[:-1], lay.bounds[1:])]
+        cuts = np.linspace(0, self.n_features, k + 1).astype(np.int64)
+        self._XTb = [(a, b, _row_block(self.XpT, a, b)) for a, b in zip(cuts[:-1], cuts[1:])
+                     if b > a]
         # observed counts: state (X^T one-hot(y)) and transitions
-        Y1 = sp.csr_matrix((np.ones(y.size), (np.arange(y.size), y)), shape=(y.size, m))
-        self.obs_W = np.asarray((self.XT @ Y1).todense())
-        inner = self.layout.inner
+        Y1 = sp.csr_matrix((np.ones(y.size), (self.inv, y)), shape=(y.size, m))
+        self.obs_W = np.asarray((self.XpT @ Y1).todense())
+        inner = lay.inner
         self.obs_T = np.zeros((m, m))
         np.add.at(self.obs_T, (y[inner - 1], y[inner]), 1.0)
+        self.obs = np.concatenate([self.obs_W.ravel(), self.obs_T.ravel()])
 
     # ----------------------------------------------------------------------- helpers
     @property
+    def X(self):
+        """The feature matrix in the original token order (formed on demand)."""
+        return self.Xp[self.inv]
+
+    def X_dot(self, V) -> np.ndarray:
+        """X V (n_tokens, m) in the original token order."""
+        out = np.empty((self.layout.n_tokens, V.shape[1]))
+        out[self.layout.perm] = self.Xp @ V
+        return out
+
+    def XT_dot(self, R) -> np.ndarray:
+        """X^T R for R (n_tokens, m) in the original token order."""
+        return np.asarray(self.XpT @ R[self.layout.perm])
+
+    @property
     def X2T(self):
-        """(X * X)^T as CSR (for diagonal preconditioners), formed once."""
+        """(X * X)^T as CSR (for diagonal preconditioners; in the position-major row order),
+        formed once."""
         if self._X2T is None:
-            self._X2T = self.XT.multiply(self.XT).tocsr()
+            self._X2T = self.XpT.multiply(self.XpT).tocsr()
         return self._X2T
 
     def split(self, theta):
@@ -107,8 +146,8 @@ class ChainCRFLoss:
 
     def potentials(self, theta, X=None) -> Potentials:
         W, T = self.split(theta)
-        X = self.X if X is None else X
-        return Potentials(np.asarray(X @ W), T)
+        S = self.X_dot(W) if X is None else np.asarray(X @ W)
+        return Potentials(S, T)
 
     def subset(self, seqs) -> ChainCRFLoss:
         """The loss of the sequences ``seqs`` (a mini-batch)."""
@@ -116,8 +155,49 @@ class ChainCRFLoss:
         lay = self.layout
         rows = np.concatenate([np.arange(lay.offsets[s], lay.offsets[s] + lay.lengths[s])
                                for s in seqs])
-        return ChainCRFLoss(self.X[rows], lay.lengths[seqs], self.y[rows], self.m,
+        return ChainCRFLoss(self.Xp[self.inv[rows]], lay.lengths[seqs], self.y[rows], self.m,
                             self.n_jobs, self.chunk_tokens)
+
+    def _fast(self, theta, grad: bool):
+        """(value, gradient or None) by the scaled recursion on the position-major blocks
+        (:func:`zbound.structured.chain.chunk_value_grad`), chunks on ``n_jobs`` threads, each
+        with its own block of X W; X^T P by blocks of feature rows. None where the log-space
+        recursion is needed (transitions spanning > 600 nats, or a scale underflows even with
+        row-by-row shifts)."""
+        W, T = self.split(theta)
+        tmax = float(T.max())
+        if T.max() - T.min() > _LOGSPACE_RANGE:
+            return None
+        expT = np.exp(T - tmax)
+        lay = self.layout
+        P = np.empty((lay.n_tokens, self.m)) if grad else None
+
+        def run(i):
+            a, b = lay.bounds[i], lay.bounds[i + 1]
+            Pc = None if P is None else P[a:b]
+            out = chunk_value_grad(lay.chunks[i], self._Xc[i] @ W, expT, tmax, Pc)
+            if out is None:            # scores spanning > ~650 nats: shift row by row
+                out = chunk_value_grad(lay.chunks[i], self._Xc[i] @ W, expT, tmax, Pc,
+                                       row_shift=True)
+            return out
+
+        parts = map_chunks(run, range(len(lay.chunks)), self.n_jobs)
+        if any(r is None for r in parts):
+            return None
+        f = sum(r[0] for r in parts) - float(theta @ self.obs)
+        if not grad:
+            return f, None
+        g = np.empty(self.n_params)
+        gW = g[:self.n_features * self.m].reshape(self.n_features, self.m)
+
+        def xt(blk):
+            a, b, M = blk
+            gW[a:b] = M @ P
+
+        map_chunks(xt, self._XTb, self.n_jobs)
+        gW -= self.obs_W
+        g[self.n_features * self.m:] = (sum(r[1] for r in parts) - self.obs_T).ravel()
+        return f, g
 
     def _gold(self, pot):
         lay, y = self.layout, self.y
@@ -126,23 +206,30 @@ class ChainCRFLoss:
         s[inner] += pot.T[y[inner - 1], y[inner]]
         return np.bincount(lay.seq_of_token, weights=s, minlength=lay.lengths.size)
 
-
     # ----------------------------------------------------------------------- protocol
     def value(self, theta) -> float:
+        out = self._fast(np.asarray(theta, dtype=np.float64), grad=False)
+        if out is not None:
+            return out[0]
         pot = self.potentials(theta)
         log_z, _, _ = forward_backward(self.layout, pot, self.n_jobs, backward=False)
         return float(np.sum(log_z - self._gold(pot)))
 
     def _value_grad(self, theta):
+        """Value, gradient and the forward-backward quantities in the original token order
+        (log-space messages; for the Hessian and the bound)."""
         pot = self.potentials(theta)
         log_z, A, B = forward_backward(self.layout, pot, self.n_jobs)
         P, pair = marginals(self.layout, pot, log_z, A, B, self.n_jobs)
-        gW = np.asarray(self.XT @ P) - self.obs_W
+        gW = self.XT_dot(P) - self.obs_W
         gT = pair - self.obs_T
         f = float(np.sum(log_z - self._gold(pot)))
         return f, np.concatenate([gW.ravel(), gT.ravel()]), (pot, log_z, A, B, P, pair)
 
     def value_and_grad(self, theta):
+        out = self._fast(np.asarray(theta, dtype=np.float64), grad=True)
+        if out is not None:
+            return out
         f, g = self._value_grad(theta)[:2]
         return f, g
 
@@ -169,10 +256,30 @@ class ChainCRFLoss:
 
 
 class _ChainOperator(Curvature):
-    """Shared by the CRF's matrix-free operators: scaling, ridge, dense forms for tests."""
+    """Shared by the CRF's matrix-free operators: the state (loss, potentials, forward
+    messages, node marginals), the product's prologue (v -> X V_W, V_T) and epilogue
+    (X^T R, scaling, ridge), scaling, dense forms for tests. A subclass implements
+    ``_apply(SV, VT) -> (R, GT)``: R (n_tokens, m) in the original token order (its X^T R is
+    the state part) and GT (m, m) the transition part."""
 
     reg = 0.0
     scale = 1.0
+
+    def __init__(self, loss: ChainCRFLoss, pot: Potentials, A, P, reg: float = 0.0):
+        self.loss, self.pot, self.A, self.P = loss, pot, A, P
+        self.reg = float(reg)
+        self.scale = 1.0
+        self.shape = (loss.n_params, loss.n_params)
+
+    def matvec(self, v):
+        loss = self.loss
+        v = np.asarray(v, dtype=np.float64)
+        VW, VT = loss.split(v)
+        R, GT = self._apply(loss.X_dot(VW), VT)
+        return self._finish(v, loss.XT_dot(R), GT)
+
+    def _apply(self, SV, VT):
+        raise NotImplementedError
 
     def __mul__(self, c):
         """c * (operator + reg I), the scale kept inside so that the operator keeps its own
@@ -223,24 +330,17 @@ class ChainHessian(_ChainOperator):
     of the per-token softmax blocks, X^2^T (P (1 - P)), and the pairwise counts."""
 
     def __init__(self, loss: ChainCRFLoss, pot, log_z, A, B, P, pair, reg: float = 0.0):
-        self.loss, self.pot, self.log_z, self.A, self.B, self.P = loss, pot, log_z, A, B, P
-        self.pair = pair
-        self.reg = float(reg)
-        self.scale = 1.0
-        self.shape = (loss.n_params, loss.n_params)
+        super().__init__(loss, pot, A, P, reg)
+        self.log_z, self.B, self.pair = log_z, B, pair
 
-    def matvec(self, v):
+    def _apply(self, SV, VT):
         loss = self.loss
-        v = np.asarray(v, dtype=np.float64)
-        VW, VT = loss.split(v)
-        SV = np.asarray(loss.X @ VW)
-        dP, dT = hessian_matvec(loss.layout, self.pot, self.log_z, self.A, self.B, self.P, SV,
-                                VT, loss.n_jobs)
-        return self._finish(v, loss.XT @ dP, dT)
+        return hessian_matvec(loss.layout, self.pot, self.log_z, self.A, self.B, self.P, SV,
+                              VT, loss.n_jobs)
 
     def _surrogate_diagonal(self):
         loss = self.loss
-        dW = np.asarray(loss.X2T @ (self.P * (1.0 - self.P))).ravel()
+        dW = np.asarray(loss.X2T @ (self.P * (1.0 - self.P))[loss.layout.perm]).ravel()
         dT = (self.pair * (1.0 - self.pair / max(1, loss.layout.inner.size))).ravel()
         return self.scale * np.concatenate([dW, dT]) + self.reg
 
@@ -260,27 +360,19 @@ class ChainBoundCurvature(_ChainOperator):
                  eps: float = 1.0):
         if not (np.isfinite(eps) and eps > 0):
             raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
-        self.loss, self.pot, self.A, self.P = loss, pot, A, P
+        super().__init__(loss, pot, A, P, reg)
         self.eps = float(eps)
         self.fac = SplitFactors(loss.layout, pot, A, loss.n_jobs)
-        self.reg = float(reg)
-        self.scale = 1.0
-        self.shape = (loss.n_params, loss.n_params)
 
-    def matvec(self, v):
-        loss = self.loss
-        v = np.asarray(v, dtype=np.float64)
-        VW, VT = loss.split(v)
-        SV = np.asarray(loss.X @ VW)
+    def _apply(self, SV, VT):
         n, m = SV.shape
         q = np.empty((n, m))
         lam = np.empty((n, m))
         ET = _et(self.pot, VT)
         parts = map_chunks(lambda c: split_matvec_chunk(c, self.pot, self.A, self.fac, SV, ET,
                                                         self.eps, q, lam),
-                           loss.layout.chunks, loss.n_jobs)
-        GT = sum(parts) + (1.0 + 1.0 / self.eps) * self.fac.K * VT
-        return self._finish(v, loss.XT @ lam, GT)
+                           self.loss.layout.chunks, self.loss.n_jobs)
+        return lam, sum(parts) + (1.0 + 1.0 / self.eps) * self.fac.K * VT
 
     def _surrogate_diagonal(self):
         loss, fac = self.loss, self.fac
@@ -290,6 +382,6 @@ class ChainBoundCurvature(_ChainOperator):
         pi = fac.pi[cur]
         own[cur - 1] = (1.0 + self.eps) * fac.Dbar[cur] * (1.0 - pi) ** 2
         own[lay.last] = alg1_gershgorin(self.A[lay.last])
-        dW = np.asarray(loss.X2T @ own).ravel()
+        dW = np.asarray(loss.X2T @ own[lay.perm]).ravel()
         dT = (1.0 + 1.0 / self.eps) * fac.K.ravel()
         return self.scale * np.concatenate([dW, dT]) + self.reg

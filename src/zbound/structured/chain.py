@@ -4,9 +4,13 @@ and the products of the chain bound's curvature (Alg. 3, matrix-free).
 Layout. The tokens of all sequences are stored one sequence after the other (rows of the
 feature matrix). :class:`ChainLayout` sorts the sequences by length and cuts them into chunks;
 inside a chunk, position t of every sequence still running is one vectorized step, so a pass
-costs O(max length) numpy calls per chunk whatever the number of sequences. Chunks are
-independent: :func:`map_chunks` runs them on a thread pool (numpy releases the GIL in its
-kernels).
+costs O(max length) numpy calls per chunk whatever the number of sequences. With
+``interleave = k`` each group of sequences is dealt round-robin into k chunks of the same
+longest length (one per thread). Chunks are independent: :func:`map_chunks` runs them on a
+process-wide thread pool (numpy's BLAS calls and SciPy's sparse products release the GIL).
+``layout.perm`` is the order of all chunks' position-major rows: a loss that stores X in that
+order gets each chunk's scores, marginals and rows of X as contiguous blocks
+(:func:`chunk_value_grad`, the value and gradient without logarithms of (n, m) arrays).
 
 Numerics. Scores are potentials in log space. Forward-backward runs the scaled (Rabiner)
 recursion in linear space on the chunk's position-major rows (position t is a contiguous block,
@@ -24,6 +28,7 @@ tangent recursion, a diagonal label-space curvature, the adjoint) act on a direc
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -55,6 +60,10 @@ class Chunk:
             nxt[self.off[t]:self.off[t] + counts[t + 1]] = self.off[t + 1] + \
                 np.arange(counts[t + 1])
         self.next_row = nxt
+        # each row at position t >= 1 (rows off[1]:) -> its predecessor's row (position t - 1)
+        self.prev_row = np.concatenate([self.off[t - 1] + np.arange(counts[t])
+                                        for t in range(1, self.T)]) if self.T > 1 else \
+            np.zeros(0, dtype=np.int64)
         self.last = starts + self.lengths - 1
         self.tokens = np.concatenate(self.pos)
 
@@ -62,7 +71,7 @@ class Chunk:
 class ChainLayout:
     """Sequence lengths -> offsets, per-token sequence ids, chunks of sorted sequences."""
 
-    def __init__(self, lengths, chunk_tokens: int = 8192):
+    def __init__(self, lengths, chunk_tokens: int = 8192, interleave: int = 1):
         lengths = np.asarray(lengths, dtype=np.int64)
         if lengths.ndim != 1 or lengths.size == 0:
             raise ValueError("need at least one sequence")
@@ -81,12 +90,21 @@ class ChainLayout:
         self.chunks = []
         start = 0
         cum = np.cumsum(lengths[order])
+        k = max(1, int(interleave))
         while start < order.size:
             base = cum[start - 1] if start else 0
-            stop = int(np.searchsorted(cum, base + chunk_tokens, side="right"))
+            stop = int(np.searchsorted(cum, base + k * chunk_tokens, side="right"))
             stop = max(stop, start + 1)
-            self.chunks.append(Chunk(order[start:stop], lengths, self.offsets))
+            group = order[start:stop]
+            # ``interleave`` chunks per group, sequence i of the group to chunk i mod k: the
+            # chunks of a group have the same longest length and about the same token count,
+            # so ``interleave`` threads finish together
+            for i in range(min(k, group.size)):
+                self.chunks.append(Chunk(group[i::k], lengths, self.offsets))
             start = stop
+        # row order of the chunks' position-major rows, one chunk after another
+        self.perm = np.concatenate([c.tokens for c in self.chunks])
+        self.bounds = np.concatenate([[0], np.cumsum([c.tokens.size for c in self.chunks])])
 
 
 def n_threads(n_jobs) -> int:
@@ -98,13 +116,26 @@ def n_threads(n_jobs) -> int:
     return max(1, n_jobs)
 
 
+_POOLS: dict = {}
+
+
+def _pool(k: int) -> ThreadPoolExecutor:
+    """A process-wide pool of k threads (created once: starting threads on every evaluation
+    costs more than a small chunk's work)."""
+    key = (os.getpid(), k)          # a forked child does not inherit the pool's threads
+    ex = _POOLS.get(key)
+    if ex is None:
+        ex = _POOLS[key] = ThreadPoolExecutor(max_workers=k, thread_name_prefix="zbound-chain")
+    return ex
+
+
 def map_chunks(fn, chunks, n_jobs=None):
     """[fn(c) for c in chunks], on a thread pool when n_jobs > 1."""
     k = n_threads(n_jobs)
-    if k == 1 or len(chunks) == 1:
+    if k == 1 or len(chunks) == 1 or \
+            threading.current_thread().name.startswith("zbound-chain"):   # no nesting
         return [fn(c) for c in chunks]
-    with ThreadPoolExecutor(max_workers=k) as ex:
-        return list(ex.map(fn, chunks))
+    return list(_pool(k).map(fn, chunks))
 
 
 def _lse(a, axis):
@@ -219,6 +250,85 @@ def scaled_chunk(c: Chunk, pot: Potentials, A: np.ndarray, B: np.ndarray | None)
     with np.errstate(divide="ignore"):
         A[c.tokens] = np.log(al) + cum[:, None]
     return True
+
+
+@np.errstate(divide="ignore", invalid="ignore")     # underflow: checked, then None
+def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
+                     P: np.ndarray | None = None, row_shift: bool = False):
+    """Sum of log Z over the sequences of one chunk and, with ``P``, the node marginals
+    (written to P) and the summed pairwise marginals (m, m), all by the scaled recursion.
+
+    S (n_c, m) are the chunk's scores in its position-major row order (``c.tokens``), consumed
+    (overwritten); expT = exp(T - tmax). Forward: alpha_t = (alpha_{t-1} expT) * E_t / s_t with
+    E = exp(S - max S) (one shift for the chunk) and s_t the row sum, so log Z = sum_t (log s_t
+    + max S) + (T - 1) tmax per sequence, no logarithm of an (n, m) array. Backward, normalized
+    by its own row sums: beta_{t-1} ~ expT (E_t * beta_t). Then P_t ~ alpha_t * beta_t (rows
+    normalized by r_t) and the pairwise marginal of (y_{t-1}, y_t) is alpha_{t-1}(y') expT(y',
+    y) E_t(y) beta_t(y) / (s_t r_t), summed over the chunk by one (m, n) x (n, m) product. Row
+    sums are products with a vector of ones (a BLAS call; numpy's reduction along a short
+    axis costs 5x more).
+    ``row_shift``: shift every row by its own maximum instead (slower; for chunks whose
+    scores span more than ~650 nats, where the shared shift underflows). Returns None where a
+    scale underflows: the caller retries with ``row_shift``, then uses the log-space
+    recursion."""
+    off, counts = c.off, c.counts
+    n, m = S.shape
+    if row_shift:                    # each row by its own maximum: E never underflows
+        mxr = S.max(axis=1)
+        S -= mxr[:, None]
+        mx = float(mxr.sum()) / n
+    else:                            # one shift for the chunk (a row maximum costs 20x more)
+        mx = float(S.max())
+        S -= mx
+    E = np.exp(S, out=S)
+    one = np.ones(m)
+    al = np.empty_like(E)
+    sc = np.empty(n)
+    k = int(counts[0])
+    np.dot(E[:k], one, out=sc[:k])
+    np.divide(E[:k], sc[:k, None], out=al[:k])
+    for t in range(1, c.T):
+        k = int(counts[t])
+        r, p = off[t], off[t - 1]
+        u = al[r:r + k]
+        np.dot(al[p:p + k], expT, out=u)
+        u *= E[r:r + k]
+        s = sc[r:r + k]
+        np.dot(u, one, out=s)
+        u /= s[:, None]
+    if not sc.min() > 1e-290:
+        return None
+    log_z = float(np.log(sc).sum()) + (float(mxr.sum()) if row_shift else mx * n) + \
+        tmax * (n - int(counts[0]))
+    if P is None:
+        return log_z, None
+    be = P
+    EB = np.empty_like(E)
+    be[off[c.T - 1]:] = 1.0
+    expTt = expT.T
+    for t in range(c.T - 1, 0, -1):
+        k = int(counts[t])
+        r, p = off[t], off[t - 1]
+        if k < int(counts[t - 1]):                      # sequences that end at t - 1
+            be[p + k:r] = 1.0
+        w = EB[r:r + k]
+        np.multiply(E[r:r + k], be[r:r + k], out=w)
+        b = be[p:p + k]
+        np.dot(w, expTt, out=b)
+        b /= np.dot(b, one)[:, None]
+    P *= al
+    rs = P @ one
+    if not rs.min() > 1e-290:
+        return None
+    P /= rs[:, None]
+    if c.T < 2:
+        return log_z, np.zeros_like(expT)
+    r1 = off[1]
+    w = EB[r1:]
+    w /= (sc[r1:] * rs[r1:])[:, None]
+    pair = al[c.prev_row].T @ w
+    pair *= expT
+    return log_z, pair
 
 
 def forward_backward(layout: ChainLayout, pot: Potentials, n_jobs=None, backward=True):

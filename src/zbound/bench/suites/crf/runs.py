@@ -12,10 +12,11 @@ library's solvers stop there, CRFsuite runs to its own convergence and its time 
 read off its per-iteration trace. Time to target is wall time from the start of training:
 CRFsuite's includes its feature generation from the items, the library's the construction of
 the objective (``setup_s``); the featurization shared by both is recorded as ``featurize_s``.
-The fast methods (CRFsuite L-BFGS, zbound lbfgs-bound and lbfgs) alternate over ``repeats``
-rounds and the median is reported; the slow ones (plain Alg. 2, Newton-bound) run once under
-``time_limit_s``. A ``forward-backward`` task times one value-and-gradient evaluation with 1
-and 2 threads.
+The fast methods (CRFsuite L-BFGS, zbound lbfgs-bound with 1 and with 2 threads, zbound lbfgs)
+alternate over ``repeats`` rounds and the median is reported; the slow ones (plain Alg. 2,
+Newton-bound) run once under ``time_limit_s``. A ``forward-backward`` task times one
+value-and-gradient evaluation with 1 and 2 threads (each on an objective built for that
+number of threads: the chunks are cut per thread).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ class Config:
     time_limit_s: float = 600.0
     repeats: int = 3
     n_jobs: int = 2
+    memory_corpora: tuple = ("conll2000", "conll2002", "treebank")
+    memory_iter: int = 15
 
 
 def config(quick: bool) -> Config:
@@ -60,7 +63,7 @@ def config(quick: bool) -> Config:
     return Config(corpora={"conll2000": (400, 300), "conll2002": (400, 300),
                            "treebank": (300, 200)},
                   lbfgs_iter=300, bound_iter=8, newton_iter=40, sgd_epochs=3, stream_epochs=3,
-                  time_limit_s=15.0, repeats=3, n_jobs=1)
+                  time_limit_s=8.0, repeats=3, n_jobs=1, memory_corpora=("conll2000",))
     # n_jobs=1: on the quick corpora (7-12k tokens) a position step of a chunk is a few
     # microsecond-sized numpy calls, so a second thread only adds contention (the
     # forward-backward task measures 1 against 2 threads)
@@ -209,7 +212,8 @@ ZBOUND_METHODS = {
     "bound": {"inner": "cg", "cg_rtol": 1e-3},
 }
 #: timed over ``repeats`` alternating rounds (the others run once: they are far slower)
-REPEATED = ("crfsuite-lbfgs", "zbound-lbfgs-bound", "zbound-lbfgs")
+REPEATED = ("crfsuite-lbfgs", "zbound-lbfgs-bound", "zbound-lbfgs-bound-2threads",
+            "zbound-lbfgs")
 
 
 def _median(xs):
@@ -217,18 +221,16 @@ def _median(xs):
     return float(np.median(xs)) if xs else None
 
 
-def fb_timing(obj, theta, n_jobs, repeats=5):
-    """Median seconds of one value-and-gradient evaluation with ``n_jobs`` threads."""
-    loss = obj.loss
-    old = loss.n_jobs
-    loss.n_jobs = n_jobs
-    times = []
+def fb_timing(objs, theta, repeats=7):
+    """Median seconds of one value-and-gradient evaluation per objective (``{n_jobs: obj}``),
+    the objectives alternating."""
+    times = {k: [] for k in objs}
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        obj.value_and_grad(theta)
-        times.append(time.perf_counter() - t0)
-    loss.n_jobs = old
-    return float(np.median(times))
+        for k, obj in objs.items():
+            t0 = time.perf_counter()
+            obj.value_and_grad(theta)
+            times[k].append(time.perf_counter() - t0)
+    return {k: float(np.median(v)) for k, v in times.items()}
 
 
 def run_corpus(ctx, name, cfg: Config):
@@ -256,6 +258,11 @@ def run_corpus(ctx, name, cfg: Config):
     t0 = time.perf_counter()
     obj = crf._objective(M, lengths, yi)
     setup_s = time.perf_counter() - t0          # added to the library's times to target
+    crf2 = ChainCRF(c2=cfg.c2, n_jobs=2)
+    crf2.classes_ = crf.classes_
+    t0 = time.perf_counter()
+    obj2 = crf2._objective(M, lengths, yi)      # chunks cut for two threads
+    setup2_s = time.perf_counter() - t0
     items = [[dict(attributes(tok)) for tok in seq] for seq in feats]
     common = dict(task="train", dataset=name,
                   setting=f"c2={cfg.c2},n={len(train)},m={len(crf.classes_)}")
@@ -283,11 +290,11 @@ def run_corpus(ctx, name, cfg: Config):
                                            ytest, chunked))
             target = state["target"]
             t_hit = next((t for t, f in trace if f <= target), None)
-            return dict(t_hit=t_hit, total=total, iterations=len(trace), mem=mem.mb,
+            return dict(t_hit=t_hit, total=total, iterations=len(trace), mem=mem.mb, trace=trace,
                         iter_hit=next((i + 1 for i, (_, f) in enumerate(trace) if f <= target),
                                       None))
 
-        def zbound(method, first, max_iter):
+        def zbound(method, first, max_iter, objective=obj, setup=setup_s):
             trace = []
             start = [0.0]
 
@@ -297,24 +304,26 @@ def run_corpus(ctx, name, cfg: Config):
 
             with PeakRSS() as mem:
                 start[0] = time.perf_counter()
-                res = minimize(obj, np.zeros(obj.n_params),
+                res = minimize(objective, np.zeros(obj.n_params),
                                method=LBFGSBound if method == "lbfgs-bound" else method,
                                target=state["target"], max_iter=max_iter, tol=1e-10, ftol=0.0,
                                callback=cb, **ZBOUND_METHODS[method])
                 total = time.perf_counter() - start[0]
             if res.target_reached and (not trace or trace[-1][1] > res.fun):
                 trace.append((total, res.fun))     # SciPy stops on the target before callback
-            t_hit = next((t + setup_s for t, f in trace if f <= state["target"]), None)
-            return dict(t_hit=t_hit, total=total + setup_s, iterations=res.nit, mem=mem.mb,
+            t_hit = next((t + setup for t, f in trace if f <= state["target"]), None)
+            return dict(t_hit=t_hit, total=total + setup, iterations=res.nit, mem=mem.mb,
                         res=res, trace=trace, counts=res.counts, info=res.info)
 
         runs = {k: [] for k in REPEATED}
         for rep in range(cfg.repeats):
             ctx.log(f"{name}: round {rep + 1}/{cfg.repeats}: CRFsuite L-BFGS, zbound "
-                    "lbfgs-bound, zbound lbfgs")
+                    "lbfgs-bound (1 and 2 threads), zbound lbfgs")
             runs["crfsuite-lbfgs"].append(crfsuite_lbfgs(rep == 0))
             for method in ("lbfgs-bound", "lbfgs"):
                 runs[f"zbound-{method}"].append(zbound(method, rep == 0, cfg.lbfgs_iter))
+            runs["zbound-lbfgs-bound-2threads"].append(
+                zbound("lbfgs-bound", rep == 0, cfg.lbfgs_iter, obj2, setup2_s))
         target = state["target"]
         cs = runs["crfsuite-lbfgs"]
         acc, f1 = state["scores"]
@@ -328,7 +337,8 @@ def run_corpus(ctx, name, cfg: Config):
                      "total_time_s": _median([r["total"] for r in cs]), "test_accuracy": acc,
                      "f1": f1, "peak_memory_mb": cs[0]["mem"], "crfsuite_loss": state["f_cs"],
                      "objective_check_rel": abs(state["f_ours"] - state["f_cs"])
-                     / abs(state["f_cs"])}))
+                     / abs(state["f_cs"]),
+                     "trace": [[t, f] for t, f in cs[0]["trace"]]}))
         ctx.log(f"{name}: CRFsuite l2sgd")
         with PeakRSS() as mem:
             path, trace, total = crfsuite_run(items, ytr, cfg.c2, "l2sgd", cfg.sgd_epochs, tmp)
@@ -347,7 +357,7 @@ def run_corpus(ctx, name, cfg: Config):
             ctx.log(f"{name}: zbound {method}")
             runs[f"zbound-{method}"] = [zbound(method, True, cfg.newton_iter
                                                if method == "newton-bound" else cfg.bound_iter)]
-        for method in ZBOUND_METHODS:
+        for method in [*ZBOUND_METHODS, "lbfgs-bound-2threads"]:
             rs = runs[f"zbound-{method}"]
             r0 = rs[0]
             acc, f1 = test_scores(r0["res"].x)
@@ -362,16 +372,19 @@ def run_corpus(ctx, name, cfg: Config):
                          "times_to_target_s": [r["t_hit"] for r in rs],
                          "total_time_s": _median([r["total"] for r in rs]),
                          "test_accuracy": acc, "f1": f1, "peak_memory_mb": r0["mem"],
-                         "counts": r0["counts"], "info": r0["info"], "n_jobs": cfg.n_jobs,
+                         "counts": r0["counts"], "info": r0["info"],
+                         "n_jobs": 2 if method.endswith("2threads") else cfg.n_jobs,
                          "trace": [[t, f] for t, f in r0["trace"]]}))
         ctx.log(f"{name}: forward-backward with 1 and 2 threads")
         theta = state["theta"]
-        fb = {k: fb_timing(obj, theta, k) for k in (1, 2)}
+        fb = fb_timing({1: obj, 2: obj2}, theta)
         for k, sec in fb.items():
             ctx.writer.add_record(BenchRecord(
                 task="forward-backward", dataset=name, setting=common["setting"],
                 method=f"n_jobs={k}", reached=True, final_objective=None,
                 metrics={**size, "value_and_grad_s": sec, "speedup": fb[1] / sec}))
+        if name in cfg.memory_corpora:
+            record_memory(ctx, name, n_train, cfg, common, size)
         ctx.log(f"{name}: zbound sgd and partial_fit")
         for method in ("sgd", "partial_fit"):
             est = ChainCRF(c2=cfg.c2, solver="sgd", max_iter=cfg.sgd_epochs, n_jobs=cfg.n_jobs,
@@ -411,6 +424,70 @@ def run_corpus(ctx, name, cfg: Config):
                                                        else cfg.sgd_epochs}))
 
 
+def _memory_probe(name, n_train, method, c2, lbfgs_iter, stream_epochs, batch_size):
+    """Peak resident memory (MB) of one training run in this (fresh) process, above the
+    resident memory once the corpus is loaded and featurized into feature dicts (for
+    ``partial_fit``: once the modules are imported; it reads the corpus through
+    :func:`stream`)."""
+    from threadpoolctl import threadpool_limits
+
+    from zbound.estimators.crf import ChainCRF
+    from zbound.structured.features import attributes, token_features
+    with threadpool_limits(1):
+        if method == "partial_fit":
+            est = ChainCRF(c2=c2, solver="sgd", batch_size=batch_size, n_samples_hint=n_train,
+                           random_state=0)
+            classes = sorted({t for _, y in load(name, n_train, 0)[0] for t in y}, key=str)
+            with PeakRSS() as mem:
+                for _ in range(stream_epochs):
+                    for X_b, y_b in stream(name, n_train, 64):
+                        est.partial_fit(X_b, y_b, classes=classes)
+            return mem.mb
+        train, _ = load(name, n_train, 0)
+        feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1
+                                else None) for x, _ in train]
+        ytr = [y for _, y in train]
+        if method == "crfsuite-lbfgs":
+            items = [[dict(attributes(tok)) for tok in seq] for seq in feats]
+            with tempfile.TemporaryDirectory() as tmp, PeakRSS() as mem:
+                crfsuite_run(items, ytr, c2, "lbfgs", lbfgs_iter, tmp)
+            return mem.mb
+        with PeakRSS() as mem:
+            ChainCRF(c2=c2, max_iter=lbfgs_iter).fit(feats, ytr)
+        return mem.mb
+
+
+def memory_probes(name, n_train, cfg) -> dict:
+    """{method: peak MB} for CRFsuite L-BFGS, the default ``fit`` (both ``cfg.memory_iter``
+    iterations: the L-BFGS history is full after 10, so the peak is reached) and streaming
+    ``partial_fit`` (``cfg.stream_epochs`` passes over :func:`stream`), each in a fresh
+    process (in the bench's own process the memory freed by earlier runs is reused, so an
+    increase of its resident memory undercounts)."""
+    import json
+    import subprocess
+    import sys
+    out = {}
+    for method in ("crfsuite-lbfgs", "lbfgs-bound", "partial_fit"):
+        code = ("import json, sys; from zbound.bench.suites.crf.runs import _memory_probe; "
+                "print(json.dumps(_memory_probe(*json.loads(sys.argv[1]))))")
+        args = json.dumps([name, n_train, method, cfg.c2, cfg.memory_iter, cfg.stream_epochs,
+                           cfg.batch_size])
+        res = subprocess.run([sys.executable, "-c", code, args], capture_output=True,
+                             text=True, check=True, env=os.environ.copy())
+        out[method] = float(res.stdout.strip().splitlines()[-1])
+    return out
+
+
+def record_memory(ctx, name, n_train, cfg, common, size):
+    ctx.log(f"{name}: peak memory of CRFsuite L-BFGS, fit and partial_fit in fresh processes")
+    for method, mb in memory_probes(name, n_train, cfg).items():
+        ctx.writer.add_record(BenchRecord(
+            task="memory", dataset=name, setting=common["setting"],
+            method=method if method.startswith("crfsuite") else f"zbound-{method}",
+            peer=method.startswith("crfsuite"), reached=True, final_objective=None,
+            metrics={**size, "peak_memory_mb": mb}))
+
+
 def pycrfsuite_items(seq):
     import pycrfsuite
 
@@ -418,13 +495,46 @@ def pycrfsuite_items(seq):
     return pycrfsuite.ItemSequence([dict(attributes(tok)) for tok in seq])
 
 
+def _read_lazily(name, n_train):
+    """Training sentences as (tokens, labels), read from the file one at a time (CoNLL-2000,
+    CoNLL-2002); the treebank sample (small, with traces to drop) through :func:`load`."""
+    if name == "treebank":
+        yield from load(name, n_train, 0)[0]
+        return
+    import gzip
+
+    from zbound.datasets._base import data_file
+    rel = "conll2000/train.txt.gz" if name == "conll2000" else \
+        "conll2002/nltk_with_pos/esp.train.gz"
+    count, cur = 0, []
+    with gzip.open(data_file(rel), "rt", encoding="utf-8") as fh:
+        for line in fh:
+            fields = line.split()
+            if fields:
+                cur.append(fields)
+                continue
+            if cur:
+                yield [(w, p) for w, p, _ in cur], [c for *_, c in cur]
+                cur = []
+                count += 1
+                if n_train is not None and count >= n_train:
+                    return
+    if cur:
+        yield [(w, p) for w, p, _ in cur], [c for *_, c in cur]
+
+
 def stream(name, n_train, batch_size):
-    """A generator of mini-batches read and featurized lazily (the corpus is never held as
-    feature dicts)."""
+    """A generator of mini-batches read from the file and featurized lazily (neither the
+    corpus nor its feature dicts are ever held whole)."""
     from zbound.structured.features import token_features
-    train, _ = load(name, n_train, 0)
-    for s in range(0, len(train), batch_size):
-        part = train[s:s + batch_size]
+    part = []
+    for sent in _read_lazily(name, n_train):
+        part.append(sent)
+        if len(part) == batch_size:
+            yield ([token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1
+                                   else None) for x, _ in part], [y for _, y in part])
+            part = []
+    if part:
         yield ([token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1
                                else None) for x, _ in part], [y for _, y in part])
 
