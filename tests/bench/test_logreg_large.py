@@ -150,3 +150,36 @@ def test_verdicts_logic():
     lines = L.verdicts({"records": records})
     assert lines[1].startswith("FAIL") and "worst 2.00x" in lines[1]
     assert lines[2].startswith("PASS")
+
+
+def test_tol_search_with_a_stride_finds_what_a_full_search_finds(monkeypatch):
+    """The strided tol search (skipped looser tols tried back; a fit over the budget sends it
+    back through the skipped ones) answers every target as the tol-by-tol search does, with
+    fewer fits; over random monotone objective-vs-tol curves and fit times."""
+    from dataclasses import replace
+
+    from zbound.bench.suites.logreg_large import runs
+
+    class Cell:
+        targets = {"loose": 1e-3, "tight": 1e-8}
+
+    rng = np.random.default_rng(0)
+    tols = tuple(10.0 ** -k for k in range(1, 13))
+    fits = {1: 0, 2: 0}
+    for _ in range(200):
+        f = np.sort(10 ** rng.uniform(-12, 0, len(tols)))[::-1]
+        secs = np.sort(rng.uniform(0, 3, len(tols)))
+        answers = []
+        for stride in (1, 2):
+            def fit_call(problem, m, tol, max_iter, x0=None, stride=stride, f=f, secs=secs):
+                j = tols.index(tol)
+                fits[stride] += 1
+                return {"theta": f[j], "total": secs[j] if max_iter > 2 else 0.01,
+                        "n_iter": 3}
+
+            monkeypatch.setattr(runs, "fit_call", fit_call)
+            cfg = replace(L.tiny(), tols=tols, tol_stride=stride, time_budget_s=2.0)
+            out = runs.search_tol(Cell, None, cfg, lambda theta: theta, None)
+            answers.append({k: (v["tol"], v["reached"]) for k, v in out.items()})
+        assert answers[0] == answers[1]
+    assert fits[2] < fits[1]

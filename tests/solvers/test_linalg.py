@@ -95,3 +95,49 @@ def test_gram_block_jacobi_is_exact_for_constant_weights():
     blocks = [C[0, a] * Xa.T @ Xa + np.diag(extra[a]) for a in range(3)]
     want = np.concatenate([np.linalg.solve(B, v[5 * a:5 * a + 5]) for a, B in enumerate(blocks)])
     np.testing.assert_allclose(pre(v), want, rtol=1e-10)
+
+
+def test_block_jacobi_in_place_inverts_and_rejects_indefinite_blocks():
+    from zbound._linalg import block_jacobi
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((4, 6, 6))
+    blocks = A @ A.transpose(0, 2, 1) + 0.1 * np.eye(6)
+    want_blocks = blocks.copy()
+    pre = block_jacobi(blocks)
+    v = rng.standard_normal(24)
+    want = np.concatenate([np.linalg.solve(B, v[6 * a:6 * a + 6])
+                           for a, B in enumerate(want_blocks)])
+    np.testing.assert_allclose(pre(v), want, rtol=1e-9, atol=1e-12)
+    bad = want_blocks.copy()
+    bad[2] = -bad[2]
+    assert block_jacobi(bad) is None
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_eigen_preconditioner_is_exact_for_constant_weights(intercept):
+    """Constant weights over rows and a scalar extra diagonal: the class blocks are
+    w_a G + e_a I, diagonal in G's eigenbasis, so the preconditioner is their exact inverse;
+    with varying weights it is still SPD."""
+    from zbound._linalg import eigen_block_preconditioner, gram_eigenbasis
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((900, 7))          # > one chunk of rows of the data loop
+    b = 7 + intercept
+    Xa = np.hstack([X, np.ones((900, 1))]) if intercept else X
+    w = np.array([0.2, 0.5, 1.5])
+    C = np.tile(w, (900, 1))
+    extra = np.array([[0.3], [1.0], [2.0]]) * np.ones((3, b))
+    Q = gram_eigenbasis([(X[:500], C[:500], intercept), (X[500:], C[500:], intercept)])
+    np.testing.assert_allclose(Q.T @ Q, np.eye(b), atol=1e-12)
+    pre = eigen_block_preconditioner(Q, [(X, C, intercept)], extra)
+    v = rng.standard_normal(3 * b)
+    G = Xa.T @ Xa
+    want = np.concatenate([np.linalg.solve(w[a] * G + extra[a, 0] * np.eye(b),
+                                           v[b * a:b * a + b]) for a in range(3)])
+    np.testing.assert_allclose(pre(v), want, rtol=1e-8)
+    Cv = rng.random((900, 3))
+    pre = eigen_block_preconditioner(Q, [(X, Cv, intercept)], extra)
+    M = np.column_stack([pre(e) for e in np.eye(3 * b)])
+    np.testing.assert_allclose(M, M.T, atol=1e-10)
+    assert np.linalg.eigvalsh(M).min() > 0

@@ -239,7 +239,7 @@ def test_auto_inner_keeps_cholesky_on_small_data():
     assert r.converged and r.info["inner"] == "cholesky" and r.info["cg_products"] == 0
 
 
-@pytest.mark.parametrize("precond", ["auto", "gram", "blocks"])
+@pytest.mark.parametrize("precond", ["auto", "gram", "blocks", "eigen"])
 def test_newton_preconditioners_reach_the_same_optimum(precond):
     from zbound.solvers import minimize
 
@@ -249,6 +249,24 @@ def test_newton_preconditioners_reach_the_same_optimum(precond):
     r = minimize(model, x0, method="newton-bound", tol=1e-9, precond=precond)
     assert r.converged and r.info["inner"] == "cg"
     np.testing.assert_allclose(r.fun, ref.fun, rtol=1e-12)
+
+
+def test_auto_precond_takes_the_gram_eigenbasis_for_large_class_blocks(monkeypatch):
+    """m b^2 above the blocks' limit (lowered here from 2^20 to keep the test small): the
+    eigenbasis form, monotone, same optimum as the exact class blocks."""
+    import zbound.solvers.majorization as mj
+    from zbound.solvers import minimize
+
+    monkeypatch.setattr(mj, "_BLOCKS_MAX_ELEMS", 3 * 30 * 30)
+    model = _tall_problem(400, 40, 3, seed=2)
+    x0 = np.zeros(model.n_params)
+    assert mj._eigen_fits(model.hessian(x0))
+    assert not mj._eigen_fits(_tall_problem(400, 20, 3).hessian(np.zeros(63)))
+    auto = minimize(model, x0, method="newton-bound", tol=1e-9, inner="cg")
+    blocks = minimize(model, x0, method="newton-bound", tol=1e-9, inner="cg", precond="blocks")
+    assert auto.converged and blocks.converged
+    assert np.all(np.diff(auto.trace.objective) <= 1e-12 * abs(auto.fun))
+    np.testing.assert_allclose(auto.fun, blocks.fun, rtol=1e-10)
 
 
 def test_newton_precond_option_is_checked():

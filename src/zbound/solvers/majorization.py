@@ -25,7 +25,14 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from zbound._linalg import factor_gram, gram_block_jacobi, ridged_cholesky_solve
+from zbound._linalg import (
+    EIGEN_MAX_ELEMS,
+    eigen_block_preconditioner,
+    factor_gram,
+    gram_block_jacobi,
+    gram_eigenbasis,
+    ridged_cholesky_solve,
+)
 from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 
@@ -37,6 +44,10 @@ _CG_WORK = 1 << 20
 _ROUND = 1e-12
 # Upper limit of SQUAREM's adaptive step bound alpha_max (it grows 4x whenever it binds).
 _ALPHA_CAP = 1e8
+# Products after which a lagged preconditioner of a single class block is rebuilt.
+_ONE_BLOCK_REFRESH = 3
+# Dense class blocks (m b^2 numbers) above which precond="auto" uses the Gram eigenbasis.
+_BLOCKS_MAX_ELEMS = 1 << 20
 
 
 def _norm(g: np.ndarray) -> float:
@@ -251,6 +262,29 @@ class Squarem(_MMBase):
                 "extrapolations_accepted": state.extra["extrapolations_accepted"]}
 
 
+def _eigen_fits(H) -> bool:
+    """precond="auto" takes the Gram-eigenbasis form for m >= 2 dense class blocks of size b
+    over at least b rows once the m (b, b) blocks pass ``_BLOCKS_MAX_ELEMS`` (8 MB) and while
+    the (b, b) eigenvectors fit in ``EIGEN_MAX_ELEMS``: one (b, b) array instead of m, and
+    refreshes about m b / 2 times cheaper (KMNIST, b = 785: 4.9 MB instead of 49 MB). Below
+    that size the exact blocks stay (digits, b = 65: 554 products to a 1e-8 target with
+    blocks, 804 with the eigenbasis form)."""
+    fac = H.block_factors()
+    if fac is None or any(sp.issparse(f[0]) for f in fac[0]):
+        return False
+    m, b = fac[1].shape
+    rows = sum(f[0].shape[0] for f in fac[0])
+    return m >= 2 and rows >= b and m * b * b > _BLOCKS_MAX_ELEMS and b * b <= EIGEN_MAX_ELEMS
+
+
+def _fewer_rows_than_block(H) -> bool:
+    """Whether H's class blocks have more columns than there are rows (or no factored form)."""
+    fac = H.block_factors()
+    if fac is None:
+        return True
+    return sum(f[0].shape[0] for f in fac[0]) < fac[1].shape[1]
+
+
 class _NewtonDirection:
     """Newton direction -H^{-1} g: dense Cholesky, or truncated PCG for large p.
 
@@ -258,8 +292,12 @@ class _NewtonDirection:
     last solve needed more than ``refresh`` products (a lagged preconditioner is still SPD).
     ``precond``: "blocks" (the operator's own ``preconditioner()``), "gram" (the blocks
     approximated by w_a X^T X + D_a, X^T X formed once: exact at theta = 0, a refresh costs
-    m b^3) or "auto" (the Gram form first, true blocks from the first refresh on; see
-    docs/solvers.md for the measurements). ``auto``: ``by_shape`` at the first Hessian.
+    m b^3), "eigen" (each block's exact diagonal in the eigenbasis of X^T X: one (b, b)
+    array for all classes, a refresh one pass over the rows) or "auto": "eigen" for m >= 2
+    dense blocks over at least b rows once m b^2 > ``_BLOCKS_MAX_ELEMS`` (KMNIST), the
+    operator's own (Woodbury) form with fewer rows than b (SRBCT, Text), else the Gram form
+    first and true blocks from the first refresh on; see docs/solvers.md for the
+    measurements. ``auto``: ``by_shape`` at the first Hessian.
     Forcing term min(0.3, 30 sqrt(||g|| / ||g0||)): a constant 0.3 through
     the bulk of the iterations (measured fastest to a 1e-6 target on weakly regularized digits),
     shrinking towards the end for superlinear convergence.
@@ -277,6 +315,7 @@ class _NewtonDirection:
         self.builds = 0
         self.kind = precond
         self.gram = None
+        self.basis = None
 
     def by_shape(self, H) -> None:
         """inner="auto", decided at the first Hessian from its shape: T rows of dense data,
@@ -284,7 +323,8 @@ class _NewtonDirection:
         preconditioner m T b^2) against ~ 4 T p for one product, so with many rows
         (T p >= ``_CG_WORK``) truncated PCG with a lagged block preconditioner replaces
         Cholesky even for p <= 300; and a preconditioner is rebuilt only after solves longer
-        than about an eighth of its own cost in products (b / 32, at least ``refresh``)."""
+        than about an eighth of its own cost in products (b / 32, at least ``refresh``), or,
+        for a single block (two classes: the block is the whole Hessian), 3."""
         self.auto = False
         fac = H.block_factors()
         if fac is None or any(sp.issparse(f[0]) for f in fac[0]):
@@ -294,24 +334,49 @@ class _NewtonDirection:
         if self.inner == "cholesky" and rows * m * b >= _CG_WORK:
             self.inner = "cg"
             self.maxiter = max(self.maxiter, 20)
-        self.refresh = max(self.refresh, b // 32)
+        # one block (two classes) is the whole Hessian: a fresh one makes PCG an exact Newton
+        # solve, and a build (~5 products of memory-bound passes on adult) pays back sooner
+        # (adult to 1e-8: 46 products and 2 builds with the rule below, 20 and 2 with this;
+        # with several classes a refresh that early cost digits at C = 100 twice the steps)
+        self.refresh = _ONE_BLOCK_REFRESH if m == 1 else max(self.refresh, b // 32)
 
     def build(self, H):
         kind = self.kind
-        if kind == "auto":
+        if kind == "auto" and _eigen_fits(H):
+            kind = "eigen"
+        elif kind == "auto" and _fewer_rows_than_block(H):
+            # the operator's own preconditioner: Woodbury through rows x rows systems (the
+            # Gram form would build and invert m dense (b, b) blocks: SRBCT, 75 rows and
+            # b = 2309, 6 s of an 8 s fit)
+            kind = "blocks"
+        elif kind == "auto":
             # the Gram form first (cheap, exact at theta = 0); true blocks once a solve with it
             # got long (the probabilities then vary too much over the rows)
             kind = "gram" if self.precond is None else "blocks"
+        if kind == "eigen":
+            pre = self._from_factors(H, "basis", gram_eigenbasis, eigen_block_preconditioner)
+            if pre is not None:
+                return pre
+            kind = "gram"
         if kind == "gram":
-            fac = H.block_factors()
-            if fac is not None and not any(sp.issparse(f[0]) for f in fac[0]):
-                key = tuple(id(f[0]) for f in fac[0])
-                if self.gram is None or self.gram[0] != key:
-                    self.gram = (key, factor_gram(fac[0]))
-                pre = gram_block_jacobi(self.gram[1], fac[0], fac[1])
-                if pre is not None:
-                    return pre
+            pre = self._from_factors(H, "gram", factor_gram, gram_block_jacobi)
+            if pre is not None:
+                return pre
         return H.preconditioner()
+
+    def _from_factors(self, H, attr: str, setup, make):
+        """``make(setup(factors), factors, extra)`` from H's dense ``block_factors``, the
+        per-data-set ``setup`` (X^T X or its eigenvectors) cached in ``attr`` by the identity
+        of the data arrays; None for sparse or unfactored H."""
+        fac = H.block_factors()
+        if fac is None or any(sp.issparse(f[0]) for f in fac[0]):
+            return None
+        key = tuple(id(f[0]) for f in fac[0])
+        cached = getattr(self, attr)
+        if cached is None or cached[0] != key:
+            cached = (key, setup(fac[0]))
+            setattr(self, attr, cached)
+        return make(cached[1], fac[0], fac[1])
 
     def __call__(self, H, g: np.ndarray, ratio: float):
         if self.auto:
@@ -362,8 +427,8 @@ class NewtonBound(_MMBase):
     options = {**_MMBase.options, "backtracks": 4, "fallback": "direction", "precond": "auto"}
 
     def check_options(self):
-        if self.opts["precond"] not in ("auto", "gram", "blocks"):
-            raise ValueError(f"precond must be 'auto', 'gram' or 'blocks', got "
+        if self.opts["precond"] not in ("auto", "gram", "blocks", "eigen"):
+            raise ValueError(f"precond must be 'auto', 'gram', 'blocks' or 'eigen', got "
                              f"{self.opts['precond']!r}")
         if self.opts["fallback"] not in ("direction", "step"):
             raise ValueError(f"fallback must be 'direction' or 'step', got "

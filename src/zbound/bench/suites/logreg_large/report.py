@@ -420,9 +420,12 @@ def report(doc: dict, out) -> str:
     extra = doc.get("extra", {})
     lines = ["## logreg-large", ""]
     if doc.get("quick"):
+        slow = (extra.get("config") or {}).get("slow_unit_s")
+        once = (f"; a method whose first repeat took over {slow:g} s is timed once (the "
+                "records' `repeats`)") if slow is not None else ""
         lines += ["**Quick run**: fewer starts, repeats and C values, smaller budgets, KMNIST "
-                  "and the synthetic set subsampled (see the data notes). Read it as a smoke "
-                  "test of the full run's numbers.", ""]
+                  f"and the synthetic set subsampled (see the data notes){once}. Read it as a "
+                  "smoke test of the full run's numbers.", ""]
     if extra.get("datasets"):
         lines += ["Data:", ""] + [f"- {k}: {v}" for k, v in extra["datasets"].items()] + [""]
     if extra.get("skipped"):

@@ -31,7 +31,6 @@ Peak memory
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 import tracemalloc
@@ -52,6 +51,11 @@ from zbound.bench.suites.logreg_large.problems import (
     paper_problem,
     start_points,
 )
+
+# shared with logreg-small: the default's name, the time-budget callback, curve downsampling,
+# the BLAS thread limit
+from zbound.bench.suites.logreg_small.runs import _budget_callback as _budget
+from zbound.bench.suites.logreg_small.runs import _downsample, _thread_limit, default_method
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -95,12 +99,6 @@ class Method:
     def fits(self) -> bool:
         """Fitted like scikit-learn (no start-to-target control): tolerance searched."""
         return self.kind != "solver"
-
-
-def default_method() -> str:
-    from zbound import solvers
-
-    return str(getattr(solvers, "DEFAULT_METHOD", "newton-bound"))
 
 
 def method_plan(cfg: Config, problem: Problem
@@ -153,11 +151,6 @@ def method_plan(cfg: Config, problem: Problem
     methods = [m for m in methods if cfg.keep(m.name)]
     skipped = {k: v for k, v in skipped.items() if cfg.keep(k)}
     return methods, skipped, notes
-
-
-def _budget(seconds: float) -> Callable[[np.ndarray, float], bool]:
-    t0 = time.perf_counter()
-    return lambda x, f: time.perf_counter() - t0 > seconds
 
 
 # -- one call of each kind -----------------------------------------------------------------
@@ -218,44 +211,78 @@ def search_tol(problem: Problem, m: Method, cfg: Config, evaluate: Callable[[np.
                x0: np.ndarray | None) -> dict[str, dict[str, Any]]:
     """Per target (loosest first): the loosest tol in ``cfg.tols`` whose fit reaches it.
 
-    A fit longer than ``cfg.time_budget_s`` ends the search (that target and the tighter ones
-    are not reached). ``max_iter`` is capped at 1.5 x the iterations that fit in the budget at
-    the seconds per iteration of a 2-iteration probe fit (then of the last fit), so no fit
+    The tols are stepped ``cfg.tol_stride`` at a time (then the tightest); once a fit reaches
+    the target, the skipped looser tols are tried back up to the last fit that missed it, so
+    the answer is the same as a tol-by-tol search with fewer fits. A fit longer than
+    ``cfg.time_budget_s`` ends the search (that target and the tighter ones are not
+    reached). ``max_iter`` is capped at 1.5 x the iterations that fit in the budget at the
+    seconds per iteration of a 2-iteration probe fit (then of the last fit), so no fit
     overruns the budget by much.
     """
     order = sorted(problem.targets, key=problem.targets.get, reverse=True)
+    tols = cfg.tols
+    stride = max(1, int(cfg.tol_stride))
     tried: list[dict[str, Any]] = []
+    done: dict[int, dict[str, Any]] = {}
     out: dict[str, dict[str, Any]] = {}
-    i, last, per_iter, over = 0, None, None, False
+    state: dict[str, Any] = {"per_iter": None}
+
+    def fit_at(j: int) -> dict[str, Any]:
+        if j in done:
+            return done[j]
+        tol = tols[j]
+        if state["per_iter"] is None:  # a 2-iteration probe fit: the cost of an iteration
+            probe = fit_call(problem, m, tol, 2, x0)
+            state["per_iter"] = probe["total"] / max(probe["n_iter"], 1)
+        max_iter = max(5, min(cfg.peer_max_iter,
+                              int(1.5 * cfg.time_budget_s / state["per_iter"])))
+        r = fit_call(problem, m, tol, max_iter, x0)
+        state["per_iter"] = r["total"] / max(r["n_iter"], 1)
+        e = {"tol": tol, "f": evaluate(r["theta"]), "seconds": r["total"],
+             "n_iter": r["n_iter"], "max_iter": max_iter}
+        tried.append(e)
+        done[j] = e
+        return e
+
+    def over(e: dict[str, Any]) -> bool:
+        return e["seconds"] > cfg.time_budget_s
+
+    # i: index of the last fit; miss: of the last fit that missed the current target; cap: a
+    # fit over budget (the tols from it on are out of reach)
+    i, last, miss, cap, stopped = 0, None, -1, None, False
     for name in order:
         target = problem.targets[name]
         found = None
-        while not over:
+        while not stopped:
+            if last is not None and over(last):
+                if i - miss > 1:              # looser tols were skipped: go through them
+                    cap, stride, i = i, 1, miss + 1
+                    last = fit_at(i)
+                    continue
+                stopped = True
+                break
             if last is not None and last["f"] <= target:
                 found = last
+                j = i - 1                     # the looser tols the stride skipped
+                while j > miss:
+                    e = fit_at(j)
+                    if over(e) or e["f"] > target:
+                        break
+                    found = e
+                    j -= 1
                 break
             if last is not None:
-                i += 1
-            if i >= len(cfg.tols):
+                miss = i
+                if i == len(tols) - 1:
+                    break
+                i = min(i + stride, len(tols) - 1)
+            if cap is not None and i >= cap:
+                stopped = True
                 break
-            tol = cfg.tols[i]
-            if per_iter is None:  # a 2-iteration probe fit measures the cost of an iteration
-                probe = fit_call(problem, m, tol, 2, x0)
-                per_iter = probe["total"] / max(probe["n_iter"], 1)
-            max_iter = max(5, min(cfg.peer_max_iter, int(1.5 * cfg.time_budget_s / per_iter)))
-            r = fit_call(problem, m, tol, max_iter, x0)
-            per_iter = r["total"] / max(r["n_iter"], 1)
-            last = {"tol": tol, "f": evaluate(r["theta"]), "seconds": r["total"],
-                    "n_iter": r["n_iter"], "max_iter": max_iter}
-            tried.append(last)
-            if r["total"] > cfg.time_budget_s:
-                over = True
-                if last["f"] <= target:
-                    found = None
-                break
+            last = fit_at(i)
         out[name] = {"tol": found["tol"] if found else None, "reached": found is not None,
                      "max_iter": found["max_iter"] if found else (last or {}).get("max_iter"),
-                     "over_budget": over, "tried": [dict(t) for t in tried]}
+                     "over_budget": stopped, "tried": [dict(t) for t in tried]}
     return out
 
 
@@ -278,13 +305,6 @@ def iteration_estimate(problem: Problem, m: Method, rows: int = 500) -> float:
 def _first_index(obj: np.ndarray, target: float) -> int | None:
     hit = np.flatnonzero(obj <= target)
     return int(hit[0]) if hit.size else None
-
-
-def _downsample(n: int, k: int) -> np.ndarray:
-    if n <= k:
-        return np.arange(n)
-    idx = np.unique(np.round(np.geomspace(1, n, k)).astype(int) - 1)
-    return np.unique(np.concatenate([[0], idx, [n - 1]]))
 
 
 def _peak_mb(fn: Callable[[], Any]) -> float:
@@ -363,15 +383,25 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
         max_iter = searches[m.name][units[u][2][0]]["max_iter"]
         return lambda: fit_call(problem, m, tol, max_iter, starts[i])
 
+    spent = {u: 0.0 for u in units}       # seconds of the first repeat, per unit
+    reps = {u: 0 for u in units}
     for rep in range(cfg.repeats):
         for i in range(n):
             order = [u for u in units if alive[u][i]]
+            if rep and cfg.slow_unit_s is not None:
+                # a unit whose first repeat took longer than slow_unit_s is timed once
+                order = [u for u in order if spent[u] <= cfg.slow_unit_s]
             for u in order:
                 fn = make(u, i)
                 t0 = time.perf_counter()
                 out = fn()
+                dt = time.perf_counter() - t0
+                if rep == 0:
+                    spent[u] += dt
+                if i == 0:
+                    reps[u] += 1
                 key = f"run {units[u][0].name}"
-                phase[key] = phase.get(key, 0.0) + time.perf_counter() - t0
+                phase[key] = phase.get(key, 0.0) + dt
                 m, tol, tns = units[u]
                 if tol is None:
                     r = out["res"]
@@ -463,6 +493,7 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
             ok = n > 0 and all(t is not None for t in per_start)
             rec = _record(problem, m, tn, ok, per_start, finals, iters, evals, peaks[m.name],
                           cfg)
+            rec["metrics"]["repeats"] = max((reps[u] for u in mu), default=0)
             if m.fits:
                 s = searches[m.name][tn]
                 rec["metrics"].update({
@@ -542,17 +573,6 @@ def _record(problem: Problem, m: Method, tn: str, ok: bool, per_start: list, fin
 
 # -- the suite -------------------------------------------------------------------------------
 
-@contextlib.contextmanager
-def _thread_limit(n: int | None):
-    if n is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=n):
-        yield
-
-
 def suite_config(ctx) -> Config:
     options = dict(getattr(ctx, "options", None) or {})
     unknown = sorted(set(options) - set(OPTIONS))
@@ -590,7 +610,8 @@ def run(ctx) -> None:
         "paper_sets": list(cfg.paper_sets), "large_sets": list(cfg.large_sets),
         "C_values": list(cfg.C_values), "C_by_set": {k: list(v) for k, v in cfg.C_by_set.items()},
         "paper_starts": cfg.paper_starts, "rank_starts": cfg.rank_starts,
-        "ranks": list(cfg.ranks), "repeats": cfg.repeats, "time_budget_s": cfg.time_budget_s,
+        "ranks": list(cfg.ranks), "repeats": cfg.repeats, "slow_unit_s": cfg.slow_unit_s,
+        "time_budget_s": cfg.time_budget_s,
         "memory_budget_s": cfg.memory_budget_s, "tols": list(cfg.tols),
         "synthetic_rows": cfg.synthetic_rows, "kmnist_rows": cfg.kmnist_rows,
         "blas_threads": cfg.blas_threads, "default_method": default_method(),
