@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from zbound.bench.records import read_suite
@@ -55,3 +56,24 @@ def test_report_has_table_verdict_and_plot(tiny_run):
     assert "| data | lambda | method |" in md and "Done-when verdict" in md
     assert "**digits, lambda = 0.0001:" in md and "test loss at the optimum" in md
     assert (out / "stochastic_fig1.png").exists()
+
+
+def test_trajectory_caps_and_prunes():
+    """``max_epochs`` stops a run at the cap; ``ref`` prunes a run 10 times behind it; runs stop
+    at ``stop_gap``."""
+    import dataclasses
+
+    from zbound.bench.suites.stochastic.runs import epoch_batches, trajectory
+
+    cfg = dataclasses.replace(stochastic.tiny(), stop_gap=1e-2)
+    prob = stochastic.build_problem("digits", 1e-3, max_rows=600)
+    stochastic.reference_optimum(prob)
+    stream = epoch_batches(prob.T, 300, 6, 0)
+    full = trajectory(prob, "momentum", 1.0, cfg, stream, "constant")
+    capped = trajectory(prob, "momentum", 1.0, cfg, stream, "constant", max_epochs=2)
+    assert len(capped["gap"]) == 3 and capped["status"] in ("budget", "reached")
+    np.testing.assert_allclose(capped["gap"], full["gap"][:3])
+    tiny_ref = [g * 1e-3 for g in full["gap"]]
+    pruned = trajectory(prob, "sgd", 0.1, cfg, stream, "constant", ref=tiny_ref)
+    assert pruned["status"] == "pruned" and len(pruned["gap"]) == 4
+    assert full["status"] != "reached" or full["gap"][-1] <= 1e-2

@@ -19,7 +19,8 @@ Bound methods (step d, then theta <- theta - eta_t d):
   Sigma_B the Alg. 1 curvature of the batch at theta (the factored softmax bound; dense
   Cholesky up to ``dense_max`` parameters, else warm-started Jacobi-PCG on products).
 - ``"lspfb"`` -- SGB Alg. 4: the same with the curvature kept low-rank plus diagonal
-  (``rank``, ``lowrank_rule`` "exact" / "sgb" / "paper") and a Woodbury solve; matrix-free.
+  (``rank``, ``lowrank_rule`` "exact" / "sgb" / "paper"; the exact rule accumulated ``block``
+  terms at a time by :class:`BlockedLowRank`) and a Woodbury solve; matrix-free.
 - ``"sbm"`` -- slides Alg. 3 (mini-batch SBM): the exact bound step scaled by a constant eta.
 - ``"sbm-sm"`` -- slides Alg. 4: the inverse (lambda I + Sigma_B)^{-1} built by one
   Sherman-Morrison update per rank-one term of Alg. 1, and phi = M grad kept alongside; O(p^2)
@@ -43,10 +44,14 @@ import numbers
 
 import numpy as np
 import scipy.linalg
+import scipy.linalg.lapack
 from scipy.linalg.blas import dger
 
 from zbound._linalg import jacobi, pcg
 from zbound.bounds.curvature import DiagonalCurvature, RankOneCurvature
+from zbound.bounds.lowrank import LowRankCurvature
+from zbound.models.base import Majorizer
+from zbound.models.loss import SoftmaxLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import InterceptCentering, L2Penalty
 from zbound.solvers.base import MethodInfo, Solver, State, register
@@ -54,8 +59,9 @@ from zbound.solvers.first_order import SGD, Adam
 from zbound.solvers.result import Recorder, Status
 
 __all__ = ["SPFB", "LSPFB", "SBM", "ShermanMorrisonSBM", "StochasticSGD", "StochasticMomentum",
-           "StochasticAdam", "StochasticSolver", "batch_objective", "softmax_bound_terms",
-           "iterate_batches", "sherman_morrison_inverse"]
+           "StochasticAdam", "StochasticSolver", "BlockedLowRank", "KroneckerFactored",
+           "batch_objective", "blocked_lowrank_update", "iterate_batches",
+           "lowrank_majorizer_blocked", "sherman_morrison_inverse", "softmax_bound_terms"]
 
 SCHEDULES = ("constant", "inverse")
 # Above this many parameters "spfb" solves with matrix-free PCG instead of a dense Cholesky
@@ -105,6 +111,30 @@ def iterate_batches(n: int, batch_size: int, rng: np.random.Generator | None):
 
 
 # ------------------------------------------------------------------- Alg. 1 rank-one terms
+def _label_vectors(C) -> np.ndarray:
+    """sqrt(w_i) l_i for every sample and visited label of an Alg. 1 softmax curvature ``C``
+    (:class:`~zbound.bounds.curvature.LabelBoundCurvature`, sample weights inside w), as
+    (t, n, n - free): l_i = e_{label_i} - m_{i-1} over the free classes,
+    m_i = m_{i-1} + rho_i l_i, vectorized over samples (sum_i over a sample gives B_j)."""
+    perm, rho, w = C.perm, C.rho, C.w
+    n, t = perm.shape
+    free = C.free
+    cols = np.arange(t)
+    m = np.zeros((t, n))
+    out = np.empty((t, n, n - free))
+    for i in range(n):
+        L = -m
+        L[cols, perm[i]] += 1.0
+        out[:, i] = np.sqrt(np.maximum(w[i], 0.0))[:, None] * L[:, free:]
+        m += rho[i][:, None] * L
+    return out
+
+
+def _weighted_label_vectors(C):
+    """:func:`_label_vectors` and the dense design ([X, 1] with an implicit intercept)."""
+    return _label_vectors(C), _design(C)
+
+
 def softmax_bound_terms(loss, theta: np.ndarray, order: str = "descending") -> np.ndarray:
     """The rank-one terms of the Alg. 1 bound of a :class:`~zbound.models.loss.SoftmaxLoss`.
 
@@ -115,29 +145,153 @@ def softmax_bound_terms(loss, theta: np.ndarray, order: str = "descending") -> n
     m_i = m_{i-1} + rho_i l_i (the factors of ``label_bound_factors``), vectorized over samples.
     Dense; meant for small p (Sherman-Morrison SBM).
     """
-    import scipy.sparse as sp
-
     C = loss.majorizer(np.asarray(theta, dtype=np.float64), order).curvature
-    perm, rho, w = C.perm, C.rho, C.w
-    n, t = perm.shape
-    free = C.free
-    X = C.X.toarray() if sp.issparse(C.X) else np.asarray(C.X)
-    if getattr(C, "intercept", False):
-        X = np.hstack([X, np.ones((t, 1))])
+    L, X = _weighted_label_vectors(C)
+    t, n, k = L.shape
+    out = (L[:, :, :, None] * X[:, None, None, :]).reshape(t * n, k * X.shape[1])
+    return out[(C.w.T > 0).reshape(-1)]            # sample-major, labels in visiting order
+
+
+# ------------------------------------------------------- blocked low-rank accumulation
+def _eigh(M: np.ndarray):
+    """Ascending eigenpairs of a small symmetric matrix (raw LAPACK dsyevd: the wrapper's
+    checks cost more than a (k+b)-sized problem)."""
+    w, Q, info = scipy.linalg.lapack.dsyevd(M)
+    if info != 0:
+        w, Q = np.linalg.eigh(M)
+    return w, Q
+
+
+class BlockedLowRank:
+    """V^T diag(s) V + diag(D) accumulated ``block`` rank-one terms at a time: the block version
+    of the "exact" rule of :mod:`zbound.bounds.lowrank` (one (k+b)-sized eigenproblem per block
+    of b terms instead of b Python-level rank-one updates).
+
+    For a block R (b, p) with P = V R^T and the residual G = R^T - V^T P = Q_g R_g (thin QR,
+    after a second Gram-Schmidt pass against V), the sum V^T diag(s) V + R^T R is exactly
+    U^T M U with U = [V; Q_g^T] and M = diag(s, 0) + F F^T, F = [P; R_g] ((k + b) x b). M is
+    eigendecomposed, the top ``rank`` pairs are kept, and every other pair (c, w) is absorbed
+    into the diagonal, D += c |v| ||v||_1 with v = U^T w (the least-trace diagonal that
+    dominates c v v^T). Each step adds a PSD matrix to the exact running sum, so the result
+    dominates it for any V (R^T = V^T P + Q_g R_g holds by construction; orthonormal V only
+    makes it tight). Cost O(p (k + b)^2) per block; the (k + b, p) work arrays are allocated
+    once (fresh megabyte-sized arrays per block cost page faults comparable to the BLAS work).
+    """
+
+    def __init__(self, p: int, rank: int, block: int):
+        _check_positive_int("rank", rank)
+        _check_positive_int("block", block)
+        self.p, self.rank, self.block = int(p), int(rank), int(block)
+        m = self.rank + self.block
+        self.U = np.empty((m, self.p))             # rows [V; Q_g^T]
+        self.W = np.empty((m, self.p))             # rotated basis
+        self.GT = np.empty((self.block, self.p))
+        self.k = 0
+        self.s = np.zeros(0)
+        self.D = np.zeros(self.p)
+
+    @property
+    def V(self) -> np.ndarray:
+        return self.U[:self.k]
+
+    def add_block(self, R: np.ndarray) -> None:
+        """Sigma += R^T R for R (b, p), b <= ``block``."""
+        R = np.asarray(R, dtype=np.float64)
+        b = R.shape[0]
+        if b == 0:
+            return
+        if b > self.block or R.shape[1] != self.p:
+            raise ValueError(f"a block must have at most {self.block} rows of length {self.p}, "
+                             f"got {R.shape}")
+        k = self.k
+        V = self.U[:k]
+        GT = self.GT[:b]
+        if k:
+            P = R @ V.T                            # (b, k): P^T
+            np.matmul(P, V, out=GT)
+            np.subtract(R, GT, out=GT)             # G^T = R - P^T V
+            c = GT @ V.T                           # second Gram-Schmidt pass
+            P += c
+            GT -= c @ V
+        else:
+            P = np.zeros((b, 0))
+            GT[...] = R
+        Qg, Rg = scipy.linalg.qr(GT.T, mode="economic", check_finite=False)
+        q = Rg.shape[0]                            # min(b, p)
+        F = np.vstack([P.T, Rg])
+        M = F @ F.T
+        M[np.arange(k), np.arange(k)] += self.s
+        lam, Q = _eigh(M)                          # ascending
+        m = k + q
+        self.U[k:m] = Qg.T
+        W = self.W[:m]
+        np.matmul(Q.T, self.U[:m], out=W)          # the eigenvectors in R^p
+        drop = max(0, m - self.rank)
+        if drop:
+            Wd = np.abs(W[:drop])
+            c = np.maximum(lam[:drop], 0.0) * Wd.sum(axis=1)
+            self.D += c @ Wd
+        self.k = m - drop
+        self.U[:self.k] = W[drop:m]
+        self.s = np.maximum(lam[drop:], 0.0)
+
+    def add_rows(self, R: np.ndarray) -> None:
+        """Every row of R as a rank-one term, ``block`` at a time."""
+        for a in range(0, R.shape[0], self.block):
+            self.add_block(R[a:a + self.block])
+
+    def curvature(self) -> LowRankCurvature:
+        return LowRankCurvature(self.V.copy(), np.diag(self.s), self.D.copy(), self.rank)
+
+
+def blocked_lowrank_update(V: np.ndarray, s: np.ndarray, D: np.ndarray, R: np.ndarray,
+                           rank: int):
+    """One block update of :class:`BlockedLowRank` on explicit (V, s, D): returns the new
+    (V, s) and adds the absorbed pairs to D in place."""
+    acc = BlockedLowRank(D.shape[0], rank, max(1, R.shape[0]))
+    k = V.shape[0]
+    if k > rank:
+        raise ValueError(f"V has {k} rows, more than rank = {rank}")
+    acc.U[:k] = V
+    acc.k, acc.s, acc.D = k, np.asarray(s, dtype=np.float64), D
+    acc.add_block(R)
+    return acc.V.copy(), acc.s
+
+
+def lowrank_majorizer_blocked(batch, theta: np.ndarray, order: str = "descending",
+                              rank: int = 10, block: int = 16):
+    """The Alg. 1 majorizer of a softmax batch model with the curvature accumulated low-rank
+    plus diagonal ``block`` rank-one terms at a time (:func:`blocked_lowrank_update`), the
+    penalties added as in ``Objective.lowrank_majorizer``. Value and gradient exact; the
+    curvature dominates the full Alg. 1 curvature (the "exact" rule, blocked). Never forms a
+    p x p matrix; memory O(p (rank + block)) plus a chunk of terms."""
+    theta = np.asarray(theta, dtype=np.float64)
+    maj = batch.loss.majorizer(theta, order)
+    C = maj.curvature
+    if not hasattr(C, "perm"):                     # not one softmax chunk: stream the terms
+        return batch.lowrank_majorizer(theta, order, rank=rank, rule="exact")
+    Lw, X = _weighted_label_vectors(_strip_reg(C) if getattr(C, "reg", 0.0) else C)
+    t, n, kf = Lw.shape
     d = X.shape[1]
-    k = n - free
-    cols = np.arange(t)
-    m = np.zeros((t, n))
-    out = np.zeros((t, n, k, d))
-    for i in range(n):
-        lab = perm[i]
-        L = -m
-        L[cols, lab] += 1.0
-        out[:, i] = (np.sqrt(np.maximum(w[i], 0.0))[:, None] * L[:, free:])[:, :, None] \
-            * X[:, None, :]
-        m = m + rho[i][:, None] * L
-    out = out.reshape(t * n, k * d)
-    return out[(w.T > 0).reshape(-1)]              # sample-major, labels in visiting order
+    p = kf * d
+    acc = BlockedLowRank(p, int(rank), int(block))
+    chunk = max(1, (8 * acc.block) // n)           # rows whose terms are built at once
+    pending = np.zeros((0, p))
+    for a in range(0, t, chunk):
+        R = (Lw[a:a + chunk, :, :, None] * X[a:a + chunk, None, None, :]).reshape(-1, p)
+        R = R[np.any(R != 0.0, axis=1)]
+        if pending.shape[0]:
+            R = np.vstack([pending, R])
+        stop = R.shape[0] - R.shape[0] % acc.block
+        acc.add_rows(R[:stop])
+        pending = R[stop:]
+    acc.add_rows(pending)
+    f, g = maj.value, maj.grad.copy()
+    curv = acc.curvature()
+    for q in batch.penalties:
+        f += q.add_value_grad(theta, g)
+        curv = q.add_lowrank_curvature(curv, rule="exact")
+    return Majorizer(theta, float(f), g, curv)
 
 
 def sherman_morrison_inverse(M: np.ndarray, R: np.ndarray) -> np.ndarray:
@@ -336,15 +490,24 @@ def _penalty_diagonal(penalties, p: int) -> np.ndarray:
 
 def _label_weight_matrix(C) -> np.ndarray:
     """sum_j s_j B_j over the free classes, (n, n), of an Alg. 1 curvature (LabelBoundCurvature,
-    possibly with an intercept): the label factor of its Kronecker approximation."""
+    possibly with an intercept): the label factor of its Kronecker approximation. One Gram
+    product of the weighted label vectors (B_j = sum_i w_i l_i l_i^T)."""
     if getattr(C, "reg", 0.0):
         C = _strip_reg(C)
-    t = C.X.shape[0]
-    step = max(1, 200_000 // C.n_labels ** 2)
-    out = np.zeros((C.n, C.n))
-    for a in range(0, t, step):
-        out += C._B_rows(a, min(t, a + step)).sum(axis=0)
-    return out
+    L = _label_vectors(C)
+    L = L.reshape(-1, L.shape[-1])
+    return L.T @ L
+
+
+def _dense_curvature(C) -> np.ndarray:
+    """The (p, p) curvature; with one free class (binary with a reference class) one weighted
+    Gram product [X, 1]^T diag(b_j) [X, 1] (b_j = s_j B_j, 1 x 1) instead of the general
+    assembly."""
+    if getattr(C, "n", None) == 1 and hasattr(C, "_B_rows") and not getattr(C, "reg", 0.0):
+        X = _design(C)
+        b = C._B_rows(0, X.shape[0])[:, 0, 0]
+        return (X * b[:, None]).T @ X
+    return C.to_dense()
 
 
 def _strip_reg(C):
@@ -372,18 +535,41 @@ class KroneckerFactored:
     The Kronecker approximation of a softmax bound curvature sum_j s_j B_j (x) x_j x_j^T is
     (sum_j s_j B_j) (x) (sum_j x_j x_j^T / m) (K-FAC's independence assumption); not a bound, a
     preconditioner (and, in SPFB's averaged mode above ``dense_max``, the curvature itself).
+
+    ``rank``: keep only the top ``rank`` eigenpairs of G and replace the rest by their mean
+    sigma (G ~ U_r diag(e_r) U_r^T + sigma (I - U_r U_r^T), the same trace); a solve then costs
+    O(n d rank + n^2 d) instead of O(n d^2). None: the whole spectrum. ``gram_eig`` may be
+    (diagonal, None) for a diagonal Gram factor.
     """
 
-    def __init__(self, B: np.ndarray, gram_eig, lam: float):
+    def __init__(self, B: np.ndarray, gram_eig, lam: float, rank: int | None = None):
         self.eb, self.Ub = np.linalg.eigh(0.5 * (B + B.T))
-        self.eg, self.Ug = gram_eig
-        self.den = np.maximum(self.eb, 0.0)[:, None] * np.maximum(self.eg, 0.0)[None, :] + lam
+        eg, Ug = gram_eig
+        eb = np.maximum(self.eb, 0.0)
+        self.tail = None
+        self.d = eg.shape[0]
+        if Ug is not None and rank is not None and int(rank) < eg.shape[0]:
+            r = int(rank)
+            rest = np.maximum(eg[:-r], 0.0)            # eigh is ascending: the top r are last
+            sigma = float(rest.mean()) if rest.size else 0.0
+            eg, Ug = eg[-r:], Ug[:, -r:]
+            self.tail = 1.0 / (eb * sigma + lam)
+        self.eg, self.Ug = eg, Ug
+        self.den = eb[:, None] * np.maximum(eg, 0.0)[None, :] + lam
 
     def solve(self, v: np.ndarray) -> np.ndarray:
-        n, d = self.Ub.shape[0], self.Ug.shape[0]
-        Z = self.Ub.T @ (v.reshape(n, d) @ self.Ug)
+        n = self.Ub.shape[0]
+        Vm = v.reshape(n, self.d)
+        if self.Ug is None:                            # a diagonal Gram factor
+            return (self.Ub @ ((self.Ub.T @ Vm) / self.den)).ravel()
+        A = Vm @ self.Ug
+        Z = self.Ub.T @ A
         Z /= self.den
-        return ((self.Ub @ Z) @ self.Ug.T).ravel()
+        out = (self.Ub @ Z) @ self.Ug.T
+        if self.tail is not None:                      # the complement of the top r
+            perp = Vm - A @ self.Ug.T
+            out += self.Ub @ (self.tail[:, None] * (self.Ub.T @ perp))
+        return out.ravel()
 
 
 @register
@@ -403,7 +589,8 @@ class SPFB(_BoundStep):
     build with rho_k = max(1/k, ``average_weight``) (None: the running mean 1/k), a semi-stochastic
     curvature with the noise of a single batch averaged out. Above ``dense_max`` parameters the
     average is kept in Kronecker form (averaged label factor (x) Gram factor) and solved exactly
-    by its eigendecompositions (no PCG). Default step: eta_0 / (1 + (t - 1) / decay).
+    by its eigendecompositions (no PCG); ``kron_rank`` truncates its Gram factor (see
+    :class:`KroneckerFactored`). Default step: eta_0 / (1 + (t - 1) / decay).
     """
 
     info = MethodInfo("spfb", peer=False, constraints="none", uses_bound=True,
@@ -412,7 +599,8 @@ class SPFB(_BoundStep):
                                   "grad on mini-batches, eta_0 / t")
     options = {**_BoundStep.options, "schedule": "inverse", "dense_max": DENSE_MAX,
                "cg_maxiter": 20, "cg_rtol": 1e-3, "curvature": "batch",
-               "average_weight": None, "gram_updates": 2, "precond": "kron"}
+               "average_weight": None, "gram_updates": 2, "precond": "kron",
+               "kron_rank": None}
 
     def check_options(self):
         super().check_options()
@@ -426,6 +614,8 @@ class SPFB(_BoundStep):
         if o["precond"] not in ("kron", "jacobi"):
             raise ValueError(f"precond must be 'kron' or 'jacobi', got {o['precond']!r}")
         _check_positive_int("gram_updates", o["gram_updates"])
+        if o["kron_rank"] is not None:
+            _check_positive_int("kron_rank", o["kron_rank"])
         if isinstance(o["cg_maxiter"], bool) or not isinstance(o["cg_maxiter"],
                                                                 numbers.Integral) \
                 or o["cg_maxiter"] < 1:
@@ -445,14 +635,16 @@ class SPFB(_BoundStep):
     def _gram(self, ex, C):
         """Eigendecomposition of the Gram factor, averaged over the first ``gram_updates``
         builds (decomposed again at builds 1, 2, 4, ... and the last), then reused: the design
-        does not depend on theta."""
-        if ex.get("gram_n", 0) < int(self.opts["gram_updates"]):
+        does not depend on theta. (Its diagonal instead of the early decompositions diverges
+        on KMNIST: the pixels are strongly correlated.)"""
+        K = int(self.opts["gram_updates"])
+        if ex.get("gram_n", 0) < K:
             X = _design(C)
             G = X.T @ X / X.shape[0]
             k = ex.get("gram_n", 0) + 1
             ex["gram"] = G if k == 1 else ex["gram"] + (G - ex["gram"]) / k
             ex["gram_n"] = k
-            if k & (k - 1) == 0 or k == int(self.opts["gram_updates"]):   # 1, 2, 4, ..., last
+            if k == K or k & (k - 1) == 0:                 # 1, 2, 4, ..., last
                 ex["gram_eig"] = np.linalg.eigh(ex["gram"])
         return ex["gram_eig"]
 
@@ -466,7 +658,7 @@ class SPFB(_BoundStep):
         C = M.curvature
         diag = _penalty_diagonal(pen, p)
         if p <= int(self.opts["dense_max"]):
-            A = C.to_dense()
+            A = _dense_curvature(C)
             for q in pen:
                 if isinstance(q, L2Penalty):
                     A[np.diag_indices(p)] += q.strength
@@ -483,7 +675,7 @@ class SPFB(_BoundStep):
             if not hasattr(C, "_B_rows"):
                 raise TypeError("the Kronecker curvature needs a softmax bound curvature")
             B = self._mix(ex, "avg_label", _label_weight_matrix(C))
-            kron = KroneckerFactored(B, self._gram(ex, C), lam)
+            kron = KroneckerFactored(B, self._gram(ex, C), lam, self.opts["kron_rank"])
         if self.opts["curvature"] == "average":
             return ("kron", kron)
         op = C
@@ -549,23 +741,44 @@ class SPFB(_BoundStep):
 class LSPFB(_BoundStep):
     """SGB Alg. 4 (low-rank SPFB): the batch curvature kept as V^T S V + diag(D) (rank
     ``rank``, update rule ``lowrank_rule``: "exact", "sgb" -- SGB's Alg. 3 -- or "paper"),
-    the step a Woodbury solve in O(p k^2 + k^3). Never forms a p x p matrix."""
+    the step a Woodbury solve in O(p k^2 + k^3). Never forms a p x p matrix.
+
+    ``accumulate``: "sequential" streams the rank-one terms one at a time (the papers'
+    algorithm, ``Objective.lowrank_majorizer``); "blocked" takes ``block`` terms at a time
+    (:class:`BlockedLowRank`, the exact rule only: still a bound, one (rank + block)-sized
+    eigenproblem per block); "auto" (default) is "blocked" for the exact rule on a softmax
+    loss and "sequential" otherwise."""
 
     info = MethodInfo("lspfb", peer=False, constraints="none", uses_bound=True,
                       needs=("majorizer",), stochastic=True,
                       description="SGB Alg. 4: stochastic bound step with a low-rank plus "
                                   "diagonal curvature (Woodbury solve)")
     options = {**_BoundStep.options, "schedule": "inverse", "rank": 10,
-               "lowrank_rule": "exact"}
+               "lowrank_rule": "exact", "accumulate": "auto", "block": 8}
 
     def check_options(self):
         super().check_options()
         _check_positive_int("rank", self.opts["rank"])
+        _check_positive_int("block", self.opts["block"])
         if self.opts["lowrank_rule"] not in ("exact", "sgb", "paper"):
             raise ValueError(f"lowrank_rule must be 'exact', 'sgb' or 'paper', got "
                              f"{self.opts['lowrank_rule']!r}")
+        acc = self.opts["accumulate"]
+        if acc not in ("auto", "blocked", "sequential"):
+            raise ValueError(f"accumulate must be 'auto', 'blocked' or 'sequential', got {acc!r}")
+        if acc == "blocked" and self.opts["lowrank_rule"] != "exact":
+            raise ValueError("accumulate='blocked' is the block version of the 'exact' rule; "
+                             f"lowrank_rule={self.opts['lowrank_rule']!r} is sequential only")
+
+    def blocked(self) -> bool:
+        """Whether the bound is accumulated ``block`` terms at a time (the exact rule)."""
+        acc = self.opts["accumulate"]
+        return acc == "blocked" or (acc == "auto" and self.opts["lowrank_rule"] == "exact")
 
     def build(self, batch, x):
+        if self.blocked() and isinstance(batch.loss, SoftmaxLoss):
+            return lowrank_majorizer_blocked(batch, x, self.order, rank=int(self.opts["rank"]),
+                                             block=int(self.opts["block"])).curvature
         return batch.lowrank_majorizer(x, self.order, rank=int(self.opts["rank"]),
                                        rule=self.opts["lowrank_rule"]).curvature
 

@@ -35,6 +35,8 @@ def _thread_limit():
     return threadpool_limits(1)
 
 
+#: The first-order peers of the done-when (tuned first when ``cap_by_first_order``).
+FIRST_ORDER = ("sgd", "momentum", "adam")
 #: Methods whose step is constant by definition (the slides' SBM); the rest are tuned over
 #: every schedule of the config.
 CONSTANT_ONLY = ("sbm", "sbm-sm", "sklearn-sgd")
@@ -95,18 +97,26 @@ def epoch_batches(T: int, bs: int, epochs: int, seed: int) -> list[list[np.ndarr
 
 
 def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
-               schedule: str = "inverse-1", prune=None) -> dict:
-    """Objective gap and test loss after every epoch, and cumulative seconds of the updates
-    only (building a batch's model and evaluating the full objective are not timed). Stops at
-    the smallest gap of :data:`GAPS`, on divergence, at the epoch budget, or (tuning only) when
-    from epoch 3 on its gap is 10 times the gap of ``prune`` (the best run so far of the same
-    method) at the same epoch while that one has reached 1% by then."""
+               schedule: str = "inverse-1", prune=None, max_epochs: float | None = None,
+               ref=None) -> dict:
+    """Objective gap and test loss at every evaluation point (``cfg.evals_of(data)`` evenly
+    spaced points per epoch, at batch boundaries; ``epochs`` holds their fractional epochs),
+    and cumulative seconds of the updates only (building a batch's model and evaluating the
+    full objective are not timed). Stops at ``cfg.stop_gap``, on divergence, at the epoch
+    budget (``max_epochs``, default the whole stream), or (tuning only) when from epoch 3 on
+    its gap is 10 times the gap of ``prune`` (the best run so far of the same method) at the
+    same point while that one has reached 1% by then, from epoch 5 on 3 times that gap
+    whether or not it has, or 10 times the gap of ``ref`` (the best first-order run) at the
+    same point from epoch 3."""
     n_batches = len(stream[0])
+    k = max(1, min(int(cfg.evals_of(prob.name)), n_batches))
+    marks = {int(round(n_batches * j / k)): j for j in range(1, k + 1)}
+    max_evals = None if max_epochs is None else int(math.ceil(max_epochs * k - 1e-9))
     theta = np.zeros(prob.p)
     f0 = prob.mean_objective(theta)
     gaps = [f0 / prob.f_star - 1.0]
     tl, acc = prob.test_loss(theta)
-    test, secs = [tl], [0.0]
+    test, secs, epochs = [tl], [0.0], [0.0]
     solver = make_solver(name, lr, cfg, prob, n_batches, schedule)
     if solver is None:
         from sklearn.linear_model import SGDClassifier
@@ -117,9 +127,10 @@ def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
     else:
         state = solver.init(None, theta)
     elapsed = 0.0
-    status = "budget"
-    for batches in stream:
-        for rows in batches:
+    status = "running"
+    stop = min(GAPS) if getattr(cfg, "stop_gap", None) is None else float(cfg.stop_gap)
+    for ep, batches in enumerate(stream):
+        for i, rows in enumerate(batches, start=1):
             if solver is None:
                 t0 = time.perf_counter()
                 with np.errstate(all="ignore"):
@@ -131,38 +142,56 @@ def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
                 solver.update(batch, state)
                 elapsed += time.perf_counter() - t0
                 if state.status.name == "FAILED":
+                    status = "diverged"
                     break
-        if solver is None:
-            theta = (sk.coef_[1:] if prob.n_classes == 2 and sk.coef_.shape[0] > 1
-                     else sk.coef_).ravel().copy()
-        else:
-            theta = state.x
-        with np.errstate(all="ignore"):
-            f = prob.mean_objective(theta) if np.isfinite(theta).all() else math.inf
-        if not math.isfinite(f) or (solver is not None and state.status.name == "FAILED"):
-            status = "diverged"
+            if i not in marks:
+                continue
+            if solver is None:
+                theta = (sk.coef_[1:] if prob.n_classes == 2 and sk.coef_.shape[0] > 1
+                         else sk.coef_).ravel().copy()
+            else:
+                theta = state.x
+            with np.errstate(all="ignore"):
+                f = prob.mean_objective(theta) if np.isfinite(theta).all() else math.inf
+            if not math.isfinite(f):
+                status = "diverged"
+                break
+            gaps.append(f / prob.f_star - 1.0)
+            tl, acc = prob.test_loss(theta)
+            test.append(tl)
+            secs.append(elapsed)
+            epochs.append(ep + marks[i] / k)
+            e = len(gaps) - 1
+            if gaps[-1] <= stop:
+                status = "reached"
+            elif (prune is not None and e >= 3 * k and e < len(prune)
+                  and min(prune[:e + 1]) <= GAPS[0] and gaps[-1] > 10 * prune[e]):
+                status = "pruned"
+            elif (prune is not None and e >= 5 * k and e < len(prune)
+                  and gaps[-1] > 3 * prune[e]):
+                status = "pruned"
+            elif ref is not None and e >= 3 * k and e < len(ref) and gaps[-1] > 10 * ref[e]:
+                status = "pruned"
+            elif max_evals is not None and e >= max_evals:
+                status = "budget"
+            if status != "running":
+                break
+        if status != "running":
             break
-        gaps.append(f / prob.f_star - 1.0)
-        tl, acc = prob.test_loss(theta)
-        test.append(tl)
-        secs.append(elapsed)
-        if gaps[-1] <= min(GAPS):
-            status = "reached"
-            break
-        e = len(gaps) - 1
-        if (prune is not None and e >= 3 and e < len(prune) and min(prune[:e + 1]) <= GAPS[0]
-                and gaps[-1] > 10 * prune[e]):
-            status = "pruned"
-            break
-    return {"gap": gaps, "test_loss": test, "seconds": secs, "status": status,
-            "test_accuracy": acc, "final_gap": gaps[-1]}
+    if status == "running":
+        status = "budget"
+    return {"gap": gaps, "test_loss": test, "seconds": secs, "epochs": epochs,
+            "status": status, "test_accuracy": acc, "final_gap": gaps[-1]}
 
 
 def first_hit(tr: dict, gap: float):
-    """(epochs, seconds) when the gap first fell to ``gap`` (None, None if never)."""
+    """(epochs, seconds) when the gap first fell to ``gap`` (None, None if never); epochs are
+    fractional where the data set is evaluated more than once per epoch."""
+    ep = tr.get("epochs") or list(range(len(tr["gap"])))
     for i, g in enumerate(tr["gap"]):
         if g <= gap:
-            return i, tr["seconds"][i]
+            e = ep[i]
+            return (int(e) if float(e).is_integer() else round(float(e), 3)), tr["seconds"][i]
     return None, None
 
 
@@ -177,7 +206,11 @@ def _score(tr):
 def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
     stream = epoch_batches(prob.T, cfg.batch_size, cfg.epochs_of(prob.name), cfg.seed)
     names = method_names(cfg, prob)
-    tuned, curves, grids = {}, {}, {}
+    if cfg.cap_by_first_order:                     # the first-order peers are tuned first
+        names = [n for n in names if n in FIRST_ORDER] + [n for n in names
+                                                          if n not in FIRST_ORDER]
+    tuned, curves, grids, caps = {}, {}, {}, {}
+    fo_best = None                                 # (epochs to 1%, gap curve) of the best
     for name in names:
         if name == "sbm-sm" and prob.p > cfg.sm_max_params:
             ctx.log(f"{prob.name}: sbm-sm skipped (p = {prob.p} > {cfg.sm_max_params}: O(p^2) "
@@ -185,23 +218,39 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
             grids[name] = None
             ctx.advance()
             continue
+        cap, ref = None, None
+        if cfg.cap_by_first_order and name not in FIRST_ORDER and fo_best is not None:
+            cap, ref = cfg.cap_factor * fo_best[0], fo_best[1]
+        caps[name] = cap
         best = None
         grids[name] = {}
         scheds = ("constant",) if name in CONSTANT_ONLY else cfg.schedules
         for sched in scheds:
-            for lr in cfg.grid:
+            # largest step first: diverging runs stop at once, and the first run to reach 1%
+            # caps the slower (smaller-step) ones at its epochs
+            for lr in sorted(cfg.grid, reverse=True):
+                # a run that has not reached 1% by the best epochs of its method so far
+                # cannot win: stop it there
+                own = None if best is None else first_hit(best[2], GAPS[0])[0]
+                lim = min([c for c in (cap, own) if c is not None], default=None)
                 tr = trajectory(prob, name, lr, cfg, stream, sched,
-                                prune=None if best is None else best[2]["gap"])
+                                prune=None if best is None else best[2]["gap"],
+                                max_epochs=lim, ref=ref)
                 grids[name][f"{sched}:{lr}"] = first_hit(tr, GAPS[0])[0]
                 if best is None or _score(tr) < _score(best[2]):
                     best = (lr, sched, tr)
         tuned[name] = best
+        if name in FIRST_ORDER:
+            e = first_hit(best[2], GAPS[0])[0]
+            if e is not None and (fo_best is None or e < fo_best[0]):
+                fo_best = (e, best[2]["gap"])
         ctx.advance(f"{SUITE}: {prob.name} {name} lr={best[0]} {best[1]}")
     # timed repeats of the winners, alternating between methods
     runs = {name: [tr] for name, (lr, sched, tr) in tuned.items()}
     for _ in range(cfg.repeats - 1):
-        for name, (lr, sched, _) in tuned.items():
-            runs[name].append(trajectory(prob, name, lr, cfg, stream, sched))
+        for name, (lr, sched, tr) in tuned.items():
+            runs[name].append(trajectory(prob, name, lr, cfg, stream, sched,
+                                         max_epochs=tr["epochs"][-1]))
     for name, (lr, sched, tr) in tuned.items():
         hits = {}
         for gap in GAPS:
@@ -213,14 +262,15 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
         secs = np.median(np.array([r["seconds"] for r in runs[name]
                                    if len(r["seconds"]) == len(tr["seconds"])]), axis=0)
         curves[name] = {"gap": tr["gap"], "test_loss": tr["test_loss"],
-                        "seconds": secs.tolist()}
+                        "seconds": secs.tolist(), "epochs": tr["epochs"]}
         e1, s1 = hits[GAPS[0]]
         e2, s2 = hits[GAPS[1]]
         peer = name in PEERS
         ctx.writer.add(
             task="fig1", dataset=prob.name, setting=f"lambda={prob.lam:g},batch={cfg.batch_size}",
             method=name, peer=peer, default=name == "spfb", reached=e1 is not None,
-            time_to_target_s=s1, evaluations=None if e1 is None else e1 * len(stream[0]),
+            time_to_target_s=s1,
+            evaluations=None if e1 is None else int(round(e1 * len(stream[0]))),
             final_objective=prob.f_star * (1.0 + tr["final_gap"]),
             target_objective=prob.f_star * (1.0 + GAPS[0]),
             metrics={"epochs_to_target": e1, "epochs_to_0.1%": e2, "seconds_to_0.1%": s2,
@@ -228,6 +278,7 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
                      "schedules": list(cfg.schedules), "lam": prob.lam,
                      "lr_at_edge": len(cfg.grid) > 1 and lr in (cfg.grid[0], cfg.grid[-1]),
                      "epochs": cfg.epochs_of(prob.name), "grid_epochs_to_1%": grids[name],
+                     "epoch_cap": caps.get(name),
                      "test_loglik": -tr["test_loss"][-1],
                      "test_accuracy": tr["test_accuracy"], "status": tr["status"],
                      "seconds_total": float(secs[-1]) if len(secs) else None,
