@@ -8,7 +8,8 @@ What is solved
       L-BFGS-B's solution (paper's termination rule) within 1e-4 relative.
     - task ``table4``: the low-rank bound (``minimize(..., method="bound", rank=k)``) for
       k = 1, 2, 4, ..., 64 on the SRBCT cell; skipped with a note while the low-rank bound is not
-      in ``zbound.solvers.BoundMM.options``.
+      in ``zbound.solvers.BoundMM.options``. Plotted as seconds to the target and as the
+      relative gap where each run stopped (the low-rank bound may not reach the target).
     - task ``large``: UCI Adult (one-hot, 32561 rows), KMNIST's 10000 test images (80/20
       split), scikit-learn's digits and a synthetic 200 000 x 50, 10-class problem, at
       C in {0.01, 1, 100}, scikit-learn's objective (``BoundLogisticRegression``'s), two
@@ -65,6 +66,7 @@ from zbound.bench.suites.logreg_large.runs import (
     fit_call,
     glum_status,
     lowrank_available,
+    memory_probe,
     method_plan,
     run,
     run_cell,
@@ -78,6 +80,6 @@ __all__ = [
     "PAPER_EPS", "PAPER_LAMBDA", "PAPER_RANKS", "PAPER_TABLE1", "PAPER_TABLE4", "PAPER_TO_OURS",
     "Problem", "SKLEARN_PEERS", "SOLVER_PEERS", "SUITE", "TARGETS", "build", "config",
     "fit_call", "glum_status", "large_problem", "load_large", "load_paper", "lowrank_available",
-    "method_plan", "paper_problem", "reference", "report", "run", "run_cell", "search_tol",
-    "solver_call", "start_points", "tiny", "verdicts",
+    "memory_probe", "method_plan", "paper_problem", "reference", "report", "run", "run_cell",
+    "search_tol", "solver_call", "start_points", "tiny", "verdicts",
 ]

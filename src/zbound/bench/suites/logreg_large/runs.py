@@ -26,7 +26,9 @@ Peak memory
     ``memory_budget_s``) under ``tracemalloc``: Python and NumPy allocations (NumPy reports its
     buffers to tracemalloc), not the private buffers of compiled code (SciPy's Fortran L-BFGS-B
     work arrays, scikit-learn's Cython/OpenMP scratch, glum's C++), and not the input arrays
-    (allocated before), but any copy a method makes of them.
+    (allocated before), but any copy a method makes of them. A low-rank method whose single
+    iteration is estimated over ``Config.lowrank_limit_s`` is not timed; :func:`memory_probe`
+    (one iteration on the first ``Config.probe_rows`` rows) gives its records' peak memory.
 """
 
 from __future__ import annotations
@@ -294,12 +296,52 @@ def iteration_estimate(problem: Problem, m: Method, rows: int = 500) -> float:
     from zbound.solvers import minimize
 
     r = min(problem.t, rows)
-    sub = replace(problem, X=problem.X[:r],
-                  data=replace(problem.data, X=problem.data.X[:r], y=problem.data.y[:r]))
+    sub = _rows(problem, r)
     x0 = np.zeros(sub.n_params)
     t0 = time.perf_counter()
     minimize(sub.model(), x0, method=m.spec, max_iter=1, tol=0.0, **m.options)
     return (time.perf_counter() - t0) * problem.t / r
+
+
+def _rows(problem: Problem, rows: int) -> Problem:
+    """The cell restricted to its first ``rows`` rows (same columns, same parameters)."""
+    r = min(problem.t, int(rows))
+    return replace(problem, X=problem.X[:r],
+                   data=replace(problem.data, X=problem.data.X[:r], y=problem.data.y[:r]))
+
+
+def memory_probe(problem: Problem, m: Method, rows: tuple[int, ...]) -> dict[str, Any]:
+    """Peak memory of ONE iteration of solver method ``m`` (one bound build and one step, from
+    0) on the first ``r`` rows of the cell for each ``r`` in ``rows`` (a cell with fewer than
+    twice the largest: a quarter and a half of its rows, so the probe stays cheaper than one
+    iteration of the cell), under tracemalloc.
+
+    For a method too slow to time (the low-rank bound on KMNIST): the rows only change how many
+    rank-one updates stream through the same O(p k) working set, so the peaks at two row counts
+    show whether memory grows with the rows. ``p_by_p_mb`` is the size of one dense p x p
+    float64 matrix (8 p^2 bytes), which the low-rank curvature must never form.
+    """
+    from zbound.solvers import minimize
+
+    rows = tuple(sorted({int(r) for r in rows}))
+    if problem.t < 2 * rows[-1]:  # a small cell (SRBCT): a quarter and half of its rows
+        rows = tuple(sorted({max(1, problem.t // 4), max(1, problem.t // 2)}))
+    peaks, seconds, used = [], [], []
+    for r in rows:
+        sub = _rows(problem, r)
+        x0 = np.zeros(sub.n_params)
+        t0 = time.perf_counter()
+        peaks.append(_peak_mb(lambda sub=sub, x0=x0: minimize(
+            sub.model(), x0, method=m.spec, max_iter=1, tol=0.0, **m.options)))
+        seconds.append(time.perf_counter() - t0)
+        used.append(sub.t)
+    p = problem.n_params
+    return {"rows": used, "rank_one_updates_at_most": [u * problem.n_classes for u in used],
+            "peak_mb_by_rows": peaks, "seconds": seconds, "iterations": 1,
+            "peak_memory_mb": max(peaks), "p": p, "p_by_p_mb": 8.0 * p * p / 2**20,
+            "note": (f"one-iteration probe (one bound build + one step from 0) on the first "
+                     f"{used} of {problem.t} rows under tracemalloc; the method was not timed "
+                     "to the target")}
 
 
 def _first_index(obj: np.ndarray, target: float) -> int | None:
@@ -332,21 +374,29 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
     tnames = sorted(problem.targets, key=problem.targets.get, reverse=True)  # loosest first
     targets = problem.targets
     skipped = dict(skipped)
+    probes: dict[str, dict[str, Any]] = {}
+    probe_s: dict[str, float] = {}
     kept = []
     for m in methods:
         if m.kind == "solver" and m.options.get("rank") is not None:
             est = iteration_estimate(problem, m)
-            if est > cfg.time_budget_s:
+            if est > cfg.lowrank_limit_s:
                 skipped[m.name] = (
-                    f"skipped: one iteration estimated at {est:.0f} s (one iteration on 500 "
-                    f"rows, scaled to {problem.t}), over the {cfg.time_budget_s:g} s budget, "
-                    "which is checked between iterations")
+                    f"skipped: one iteration estimated at {est:.1f} s (one iteration on 500 "
+                    f"rows, scaled to {problem.t}), over the {cfg.lowrank_limit_s:g} s limit "
+                    "(the time budget is checked between iterations); peak memory from a "
+                    "one-iteration probe instead")
+                if cfg.probe_rows:
+                    t0 = time.perf_counter()
+                    probes[m.name] = memory_probe(problem, m, tuple(cfg.probe_rows))
+                    probes[m.name]["iteration_estimate_s"] = est
+                    probe_s[f"probe {m.name}"] = time.perf_counter() - t0
                 if log is not None:
                     log(f"  {problem.group}: {m.name} {skipped[m.name]}")
                 continue
         kept.append(m)
     methods = kept
-    phase: dict[str, float] = {}
+    phase: dict[str, float] = dict(probe_s)
     t_phase = time.perf_counter()
     searches = {}
     for m in methods:
@@ -525,6 +575,10 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
                    "target_objective": targets[tn],
                    "metrics": {"skipped": reason, "target_name": tn, "rel_target":
                                problem.rel[tn], **problem.describe()}}
+            if name in probes:  # not timed; its peak memory from the one-iteration probe
+                pr = probes[name]
+                rec["metrics"].update({"peak_memory_mb": pr["peak_memory_mb"],
+                                       "peak_memory_note": pr["note"], "memory_probe": pr})
             if writer is not None:
                 rec = writer.add(**rec)
             records.append(rec)
@@ -613,6 +667,7 @@ def run(ctx) -> None:
         "ranks": list(cfg.ranks), "repeats": cfg.repeats, "slow_unit_s": cfg.slow_unit_s,
         "time_budget_s": cfg.time_budget_s,
         "memory_budget_s": cfg.memory_budget_s, "tols": list(cfg.tols),
+        "lowrank_limit_s": cfg.lowrank_limit_s, "probe_rows": list(cfg.probe_rows),
         "synthetic_rows": cfg.synthetic_rows, "kmnist_rows": cfg.kmnist_rows,
         "blas_threads": cfg.blas_threads, "default_method": default_method(),
         "lowrank_available": lowrank_available(), "glum": glum_status() or "available",
