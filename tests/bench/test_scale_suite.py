@@ -43,6 +43,9 @@ def test_tiny_run(tmp_path):
     for task in ("multiclass", "binary"):
         ours = by[(task, S.LIBRARY)]
         assert ours["reached"] and ours["default"]
+        sampled = by[(task, S.LIBRARY_HS)]          # the sub-sampled Hessian, same run
+        assert sampled["reached"] and not sampled["default"]
+        assert sampled["metrics"]["hessian_sample"] == S.config(True).hessian_sample
         eq = by[(task, "numpy-equality")]["metrics"]
         assert eq["rel_diff"] <= 1e-10
         assert eq["iterations"] == eq["numpy_iterations"]
@@ -63,8 +66,44 @@ def test_verdicts_from_numbers():
 
     recs = [rec("binary", S.LIBRARY, 10**6, 2.0), rec("binary", "dask-ml-lbfgs", 10**6, 10.0),
             rec("binary", "dask-ml-admm", 10**6, 1.0, reached=False),
-            rec("binary", S.LIBRARY, 10**7, 30.0), rec("binary", "dask-ml-lbfgs", 10**7, 40.0)]
+            rec("binary", S.LIBRARY, 10**7, 30.0), rec("binary", "dask-ml-lbfgs", 10**7, 40.0),
+            rec("binary", S.LIBRARY_HS, 10**7, 12.0, hessian_sample=0.1)]
     text = "\n".join(S.verdicts(recs))
+    assert "zbound (hessian_sample=0.1) 12.00 s against dask-ml-lbfgs 40.00 s: ratio 0.30" in text
     assert "ratio 0.20 -> the 0.5x claim holds" in text
     assert "ratio 0.75 -> the 0.5x claim does NOT hold" in text
     assert "MORE than linear" in text
+
+
+def test_plan_of_large_cells():
+    """Above gather_max only dask-ml's large solvers run, above exact_max the 10-class cell
+    times the sub-sampled Hessian only; what is left out is recorded with its reason."""
+    from types import SimpleNamespace
+
+    from zbound.bench.suites.scale import runs as R
+
+    cfg = S.Config()
+    added = []
+    writer = SimpleNamespace(add=lambda **kw: added.append(kw))
+
+    def cell(t, n):
+        pb = SimpleNamespace(t=t, n_classes=n, task="binary" if n == 2 else "multiclass",
+                             dataset="d")
+        return SimpleNamespace(cfg=cfg, problem=pb, gathered=None, ours=lambda *a: None,
+                               dask_lbfgs=None, dask_rung=None, target=1.0, setting=f"t={t}",
+                               ctx=SimpleNamespace(writer=writer))
+
+    big = cell(10**7, 2)
+    names = [p[0] for p in R._plan(big)]
+    assert names == [S.LIBRARY, S.LIBRARY_HS, "dask-ml-lbfgs", "dask-ml-newton"]
+    R._record_skips(big)
+    assert {a["method"] for a in added} == {"dask-ml-admm", "dask-ml-proximal_grad"}
+    assert all(a["metrics"]["skipped"] and not a["reached"] for a in added)
+    added.clear()
+    mc = cell(10**7, 10)
+    assert [p[0] for p in R._plan(mc)] == [S.LIBRARY_HS]
+    R._record_skips(mc)
+    assert [a["method"] for a in added] == [S.LIBRARY]
+    small = cell(10**5, 2)
+    assert [p[0] for p in R._plan(small)][:2] == [S.LIBRARY, S.LIBRARY_HS]
+    assert {f"dask-ml-{s}" for s in S.DASK_ML_SOLVERS} <= {p[0] for p in R._plan(small)}

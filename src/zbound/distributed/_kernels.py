@@ -1,9 +1,11 @@
-"""Per-chunk kernels that run on the Dask workers (module-level: they pickle by reference).
+"""Kernels that run on the Dask workers (module-level: they pickle by reference).
 
 A chunk record is a :class:`zbound.models.loss.SoftmaxLoss` on that chunk's rows (or None for
-an empty chunk): the per-chunk arithmetic is the NumPy path's own. Every kernel returns small
-results (a number, a (p,) vector, a (p, p) matrix or (k, d, d) blocks); a tree of
-:func:`add` tasks sums them on the workers.
+an empty chunk): the per-chunk arithmetic is the NumPy path's own. A pass is one
+:func:`fused` task per group of records (the records one worker holds): it runs a kernel on
+each of them and returns their sum, a small tuple (a number, a (p,) vector, a (p, p) matrix
+or (k, d, d) blocks). With ``keep`` the curvature operators stay on the worker in the task's
+result and only :func:`head` of it travels.
 """
 
 from __future__ import annotations
@@ -12,11 +14,15 @@ import numpy as np
 import scipy.sparse as sp
 
 
-def prepare(xb, yb, swb, n_classes: int, reference_class: bool, fit_intercept: bool):
+def prepare(xb, yb, swb, n_classes: int, reference_class: bool, fit_intercept: bool,
+            check: bool = False):
     """The chunk's SoftmaxLoss (None when the chunk has no rows). Dense blocks become
-    C-contiguous float64; scipy.sparse and pydata ``sparse`` blocks become CSR."""
+    C-contiguous float64; scipy.sparse and pydata ``sparse`` blocks become CSR. With
+    ``check`` the input checks of :func:`check_stats` run here first (the same messages)."""
     from zbound.models.loss import SoftmaxLoss
 
+    if check:
+        check_stats([stats(xb, yb, swb)], n_classes)
     if xb.shape[0] == 0:
         return None
     if sp.issparse(xb):
@@ -51,8 +57,20 @@ def stats(xb, yb, swb):
     return (rows, int(yb.min()), int(yb.max()), finite, sw_ok)
 
 
-def _zeros(loss, p):
-    return np.zeros(p)
+def check_stats(st, n_classes: int | None) -> None:
+    """ValueError naming the problem in the :func:`stats` of some chunks: NaN/inf in X, bad
+    sample weights, labels outside [0, n_classes) (n_classes None: only below 0)."""
+    if not all(s[3] for s in st):
+        raise ValueError("X contains NaN or inf")
+    if not all(s[4] for s in st):
+        raise ValueError("sample_weight contains NaN or inf, or negative values")
+    full = [s for s in st if s[0]]
+    if not full:
+        return
+    lo, hi = min(s[1] for s in full), max(s[2] for s in full)
+    n = hi + 1 if n_classes is None else n_classes
+    if lo < 0 or hi >= n:
+        raise ValueError(f"class indices must lie in [0, {n}), got [{lo}, {hi}]")
 
 
 def value(loss, theta):
@@ -65,23 +83,175 @@ def value_grad(loss, theta):
     return loss.value_and_grad(theta)
 
 
-def value_grad_hessian(loss, theta, dense: bool):
-    """(f, g, H): H the chunk's Hessian operator, or its (p, p) matrix with ``dense``."""
+def _row_sample(m: int, off: int, rows: int):
+    """(slice of rows off, off + m, ..., rescaling rows / sampled) of a chunk, or (None, 1)
+    for every row (m <= 1, or a chunk of at most m rows)."""
+    if m <= 1 or rows <= m:
+        return None, 1.0
+    off = off % m
+    return slice(off, rows, m), rows / len(range(off, rows, m))
+
+
+def binary_gram(X, w, intercept: bool) -> np.ndarray:
+    """[X, 1]^T diag(w) [X, 1] (w >= 0) for dense C-order X: one dsyrk on the sqrt(w)-scaled
+    rows (half the flops of a general product; the Fortran view of the C-order rows needs no
+    copy), the intercept row and column from one gemv."""
+    from scipy.linalg.blas import dsyrk
+
+    d = X.shape[1]
+    Z = X * np.sqrt(w)[:, None]
+    G = dsyrk(1.0, Z.T, trans=0, lower=0)          # upper triangle of Z^T Z
+    G = np.triu(G) + np.triu(G, 1).T
+    if not intercept:
+        return G
+    H = np.empty((d + 1, d + 1))
+    H[:d, :d] = G
+    H[:d, d] = H[d, :d] = X.T @ w
+    H[d, d] = w.sum()
+    return H
+
+
+#: rows per block of the fused binary kernel (a block of X and its scaled copy stay in cache)
+BLOCK_ROWS = 2048
+
+
+def _binary_scores(X, theta, nf: int, intercept: bool):
+    s = X @ theta[:nf]
+    if intercept:
+        s += theta[nf]
+    return s
+
+
+def binary_value_grad_hessian(loss, theta, m: int = 1, off: int = 0):
+    """(f, g, H) of a binary (reference class) record with dense rows, H the (p, p) matrix,
+    in one sweep over blocks of ``BLOCK_ROWS`` rows: scores, log Z, gradient and the dsyrk
+    update of each block while it is in cache (X is read once instead of three times). The
+    arithmetic is the NumPy path's (log Z = max(0, s) + log(e^-max + e^(s - max))); with
+    ``m > 1`` the Hessian comes from rows off, off + m, ... of each chunk, rescaled."""
+    from scipy.linalg.blas import dsyrk
+    from scipy.special import expit
+
+    nf, icpt = loss.n_features, loss.fit_intercept
+    p = theta.shape[0]
+    f, g = 0.0, np.zeros(p)
+    G = np.zeros((nf, nf), order="F")
+    xh, hsum = np.zeros(nf), 0.0
+    for X, sw, observed in loss._chunks:
+        f -= float(theta @ observed)
+        g -= observed
+        rows = X.shape[0]
+        sl, scale = _row_sample(m, off, rows)
+        full = sl is None
+        for a in range(0, rows, BLOCK_ROWS):
+            Xb = X[a:a + BLOCK_ROWS]
+            s = _binary_scores(Xb, theta, nf, icpt)
+            mx = np.maximum(s, 0.0)
+            e0, e1 = np.exp(-mx), np.exp(s - mx)
+            tot = e0 + e1
+            lse = mx + np.log(tot)
+            p1 = e1 / tot
+            swb = None if sw is None else sw[a:a + BLOCK_ROWS]
+            f += float(lse.sum() if swb is None else swb @ lse)
+            r = p1 if swb is None else p1 * swb
+            g[:nf] += r @ Xb
+            if icpt:
+                g[nf] += r.sum()
+            if full:
+                h = p1 * (1.0 - p1)
+                if swb is not None:
+                    h *= swb
+                G = dsyrk(1.0, (Xb * np.sqrt(h)[:, None]).T, beta=1.0, c=G, trans=0,
+                          overwrite_c=1)
+                if icpt:
+                    xh += h @ Xb
+                    hsum += float(h.sum())
+        if not full:
+            Xs = np.ascontiguousarray(X[sl])
+            p1 = expit(_binary_scores(Xs, theta, nf, icpt))
+            h = p1 * (1.0 - p1)
+            if sw is not None:
+                h *= sw[sl]
+            h *= scale
+            G = dsyrk(1.0, (Xs * np.sqrt(h)[:, None]).T, beta=1.0, c=G, trans=0,
+                      overwrite_c=1)
+            if icpt:
+                xh += h @ Xs
+                hsum += float(h.sum())
+    H = np.empty((p, p))
+    H[:nf, :nf] = np.triu(G) + np.triu(G, 1).T
+    if icpt:
+        H[:nf, nf] = H[nf, :nf] = xh
+        H[nf, nf] = hsum
+    return (f, g, H)
+
+
+def value_grad_hessian(loss, theta, dense: bool, m: int = 1, off: int = 0):
+    """(f, g, H) of a chunk record: f and g from every row; H the Hessian (its (p, p) matrix
+    with ``dense``, else its operator) from every row or, with ``m > 1``, from the rows
+    off, off + m, ... of each chunk rescaled by rows / sampled rows (the sub-sampled
+    Hessian). Binary dense rows take one dsyrk (:func:`binary_gram`)."""
+    from zbound.bounds.curvature import SoftmaxCurvature
+
+    p = theta.shape[0]
     if loss is None:
-        p = theta.shape[0]
         return (0.0, np.zeros(p), np.zeros((p, p)) if dense else None)
-    f, g, H = loss.value_grad_hessian(theta)
-    return (f, g, H.to_dense() if dense else H)
+    if dense and loss.k == 1 and not sp.issparse(loss.X):
+        return binary_value_grad_hessian(loss, theta, m, off)
+    f, g, ops = 0.0, np.zeros(p), []
+    H = np.zeros((p, p)) if dense else None
+    for c in loss._chunks:
+        fc, gc, PT = loss._value_grad_p(theta, c)
+        f += fc
+        g += gc
+        X, sw, _ = c
+        sl, scale = _row_sample(m, off, X.shape[0])
+        P = PT.T
+        if sl is not None:
+            X, P = X[sl], P[sl]
+            sw = None if sw is None else sw[sl]
+            if not sp.issparse(X):
+                X = np.ascontiguousarray(X)
+        if dense and loss.k == 1 and not sp.issparse(X):
+            w = P[:, 0] * (1.0 - P[:, 0])
+            if sw is not None:
+                w = w * sw
+            H += scale * binary_gram(X, w, loss.fit_intercept)
+            continue
+        C = SoftmaxCurvature(X, np.ascontiguousarray(P), 0.0, weights=sw,
+                             complete=not loss.free)
+        if loss.fit_intercept:
+            C = C.with_intercept()
+        if dense:
+            H += scale * C.to_dense()
+        else:
+            ops.append(C if scale == 1.0 else Scaled(C, scale))
+    if dense:
+        return (f, g, H)
+    return (f, g, ops[0] if len(ops) == 1 else Summed(ops))
 
 
-def value_grad_none(loss, theta):
-    """(f, g, None): a chunk that contributes no curvature (sub-sampled Hessian)."""
-    f, g = value_grad(loss, theta)
-    return (f, g, None)
+class Summed:
+    """Sum of curvature operators (a record split into several internal chunks)."""
+
+    def __init__(self, ops):
+        self.ops = list(ops)
+
+    def matvec(self, v):
+        return add(*[C.matvec(v) for C in self.ops])
+
+    def diagonal(self):
+        return add(*[C.diagonal() for C in self.ops])
+
+    def diagonal_blocks(self):
+        b = [C.diagonal_blocks() for C in self.ops]
+        return None if any(x is None for x in b) else add(*b)
+
+    def to_dense(self):
+        return add(*[C.to_dense() for C in self.ops])
 
 
-class _Scaled:
-    """A chunk's curvature operator times a constant (sub-sampled Hessian)."""
+class Scaled:
+    """A curvature operator times a constant (sub-sampled Hessian)."""
 
     def __init__(self, C, scale):
         self.C, self.scale = C, scale
@@ -100,17 +270,6 @@ class _Scaled:
         return self.scale * self.C.to_dense()
 
 
-def scaled(kernel, loss, theta, extra, dense: bool, scale: float):
-    """``kernel(loss, theta, *extra, dense)`` with its curvature multiplied by ``scale``."""
-    f, g, C = kernel(loss, theta, *extra, dense)
-    if C is None:
-        return (f, g, None)
-    if dense:
-        C *= scale
-        return (f, g, C)
-    return (f, g, _Scaled(C, scale))
-
-
 def majorizer(loss, theta, order: str, dense: bool):
     """(f, g, C) of the chunk's Alg. 1 majorizer; C its operator or (p, p) matrix."""
     if loss is None:
@@ -120,28 +279,49 @@ def majorizer(loss, theta, order: str, dense: bool):
     return (m.value, m.grad, m.curvature.to_dense() if dense else m.curvature)
 
 
-def value_grad_of(part):
-    return part[0], part[1]
+def fused(kernel, records, args, keep: bool = False):
+    """One task over a group of chunk records (those one worker holds): the sum of
+    ``kernel(record, *args)`` over them, a small tuple. With ``keep`` the last item of each
+    result (a curvature operator) goes into a list instead of the sum: the result then stays
+    on the worker and only :func:`head` of it travels."""
+    total, ops = None, []
+    for rec in records:
+        out = kernel(rec, *args)
+        if keep:
+            ops.append(out[-1])
+            out = out[:-1]
+        total = out if total is None else add(total, out)
+    if keep:
+        return (*total, ops)
+    return total
+
+
+def head(part):
+    """The small items (value, gradient) of a kept group result."""
+    return part[:-1]
 
 
 def curv_matvec(part, v):
-    C = part[-1]
-    return np.zeros(v.shape[0]) if C is None else C.matvec(v)
+    out = np.zeros(v.shape[0])
+    for C in part[-1]:
+        if C is not None:
+            out += C.matvec(v)
+    return out
 
 
 def curv_diagonal(part):
-    C = part[-1]
-    return None if C is None else C.diagonal()
+    return add(*[C.diagonal() for C in part[-1] if C is not None])
 
 
 def curv_blocks(part):
-    C = part[-1]
-    return None if C is None else C.diagonal_blocks()
+    blocks = [C.diagonal_blocks() for C in part[-1] if C is not None]
+    if not blocks or any(b is None for b in blocks):
+        return None
+    return add(*blocks)
 
 
 def curv_dense(part):
-    C = part[-1]
-    return None if C is None else C.to_dense()
+    return add(*[C.to_dense() for C in part[-1] if C is not None])
 
 
 def probabilities(xb, theta, n_classes, reference_class, fit_intercept):
@@ -163,8 +343,6 @@ def add(*parts):
         return tuple(add(*items) for items in zip(*parts))
     out = first.copy() if isinstance(first, np.ndarray) else first
     for p in parts[1:]:
-        if p is None:
-            continue
         if isinstance(out, np.ndarray):
             out += p
         else:

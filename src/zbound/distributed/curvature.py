@@ -4,10 +4,11 @@
   ``solve`` is exact for every method (the matrix is in hand: a Cholesky factorization costs
   p^3 / 3 flops, nothing next to one pass over the data), which saves the passes an inexact
   Newton step would cost in extra iterations.
-- :class:`DistributedCurvature`: one operator per chunk, persisted on the worker that holds
-  the chunk; ``matvec``, ``diagonal``, ``diagonal_blocks`` and ``to_dense`` are one pass each
-  (a map over the chunks and a tree sum), only (p,) vectors, (k, d, d) blocks or the (p, p)
-  matrix coming back. Conjugate gradient and block-Jacobi preconditioning then work on it
+- :class:`DistributedCurvature`: one operator per chunk, kept on the worker that holds the
+  chunk (in the result of the pass that made them, one per worker, released with the
+  curvature); ``matvec``, ``diagonal``, ``diagonal_blocks`` and ``to_dense`` are one pass each
+  (one task per worker), only (p,) vectors, (k, d, d) blocks or the (p, p) matrix coming
+  back. Conjugate gradient and block-Jacobi preconditioning then work on it
   unchanged (``zbound.bounds.curvature.Curvature``).
 """
 
@@ -43,8 +44,9 @@ class DistributedCurvature(Curvature):
     ----------
     engine : the :class:`~zbound.distributed.loss.DaskSoftmaxLoss` that made it (runs the
         passes and counts them)
-    parts : persisted Dask objects, one per chunk, each a tuple whose last item is the chunk's
-        :class:`~zbound.bounds.curvature.Curvature`
+    parts : (worker, persisted Dask object) pairs, one per group of chunks (the chunks one
+        worker holds), each object a tuple whose last item is the list of the chunks'
+        :class:`~zbound.bounds.curvature.Curvature` operators
     n_blocks, block : the class-block structure (k blocks of d parameters)
     """
 
@@ -58,13 +60,13 @@ class DistributedCurvature(Curvature):
         self.reg = 0.0
 
     def _reduce(self, kernel, *args, what: str):
-        return self.engine._map_reduce(kernel, self.parts, args, what=what)
+        return self.engine._map_parts(kernel, self.parts, args, what=what)
 
     def matvec(self, v):
         from zbound.distributed import _kernels as K
 
         v = np.ascontiguousarray(v, dtype=np.float64)
-        out = self._reduce(K.curv_matvec, self.engine._broadcast(v), what="curvature product")
+        out = self._reduce(K.curv_matvec, v, what="curvature product")
         if self.reg:
             out = out + self.reg * v
         return out

@@ -4,11 +4,13 @@
 :class:`zbound.models.loss.SoftmaxLoss` (``value``, ``value_and_grad``,
 ``value_grad_hessian``, ``hessian``, ``majorizer``, ``predict_proba``) for X a dask array
 chunked by rows. Each row block becomes one chunk record, a ``SoftmaxLoss`` on that block,
-built and persisted on the worker that holds the block; every evaluation is then one pass:
-theta goes out once (one graph key that every chunk task reads), each chunk computes its
-part with the NumPy path's own per-chunk kernels, and a tree of additions on the workers
-brings back only the reduction: a number, the (p,) gradient, and the curvature in
-structured form:
+built and kept on the worker that holds the block; every evaluation is then one pass: one
+task per worker (pinned to it, loosely: it runs elsewhere if the worker dies), carrying
+theta, loops over that worker's records with the NumPy path's per-chunk kernels (a fused
+dsyrk kernel for binary dense rows, :func:`~zbound.distributed._kernels.
+binary_value_grad_hessian`) and returns their sum; the driver adds the per-worker tuples.
+Only small results travel: a number, the (p,) gradient, and the curvature in structured
+form:
 
 - ``curvature="dense"``: the (p, p) matrix summed over chunks (one Gram product per class
   pair and chunk), solved exactly in the driver (:class:`GatheredCurvature`);
@@ -21,8 +23,9 @@ structured form:
   (there a dense Hessian costs ~60 products: 2.8 s against 0.05 s per 100 000 x 51 chunk).
 
 No call gathers X: the driver holds theta, the reduced results and the Dask graph.
-Works with Dask's default (threaded) scheduler and with a ``distributed.Client`` (the
-default client when one exists, or the one given).
+Works with Dask's default (threaded) scheduler (one task per chunk and a tree of additions)
+and with a ``distributed.Client`` (the one given, or the default client when Dask's current
+scheduler is one).
 """
 
 from __future__ import annotations
@@ -44,7 +47,28 @@ DENSE_MAX_PAIRS = 6
 DENSE_MAX_P = 4096
 #: fan-in of the tree of additions on the workers
 FAN_IN = 8
+#: passes between two regroupings of the chunk records by the worker that holds them
+REGROUP_EVERY = 16
 CURVATURES = ("auto", "dense", "operator")
+
+
+#: errors of the data or the arguments: raised as they are, not as a cluster failure
+_PASS_THROUGH = (ValueError, TypeError, ArithmeticError, MemoryError)
+
+
+def _current_client(dask):
+    """The distributed Client that Dask's current scheduler is (the default client), or
+    None (threaded or another scheduler)."""
+    if "distributed" not in sys.modules:
+        return None
+    try:
+        from distributed import default_client
+
+        client = default_client()
+    except (ImportError, ValueError):
+        return None
+    sched = dask.base.get_scheduler()
+    return client if getattr(sched, "__self__", None) is client else None
 
 
 class DistributedEvaluationError(RuntimeError):
@@ -113,12 +137,14 @@ class DaskSoftmaxLoss:
     curvature : "auto", "dense" or "operator" (see the module docstring)
     hessian_sample : float in (0, 1] or None (default: the exact Hessian)
         Sub-sampled curvature for ``value_grad_hessian`` (the Newton step): the value and the
-        gradient still come from every chunk, the Hessian from about this fraction of the
-        chunks (every m-th chunk, m = round(1 / hessian_sample), the offset rotating from
-        call to call), rescaled by rows / sampled rows. The Hessian pass then costs about a
-        gradient pass. The majorizer (the bound) always sums every chunk, so a solver that
-        safeguards its Newton steps by the bound (``newton-bound``) stays monotone; the
-        iterates differ from the exact-Hessian path (the optimum does not).
+        gradient still come from every row, the Hessian from every m-th row of each chunk
+        (m = round(1 / hessian_sample), the offset rotating from call to call), rescaled by
+        the chunk's rows / sampled rows. Strided rows keep the sample spread over sorted
+        data and the work even over the workers; the Hessian part of the pass costs about
+        1/m of the exact one. The value and the majorizer (the bound) always use every row,
+        so ``newton-bound`` (which tests each step on the exact objective and falls back on
+        the bound) stays monotone; the iterates differ from the exact-Hessian path, the
+        optimum does not.
     client : a ``distributed.Client`` to run on; default: Dask's current scheduler (the
         default client if one exists, else the threaded scheduler)
     """
@@ -152,6 +178,7 @@ class DaskSoftmaxLoss:
         sw = _aligned(da, sample_weight, chunks, "sample_weight", t)
         self.client = client
         self._dask = dask
+        self._client = client if client is not None else _current_client(dask)
         self._names = itertools.count()
         self._token = uuid.uuid4().hex[:12]
         self.passes = 0
@@ -162,18 +189,14 @@ class DaskSoftmaxLoss:
         yb = y.to_delayed().ravel().tolist()
         sb = [None] * len(xb) if sw is None else sw.to_delayed().ravel().tolist()
         delayed = dask.delayed
-        # One checking pass: rows, label range, finiteness, weights (small results only).
-        st = self._compute(*[delayed(K.stats)(a, b, c) for a, b, c in zip(xb, yb, sb)],
-                           what="input check")
-        if not all(s[3] for s in st):
-            raise ValueError("X contains NaN or inf")
-        if not all(s[4] for s in st):
-            raise ValueError("sample_weight contains NaN or inf, or negative values")
-        lo = min(s[1] for s in st if s[0])
-        hi = max(s[2] for s in st if s[0])
-        n = hi + 1 if n_classes is None else int(n_classes)
-        if lo < 0 or hi >= n:
-            raise ValueError(f"class indices must lie in [0, {n}), got [{lo}, {hi}]")
+        if n_classes is None:
+            # A checking pass first: rows, label range, finiteness, weights (small results).
+            st = self._compute(*[delayed(K.stats)(a, b, c) for a, b, c in zip(xb, yb, sb)],
+                               what="input check")
+            K.check_stats(st, None)
+            n = max(s[2] for s in st if s[0]) + 1
+        else:
+            n = int(n_classes)      # the checks run inside the record tasks: one pass fewer
         if n < 2:
             raise ValueError("softmax regression needs at least 2 classes")
         self.X = X
@@ -195,44 +218,139 @@ class DaskSoftmaxLoss:
             curvature = "dense" if pairs <= DENSE_MAX_PAIRS and self.n_params <= DENSE_MAX_P \
                 else "operator"
         self.curvature = curvature
-        recs = [delayed(K.prepare)(a, b, c, n, self.reference_class, self.fit_intercept)
+        recs = [delayed(K.prepare)(a, b, c, n, self.reference_class, self.fit_intercept,
+                                   check=n_classes is not None)
                 for a, b, c in zip(xb, yb, sb)]
         self._chunks = self._persist(*recs)
+        self._groups = None
+        self._group_records()
 
     @property
     def n_chunks(self) -> int:
         return len(self._chunks)
 
-    # -- the engine: broadcast, map, tree reduce, compute -----------------------------------
+    # -- the engine: one fused task per worker, small results back --------------------------
     def _scheduler(self):
         return {} if self.client is None else {"scheduler": self.client}
+
+    def _failed(self, what: str, exc: Exception) -> DistributedEvaluationError:
+        return DistributedEvaluationError(
+            f"DaskSoftmaxLoss: the {what} pass over the data failed on the Dask cluster "
+            f"({type(exc).__name__}: {exc}). Dask recomputes lost chunks while it can; "
+            "this failure means it could not (all workers or the client gone, or a task "
+            "failed too often). Restart the cluster and fit again.")
 
     def _compute(self, *objs, what: str):
         try:
             return self._dask.compute(*objs, **self._scheduler())
-        except (ValueError, TypeError, ArithmeticError, MemoryError):
+        except _PASS_THROUGH:
             raise
         except Exception as exc:   # lost workers, closed client, cancelled futures
-            raise DistributedEvaluationError(
-                f"DaskSoftmaxLoss: the {what} pass over the data failed on the Dask cluster "
-                f"({type(exc).__name__}: {exc}). Dask recomputes lost chunks while it can; "
-                "this failure means it could not (all workers or the client gone, or a task "
-                "failed too often). Restart the cluster and fit again.") from exc
+            raise self._failed(what, exc) from exc
 
     def _persist(self, *objs):
+        """Persist delayed objects: futures on the workers with a distributed client (their
+        lineage kept, so lost ones are recomputed), concrete values otherwise."""
         try:
+            if self._client is not None:
+                from distributed import wait
+
+                futs = self._client.compute(list(objs))
+                with self._client.as_current():
+                    wait(futs)
+                for f in futs:
+                    if f.status == "error":
+                        f.result()          # raises the task's own exception
+                return futs
             return list(self._dask.persist(*objs, **self._scheduler()))
-        except (ValueError, TypeError, ArithmeticError, MemoryError):
+        except _PASS_THROUGH:
             raise
         except Exception as exc:
             raise DistributedEvaluationError(
                 f"DaskSoftmaxLoss: persisting the chunks failed on the Dask cluster "
                 f"({type(exc).__name__}: {exc})") from exc
 
-    def _broadcast(self, arr: np.ndarray):
-        """One graph key holding ``arr``: every chunk task of a pass reads the same copy."""
-        name = f"zbound-param-{self._token}-{next(self._names)}"
-        return self._dask.delayed(np.array(arr, dtype=np.float64), name=name, pure=False)
+    def _group_records(self):
+        """Group the chunk records by the worker that holds them (one task per worker and
+        pass); the threaded scheduler gets one group per chunk (its threads share memory)."""
+        if self._client is None:
+            self._groups = [(None, [c]) for c in self._chunks]
+            return
+        try:
+            who = self._client.who_has(self._chunks)
+        except Exception:           # the next pass reports a real failure
+            who = {}
+        load: dict = {}
+        groups: dict = {}
+        for fut in self._chunks:
+            holders = who.get(fut.key) or (None,)
+            w = min(holders, key=lambda h: load.get(h, 0))
+            load[w] = load.get(w, 0) + 1
+            groups.setdefault(w, []).append(fut)
+        self._groups = list(groups.items())
+
+    def _regroup_now_and_then(self):
+        """Regroup every ``REGROUP_EVERY`` passes (a scheduler round trip). In between, a
+        task whose worker died runs wherever its records were recomputed (the restriction
+        is loose), so a lost worker costs speed until the next regrouping, never results."""
+        if self._client is not None and self.passes % REGROUP_EVERY == 0:
+            self._group_records()
+
+    def _submit(self, fn, *args, worker=None, what: str):
+        name = f"zbound-{what.replace(' ', '-')}-{self._token}-{next(self._names)}"
+        kw = {} if worker is None else {"workers": [worker], "allow_other_workers": True}
+        return self._client.submit(fn, *args, key=name, pure=False, **kw)
+
+    def _gather(self, futs, what: str):
+        try:
+            return self._client.gather(futs)
+        except _PASS_THROUGH:
+            raise
+        except Exception as exc:
+            raise self._failed(what, exc) from exc
+
+    def _map(self, kernel, args=(), keep: bool = False, what: str = "evaluation"):
+        """One pass: ``kernel(record, *args)`` over every chunk record, one fused task per
+        worker (or chunk, threaded). Returns the summed small results, and with ``keep`` also
+        the per-group results left on the workers (their last item: the operators)."""
+        self.passes += 1
+        if self._client is None:
+            delayed = self._dask.delayed
+            tasks = [delayed(K.fused)(kernel, recs, args, keep) for _, recs in self._groups]
+            if not keep:
+                return self._compute(self._tree(tasks), what=what)[0], None
+            parts = self._persist(*tasks)
+            small = self._compute(self._tree([delayed(K.head)(q) for q in parts]),
+                                  what=what)[0]
+            return small, [(None, q) for q in parts]
+        self._regroup_now_and_then()
+        try:
+            parts = [(w, self._submit(K.fused, kernel, recs, args, keep, worker=w, what=what))
+                     for w, recs in self._groups]
+            heads = [self._submit(K.head, q, worker=w, what=what) for w, q in parts] \
+                if keep else [q for _, q in parts]
+        except _PASS_THROUGH:
+            raise
+        except Exception as exc:
+            raise self._failed(what, exc) from exc
+        small = K.add(*self._gather(heads, what))
+        return small, (parts if keep else None)
+
+    def _map_parts(self, kernel, parts, args=(), what: str = "evaluation"):
+        """One pass over kept group results (curvature products, diagonals, ...): ``parts``
+        as :meth:`_map` returns them, (worker, result) pairs."""
+        self.passes += 1
+        if self._client is None:
+            delayed = self._dask.delayed
+            return self._compute(self._tree([delayed(kernel)(q, *args) for _, q in parts]),
+                                 what=what)[0]
+        try:
+            futs = [self._submit(kernel, q, *args, worker=w, what=what) for w, q in parts]
+        except _PASS_THROUGH:
+            raise
+        except Exception as exc:
+            raise self._failed(what, exc) from exc
+        return K.add(*self._gather(futs, what))
 
     def _tree(self, items):
         delayed = self._dask.delayed
@@ -240,12 +358,6 @@ class DaskSoftmaxLoss:
             items = [delayed(K.add)(*items[i:i + FAN_IN]) if len(items[i:i + FAN_IN]) > 1
                      else items[i] for i in range(0, len(items), FAN_IN)]
         return items[0]
-
-    def _map_reduce(self, kernel, parts, args=(), what: str = "evaluation"):
-        delayed = self._dask.delayed
-        total = self._tree([delayed(kernel)(part, *args) for part in parts])
-        self.passes += 1
-        return self._compute(total, what=what)[0]
 
     def _theta(self, theta) -> np.ndarray:
         theta = np.asarray(theta, dtype=np.float64)
@@ -255,65 +367,50 @@ class DaskSoftmaxLoss:
 
     # -- the loss protocol ---------------------------------------------------------------------
     def value(self, theta) -> float:
-        th = self._broadcast(self._theta(theta))
-        return float(self._map_reduce(K.value, self._chunks, (th,), what="value"))
+        th = self._theta(theta)
+        return float(self._map(K.value, (th,), what="value")[0])
 
     def value_and_grad(self, theta):
-        th = self._broadcast(self._theta(theta))
-        f, g = self._map_reduce(K.value_grad, self._chunks, (th,), what="gradient")
+        th = self._theta(theta)
+        f, g = self._map(K.value_grad, (th,), what="gradient")[0]
         return float(f), np.array(g, dtype=np.float64)
 
-    def _sampled(self):
-        """(indices of the chunks whose curvature is used, their rescaling) of this call."""
-        n = self.n_chunks
-        frac = self.hessian_sample
-        if frac is None or n == 1:
-            return list(range(n)), 1.0
-        m = max(1, min(n, round(1.0 / frac)))
+    def _sample(self):
+        """(m, offset) of this Hessian: every row (m = 1), or rows off, off + m, ... of each
+        chunk with m = round(1 / hessian_sample), the offset rotating from call to call."""
+        if self.hessian_sample is None:
+            return 1, 0
+        m = max(1, round(1.0 / self.hessian_sample))
         off = self._hessian_calls % m
         self._hessian_calls += 1
-        idx = [j for j in range(n) if j % m == off and self.chunk_rows[j] > 0]
-        if not idx:
-            return list(range(n)), 1.0
-        return idx, self.n_samples / sum(self.chunk_rows[j] for j in idx)
+        return m, off
 
-    def _with_curvature(self, kernel, theta, extra, what, sample: bool = False):
-        theta = self._theta(theta)
-        th = self._broadcast(theta)
-        idx, scale = self._sampled() if sample else (list(range(self.n_chunks)), 1.0)
-        chosen = set(idx)
-        delayed = self._dask.delayed
+    def _with_curvature(self, kernel, args, what):
         dense = self.curvature == "dense"
-
-        def task(j, c):
-            if j not in chosen:
-                return delayed(K.value_grad_none)(c, th)
-            if scale != 1.0:
-                return delayed(K.scaled)(kernel, c, th, extra, dense, scale)
-            return delayed(kernel)(c, th, *extra, dense)
-
-        tasks = [task(j, c) for j, c in enumerate(self._chunks)]
+        small, parts = self._map(kernel, args, keep=not dense, what=what)
         if dense:
-            total = self._tree(tasks)
-            self.passes += 1
-            f, g, H = self._compute(total, what=what)[0]
+            f, g, H = small
             return float(f), np.array(g), GatheredCurvature(H)
-        parts = self._persist(*tasks)
-        f, g = self._map_reduce(K.value_grad_of, parts, what=what)
-        return float(f), np.array(g), DistributedCurvature(self, [parts[j] for j in idx],
-                                                           self.k, self.d)
+        f, g = small
+        return float(f), np.array(g), DistributedCurvature(self, parts, self.k, self.d)
 
     def value_grad_hessian(self, theta):
-        """f, g and the Hessian: gathered (p, p) or kept on the workers (``curvature``)."""
-        return self._with_curvature(K.value_grad_hessian, theta, (), "Hessian", sample=True)
+        """f, g and the Hessian: gathered (p, p) or kept on the workers (``curvature``);
+        sub-sampled rows with ``hessian_sample``. One pass."""
+        th = self._theta(theta)
+        dense = self.curvature == "dense"
+        return self._with_curvature(K.value_grad_hessian, (th, dense, *self._sample()),
+                                    "Hessian")
 
     def hessian(self, theta):
         return self.value_grad_hessian(theta)[2]
 
     def majorizer(self, theta, order: str = "descending") -> Majorizer:
         """The Alg. 1 majorizer summed over the chunks (exact in value and gradient)."""
-        f, g, C = self._with_curvature(K.majorizer, theta, (order,), "majorizer")
-        return Majorizer(self._theta(theta), f, g, C)
+        th = self._theta(theta)
+        f, g, C = self._with_curvature(K.majorizer, (th, order, self.curvature == "dense"),
+                                       "majorizer")
+        return Majorizer(th, f, g, C)
 
     def predict_proba(self, theta, X=None):
         """(t, n_classes) class probabilities at theta, a lazy dask array (X default: the

@@ -19,6 +19,7 @@ from __future__ import annotations
 from zbound.bench.suites.scale.config import (
     DASK_ML_SOLVERS,
     LIBRARY,
+    LIBRARY_HS,
     SUITE,
     Config,
     config,
@@ -27,5 +28,5 @@ from zbound.bench.suites.scale.config import (
 from zbound.bench.suites.scale.report import report, verdicts
 from zbound.bench.suites.scale.runs import OPTIONS, run
 
-__all__ = ["Config", "DASK_ML_SOLVERS", "LIBRARY", "OPTIONS", "SUITE", "config", "report",
-           "run", "tiny", "verdicts"]
+__all__ = ["Config", "DASK_ML_SOLVERS", "LIBRARY", "LIBRARY_HS", "OPTIONS", "SUITE", "config",
+           "report", "run", "tiny", "verdicts"]

@@ -9,6 +9,8 @@ SUITE = "scale"
 DASK_ML_SOLVERS = ("admm", "lbfgs", "newton", "proximal_grad")
 #: the library's method on dask arrays (the default solver, zbound.solvers.DEFAULT_METHOD)
 LIBRARY = "zbound-dask"
+#: the same with the sub-sampled Hessian (``hessian_sample``), timed beside it
+LIBRARY_HS = "zbound-dask-hs"
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,24 @@ class Config:
     ladders : max_iter settings tried in order for dask-ml solvers without a trace; the first
         that reaches the target is timed
     tol_ladder : tolerances tried in order for scikit-learn and Spark
+    spark_tol_ladder : Spark's own ladder when given (each Spark fit costs seconds of JVM work
+        even at t = 1e5, and it stopped short of the target at every tolerance measured)
+    lbfgs_max_iter : max_iter of dask-ml's lbfgs (timed to the target through its trace; on
+        Adult it otherwise runs thousands of evaluations, each a dask compute, per repeat)
+    spark_max_iter : Spark's maxIter (on Adult at tol 1e-10 it otherwise runs thousands of
+        L-BFGS iterations, a Spark job each: the Adult cell took over 10 minutes)
+    ovr_max_iter : max_iter of each binary fit of dask-ml's one-vs-rest (shown for what it
+        does, a different model, not timed to the target)
+    hessian_sample : the fraction of rows behind the Newton step of ``LIBRARY_HS``
+    exact_max : (task, t) cells above this t run the exact-Hessian library method only where
+        the task is binary (a 10-class exact fit at t = 1e7 takes many minutes on 2 cores);
+        the reference optimum there comes from the sub-sampled variant (tol 1e-10)
+    multiclass_max : the 10-class problem runs up to this t (the two-class one at every size)
+    dask_ml_large : dask-ml solvers run above ``gather_max`` rows (the others were several
+        times slower than these at t = 1e6; each skip is recorded with its reason)
     adult : run UCI Adult
+    adult_ladders : ``ladders`` for the Adult cell (its one-hot design is badly conditioned:
+        the slow dask-ml solvers stop at their cap there)
     spark : try Spark MLlib (skipped with a reason when pyspark or Java is missing)
     """
 
@@ -47,7 +66,16 @@ class Config:
                                                    "proximal_grad": (25, 100, 400),
                                                    "newton": (50,)})
     tol_ladder: tuple[float, ...] = (1e-4, 1e-6, 1e-8, 1e-10)
+    spark_tol_ladder: tuple[float, ...] | None = None
+    lbfgs_max_iter: int = 10_000
+    spark_max_iter: int = 1000
+    ovr_max_iter: int = 100
+    hessian_sample: float = 0.1
+    exact_max: int = 1_000_000
+    multiclass_max: int = 10_000_000
+    dask_ml_large: tuple[str, ...] = ("lbfgs", "newton")
     adult: bool = True
+    adult_ladders: dict | None = None
     spark: bool = True
     seed: int = 0
 
@@ -57,7 +85,9 @@ def config(quick: bool) -> Config:
         return Config()
     return Config(sizes=(100_000,), repeats=3, dask_ml_max=1_000_000,
                   ladders={"admm": (3, 10), "proximal_grad": (25, 100), "newton": (50,)},
-                  tol_ladder=(1e-4, 1e-6, 1e-8))
+                  tol_ladder=(1e-4, 1e-6, 1e-8), spark_tol_ladder=(1e-8,), ovr_max_iter=30,
+                  spark_max_iter=200, lbfgs_max_iter=300,
+                  adult_ladders={"admm": (3,), "proximal_grad": (25,), "newton": (20,)})
 
 
 def tiny() -> Config:

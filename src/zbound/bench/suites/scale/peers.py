@@ -148,11 +148,11 @@ def spark_frame(X: np.ndarray, y: np.ndarray):
     return df
 
 
-def spark_fit(df, t: int, n_classes: int, C: float, tol: float):
+def spark_fit(df, t: int, n_classes: int, C: float, tol: float, max_iter: int = 100_000):
     """Spark MLlib's LogisticRegression (L-BFGS) on the same objective: (W, seconds, iters)."""
     from pyspark.ml.classification import LogisticRegression
 
-    lr = LogisticRegression(maxIter=100_000, regParam=1.0 / (C * t), elasticNetParam=0.0,
+    lr = LogisticRegression(maxIter=max_iter, regParam=1.0 / (C * t), elasticNetParam=0.0,
                             tol=tol, fitIntercept=False, standardization=False,
                             family="binomial" if n_classes == 2 else "multinomial")
     t0 = time.perf_counter()

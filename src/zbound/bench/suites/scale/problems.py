@@ -94,12 +94,14 @@ def adult(cfg, client) -> Problem:
     return Problem("adult", "adult", Xd, yd, 2, X.shape[0], rows, note)
 
 
-def objective(problem: Problem, C: float, curvature: str = "auto"):
+def objective(problem: Problem, C: float, curvature: str = "auto",
+              hessian_sample: float | None = None):
     """zbound's objective on the dask data (the library's own path)."""
     from zbound.distributed import dask_logistic_objective
 
     return dask_logistic_objective(problem.X, problem.y, problem.n_classes,
-                                   np.full(problem.n_params, 1.0 / C), curvature=curvature)
+                                   np.full(problem.n_params, 1.0 / C), curvature=curvature,
+                                   hessian_sample=hessian_sample)
 
 
 def numpy_objective(X: np.ndarray, y: np.ndarray, n_classes: int, C: float):

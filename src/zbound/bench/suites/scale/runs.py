@@ -13,7 +13,14 @@ import numpy as np
 
 from zbound.bench.suites.scale import peers as P
 from zbound.bench.suites.scale import problems as Q
-from zbound.bench.suites.scale.config import DASK_ML_SOLVERS, LIBRARY, SUITE, Config, config
+from zbound.bench.suites.scale.config import (
+    DASK_ML_SOLVERS,
+    LIBRARY,
+    LIBRARY_HS,
+    SUITE,
+    Config,
+    config,
+)
 
 OPTIONS = ("config", "processes")
 #: relative agreement required between the dask and NumPy paths at the optimum
@@ -101,7 +108,9 @@ class Cell:
         cfg, pb = self.cfg, self.problem
         from zbound.solvers import minimize
 
-        self.obj = Q.objective(pb, cfg.C)
+        sampled = pb.n_classes > 2 and pb.t > cfg.exact_max
+        self.obj = Q.objective(pb, cfg.C, hessian_sample=cfg.hessian_sample if sampled
+                               else None)
         t0 = time.perf_counter()
         res = minimize(self.obj, np.zeros(pb.n_params), tol=1e-10)
         seconds = time.perf_counter() - t0
@@ -136,16 +145,24 @@ class Cell:
                      "seconds": seconds, "note": "tol 1e-10 fits, dask vs NumPy"})
 
     # -- methods ------------------------------------------------------------------------------
-    def ours(self) -> Outcome:
+    def ours(self, hessian_sample: float | None = None) -> Outcome:
+        """The library from the raw dask arrays: the objective's setup (input check, chunk
+        records on the workers) is inside the timing, as dask-ml's is."""
         from zbound.solvers import minimize
 
         t0 = time.perf_counter()
-        obj = Q.objective(self.problem, self.cfg.C)
+        obj = Q.objective(self.problem, self.cfg.C, hessian_sample=hessian_sample)
+        setup = time.perf_counter() - t0
+        passes0 = obj.passes
         res = minimize(obj, np.zeros(self.problem.n_params), target=self.target, tol=1e-12)
         seconds = time.perf_counter() - t0
-        return Outcome(seconds, res.fun <= self.target, res.fun, res.nit, obj.passes,
+        return Outcome(seconds, res.fun <= self.target, res.fun, res.nit,
+                       obj.passes - passes0,
                        info={"status": res.status.name, "curvature": obj.loss.curvature,
-                             **res.info})
+                             "setup_s": setup, "seconds_per_pass":
+                             (seconds - setup) / max(1, obj.passes - passes0),
+                             "hessian_sample": hessian_sample or 1.0,
+                             "chunks": obj.loss.n_chunks, **res.info})
 
     def numpy_path(self) -> Outcome:
         from zbound.solvers import minimize
@@ -162,8 +179,8 @@ class Cell:
 
     def dask_lbfgs(self) -> Outcome:
         pb = self.problem
-        beta, seconds, trace, _ = P.dask_ml_fit("lbfgs", pb.X, pb.y, self.cfg.C, 10_000,
-                                                1e-12, self.target)
+        beta, seconds, trace, _ = P.dask_ml_fit("lbfgs", pb.X, pb.y, self.cfg.C,
+                                                self.cfg.lbfgs_max_iter, 1e-12, self.target)
         hit = next((s for s, f in trace if f <= self.target), None)
         final = trace[-1][1] if trace else None
         return Outcome(hit if hit is not None else seconds, hit is not None, final,
@@ -187,7 +204,7 @@ class Cell:
         if getattr(self, "_spark_df", None) is None:
             self._spark_df = P.spark_frame(*self.gathered)
         W, seconds, nit = P.spark_fit(self._spark_df, self.problem.t, self.problem.n_classes,
-                                      self.cfg.C, tol)
+                                      self.cfg.C, tol, self.cfg.spark_max_iter)
         f = self.objective_at(W)
         return Outcome(seconds, f <= self.target, f, nit, None, info={"tol": tol})
 
@@ -205,7 +222,10 @@ def _plan(cell: Cell):
     """(method, peer, default, runner or ladder) of the cell; a ladder is a list of
     (setting, runner) tried in order on the first repeat."""
     cfg, pb = cell.cfg, cell.problem
-    plan = [(LIBRARY, False, True, cell.ours)]
+    plan = []
+    if pb.n_classes == 2 or pb.t <= cfg.exact_max:
+        plan.append((LIBRARY, False, True, cell.ours))
+    plan.append((LIBRARY_HS, False, False, lambda: cell.ours(cfg.hessian_sample)))
     if cell.gathered is not None:
         plan.append(("zbound-numpy", False, False, cell.numpy_path))
         plan.append(("sklearn-lbfgs", True, False,
@@ -213,26 +233,54 @@ def _plan(cell: Cell):
         if cfg.spark and P.spark_session() is not None:
             plan.append(("spark-lbfgs", True, False,
                          [(tol, lambda tol=tol: cell.spark_rung(tol))
-                          for tol in cfg.tol_ladder]))
+                          for tol in cfg.spark_tol_ladder or cfg.tol_ladder]))
     if pb.n_classes == 2 and pb.t <= cfg.dask_ml_max:
-        for solver in DASK_ML_SOLVERS:
+        ladders = cfg.adult_ladders if pb.task == "adult" and cfg.adult_ladders else \
+            cfg.ladders
+        for solver in _dask_ml_solvers(cfg, pb):
             name = f"dask-ml-{solver}"
             if solver == "lbfgs":
                 plan.append((name, True, False, cell.dask_lbfgs))
             else:
                 plan.append((name, True, False,
                              [(m, lambda s=solver, m=m: cell.dask_rung(s, m))
-                              for m in cfg.ladders[solver]]))
+                              for m in ladders[solver]]))
     return plan
 
 
+def _dask_ml_solvers(cfg: Config, pb) -> tuple[str, ...]:
+    if pb.t > cfg.gather_max:
+        return tuple(s for s in DASK_ML_SOLVERS if s in cfg.dask_ml_large)
+    return DASK_ML_SOLVERS
+
+
+def _record_skips(cell: Cell) -> None:
+    """Records (not reached, with the reason) for what a large cell leaves out."""
+    cfg, pb = cell.cfg, cell.problem
+    skipped = []
+    if pb.n_classes == 2 and pb.t <= cfg.dask_ml_max:
+        skipped = [(f"dask-ml-{s}", True, f"skipped above t = {cfg.gather_max}: several times "
+                    "slower than dask-ml lbfgs at t = 1e6 (see that row)")
+                   for s in DASK_ML_SOLVERS if s not in _dask_ml_solvers(cfg, pb)]
+    if pb.n_classes > 2 and pb.t > cfg.exact_max:
+        skipped.append((LIBRARY, False, f"exact Hessian skipped above t = {cfg.exact_max} for "
+                        f"{pb.n_classes} classes (operator CG passes over all rows: minutes "
+                        f"on 2 cores); {LIBRARY_HS} is timed"))
+    for name, peer, note in skipped:
+        cell.ctx.writer.add(task=pb.task, dataset=pb.dataset, setting=cell.setting,
+                            method=name, peer=peer, default=name == LIBRARY, reached=False,
+                            target_objective=cell.target,
+                            metrics={"t": pb.t, "skipped": True, "note": note})
+
+
 def _workers_of(name: str) -> bool:
-    return name == LIBRARY or name.startswith("dask-ml")
+    return name in (LIBRARY, LIBRARY_HS) or name.startswith("dask-ml")
 
 
 def run_cell(cell: Cell) -> None:
     ctx, cfg, pb = cell.ctx, cell.cfg, cell.problem
     cell.reference()
+    _record_skips(cell)
     plan = _plan(cell)
     chosen: dict[str, object] = {}
     outcomes: dict[str, list[Outcome]] = {name: [] for name, *_ in plan}
@@ -287,7 +335,7 @@ def run_multiclass_dask_ml(cell: Cell) -> None:
     """What dask-ml does with 10 classes: the plain fit (binary code on multiclass labels) and
     one-vs-rest with its lbfgs, each once; neither minimizes the multinomial objective."""
     ctx, pb, cfg = cell.ctx, cell.problem, cell.cfg
-    if pb.t > cfg.dask_ml_max:
+    if pb.t > min(cfg.dask_ml_max, cfg.gather_max):
         return
     beta, seconds, _, est = P.dask_ml_fit("lbfgs", pb.X, pb.y, cfg.C, 100, 1e-4)
     pred = np.asarray(est.predict(pb.X[:1000]))
@@ -303,13 +351,15 @@ def run_multiclass_dask_ml(cell: Cell) -> None:
         peer=True, reached=out.reached, time_to_target_s=out.seconds,
         final_objective=out.final, target_objective=cell.target,
         metrics={"t": pb.t, "rel_gap": (out.final - cell.f_star) / abs(cell.f_star),
+                 "max_iter": cfg.ovr_max_iter,
                  "peak_memory_mb": max(out.peak_mb) if out.peak_mb and None not in out.peak_mb
                  else None, **out.info})
 
 
 def _ovr(cell: Cell) -> Outcome:
     pb = cell.problem
-    W, seconds = P.dask_ml_ovr(pb.X, pb.y, pb.n_classes, cell.cfg.C, 100, 1e-4)
+    W, seconds = P.dask_ml_ovr(pb.X, pb.y, pb.n_classes, cell.cfg.C, cell.cfg.ovr_max_iter,
+                               1e-4)
     f = cell.objective_at(W)
     return Outcome(seconds, f <= cell.target, f, None, None,
                    info={"train_accuracy": cell.accuracy(W)})
@@ -324,7 +374,8 @@ def run(ctx) -> None:
         raise ValueError(f"{SUITE}: unknown options {unknown}; known: {list(OPTIONS)}")
     cfg = options.get("config") or config(ctx.quick)
     processes = bool(options.get("processes", True))
-    cells = [(task, t) for t in cfg.sizes for task in ("multiclass", "binary")]
+    cells = [(task, t) for t in cfg.sizes for task in ("multiclass", "binary")
+             if task == "binary" or t <= cfg.multiclass_max]
     if cfg.adult:
         cells.append(("adult", None))
     ctx.start(f"{SUITE}: cells x repeats", len(cells) * cfg.repeats)
