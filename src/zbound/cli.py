@@ -23,8 +23,9 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
     "scale": (
         "bound majorization on Dask (LocalCluster, 2 workers): synthetic 10-class and "
         "two-class problems at 1e5-1e7 rows and Adult against dask-ml, scikit-learn and "
-        "Spark MLlib; time, passes, iterations, peak memory per worker",
-        "about 8 min",
+        "Spark MLlib; time, passes, iterations, peak memory per worker (--quick: t = 1e5, "
+        "no Adult)",
+        "about 6 min",
     ),
     "stochastic": (
         "SGB Fig. 1: SPFB and LSPFB against SGD, momentum, Adam and SGDClassifier on Adult, "
