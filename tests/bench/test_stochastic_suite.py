@@ -42,7 +42,13 @@ def test_records_cover_every_method_and_peer(tiny_run):
         scheds = ("constant",) if r["method"] in ("sbm", "sklearn-sgd") else \
             ("constant", "inverse-1")
         assert m["lr"] in (0.1, 1.0) and m["schedule"] in scheds
-        assert set(m["grid_epochs_to_1%"]) == {f"{s}:{lr}" for s in scheds for lr in (0.1, 1.0)}
+        # momentum is also tuned over its beta (an equally sized grid to spfb-avg's damping,
+        # which is tuned above dense_max only: not on digits)
+        betas = (":momentum=0.9", ":momentum=0.95") if r["method"] == "momentum" else ("",)
+        assert set(m["grid_epochs_to_1%"]) == {f"{s}:{lr}{b}" for s in scheds
+                                                for lr in (0.1, 1.0) for b in betas}
+        assert m["variant"] == ({} if r["method"] != "momentum"
+                                else {"momentum": m["variant"]["momentum"]})
         assert m["lam"] == 1e-4 and m["lr_at_edge"]
         assert r["peer"] == (r["method"] in ("sgd", "momentum", "adam", "sklearn-sgd"))
         assert r["final_objective"] >= m["f_star"] * (1 - 1e-9)
@@ -77,3 +83,23 @@ def test_trajectory_caps_and_prunes():
     pruned = trajectory(prob, "sgd", 0.1, cfg, stream, "constant", ref=tiny_ref)
     assert pruned["status"] == "pruned" and len(pruned["gap"]) == 4
     assert full["status"] != "reached" or full["gap"][-1] <= 1e-2
+
+
+def test_variants_tune_damping_and_beta_on_equal_grids():
+    from types import SimpleNamespace
+
+    from zbound.bench.suites.stochastic.config import config
+    from zbound.bench.suites.stochastic.runs import make_solver, variants
+
+    cfg = config(True)
+    prob = stochastic.build_problem("digits", 1e-3, max_rows=100)
+    betas = variants(cfg, "momentum", prob)
+    shrinks = variants(cfg, "spfb-avg", SimpleNamespace(p=7850))    # above dense_max
+    assert len(betas) == len(shrinks) == 3
+    assert {v["gram_shrink"] for v in shrinks} == set(cfg.gram_shrinks)
+    assert variants(cfg, "spfb-avg", prob) == [{}]          # p = 650: the dense path
+    assert variants(cfg, "adam", prob) == [{}]
+    s = make_solver("momentum", 0.1, cfg, prob, 2, "constant", {"momentum": 0.95})
+    assert s.opts["momentum"] == 0.95
+    s = make_solver("spfb-avg", 0.1, cfg, prob, 2, "constant", {"gram_shrink": 2.0})
+    assert s.opts["gram_shrink"] == 2.0 and s.opts["late_refresh"] == "doubling"

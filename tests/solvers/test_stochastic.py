@@ -337,3 +337,89 @@ def test_average_handles_estimator_penalties_above_dense_max():
     res = minimize(model, x0, method="spfb", curvature="average", dense_max=1, lr=0.5,
                    batch_size=20, max_iter=60, tol=0.0)
     assert res.fun <= f_ref * 1.05, (res.fun, f_ref)
+
+
+# ------------------------------------------- Kronecker-path knobs (damping, rebuild schedule)
+@pytest.mark.parametrize("shrink,eig_builds", [(0.7, (1, 2, 3)), (1.0, (1,)), (0.0, None)])
+def test_damped_kronecker_step_is_the_explicit_solve(shrink, eig_builds):
+    """Above dense_max the averaged step is eta (Bbar (x) (G_e + c I) + lambda I)^{-1} g:
+    Bbar the running mean of the label factors, G_e the Gram average at the last build listed
+    in gram_eig_builds, c = gram_shrink * tr(Gbar) / rows with Gbar the current Gram average."""
+    from zbound.solvers.stochastic import _design, _label_weight_matrix, _penalty_diagonal
+
+    model = logistic_problem(8, t=60, d=4, n=3, reg=0.5)
+    p = model.n_params
+    solver = SPFB(curvature="average", dense_max=1, lr=0.5, schedule="constant",
+                  gram_updates=3, gram_shrink=shrink, gram_eig_builds=eig_builds)
+    state = solver.init(None, np.zeros(p))
+    Bbar = Gbar = G_e = None
+    rows_seen = 0
+    for k, rows in enumerate(iterate_batches(60, 15, np.random.default_rng(3)), start=1):
+        batch = batch_objective(model, rows)
+        C = batch.loss.majorizer(state.x).curvature
+        B = _label_weight_matrix(C)
+        Bbar = B if Bbar is None else Bbar + (B - Bbar) / k
+        if k <= 3:
+            X = _design(C)
+            G = X.T @ X / X.shape[0]
+            Gbar = G if Gbar is None else Gbar + (G - Gbar) / k
+            rows_seen += X.shape[0]
+            if k in (eig_builds or (1, 2, 3)):
+                G_e = Gbar.copy()
+        c = shrink * np.trace(Gbar) / rows_seen
+        lam = _penalty_diagonal(batch.penalties, p).max()
+        A = np.kron(Bbar, G_e + c * np.eye(G_e.shape[0])) + lam * np.eye(p)
+        g = batch.value_and_grad(state.x)[1]
+        x_old = state.x.copy()
+        solver.update(batch, state)
+        np.testing.assert_allclose(x_old - state.x, 0.5 * np.linalg.solve(A, g),
+                                   rtol=1e-8, atol=1e-11)
+
+
+def test_damping_only_adds_curvature():
+    """Bbar (x) (G + c I) - Bbar (x) G = c Bbar (x) I is PSD for c >= 0: damping never
+    lowers the curvature (Bbar, a sum of Alg. 1 label factors, is PSD)."""
+    from zbound.solvers.stochastic import _label_weight_matrix
+
+    model = logistic_problem(9, t=40, d=3, n=4, reg=0.5)
+    x = np.random.default_rng(0).standard_normal(model.n_params)
+    B = _label_weight_matrix(model.loss.majorizer(x).curvature)
+    assert np.linalg.eigvalsh(np.kron(B, 0.3 * np.eye(3))).min() >= -1e-12
+
+
+@pytest.mark.parametrize("late,builds", [("doubling", [1, 2, 4, 8, 16]),
+                                         (3, [1, 2, 5, 8, 11, 14]), (None, list(range(1, 17)))])
+def test_late_refresh_schedule(late, builds):
+    """Once the Gram average is complete (gram_updates builds) the bound is rebuilt every
+    late_refresh updates, or ("doubling") a build at update t is next rebuilt at update 2 t."""
+    model = logistic_problem(2, t=160, d=4, n=3, reg=1.0)
+    solver = SPFB(curvature="average", dense_max=1, lr=0.5, gram_updates=2,
+                  late_refresh=late)
+    state = solver.init(None, np.zeros(model.n_params))
+    seen = []
+    for t, rows in enumerate(iterate_batches(160, 10, np.random.default_rng(0)), start=1):
+        before = state.extra.get("n_bound", 0)
+        solver.update(batch_objective(model, rows), state)
+        if state.extra["n_bound"] > before:
+            seen.append(t)
+    assert seen == builds
+
+
+def test_late_refresh_reaches_the_optimum():
+    model = logistic_problem(5, t=300, d=4, n=3, reg=3.0)
+    x0 = np.zeros(model.n_params)
+    _, f_ref = reference_optimum(model, x0)
+    res = minimize(model, x0, method="spfb", curvature="average", dense_max=1, lr=1.0,
+                   decay=5.0, batch_size=30, max_iter=40, tol=0.0, gram_updates=10,
+                   gram_shrink=1.0, gram_eig_builds=(1, 10), late_refresh="doubling")
+    assert res.fun <= f_ref * 1.01, (res.fun, f_ref)
+    assert res.info["curvatures"] == 15           # updates 1..10, then 20, 40, 80, 160, 320
+
+
+@pytest.mark.parametrize("bad", [{"gram_shrink": -1.0}, {"gram_shrink": np.nan},
+                                 {"gram_eig_builds": ()}, {"gram_eig_builds": (2, 4)},
+                                 {"gram_eig_builds": "1"}, {"gram_eig_builds": (1, 0)},
+                                 {"late_refresh": 0}, {"late_refresh": "halving"}])
+def test_bad_kronecker_options(bad):
+    with pytest.raises(ValueError):
+        SPFB(**bad)

@@ -591,6 +591,15 @@ class SPFB(_BoundStep):
     average is kept in Kronecker form (averaged label factor (x) Gram factor) and solved exactly
     by its eigendecompositions (no PCG); ``kron_rank`` truncates its Gram factor (see
     :class:`KroneckerFactored`). Default step: eta_0 / (1 + (t - 1) / decay).
+
+    Kronecker-path knobs (above ``dense_max``; defaults keep the earlier behaviour):
+    ``gram_shrink`` = s damps the Gram factor to G + s tr(G) / rows I (rows averaged so far:
+    the d / rows scale of a covariance estimate's noise; it only adds a PSD term, so the
+    curvature only grows); ``gram_eig_builds`` lists the builds at which the Gram average is
+    decomposed again (None: 1, 2, 4, ... and ``gram_updates``; must contain 1);
+    ``late_refresh`` rebuilds the bound every ``late_refresh`` updates once the Gram average
+    is complete (``"doubling"``: a build at update t is next rebuilt at update 2 t, so
+    O(log t) builds; None: every ``refresh`` updates throughout).
     """
 
     info = MethodInfo("spfb", peer=False, constraints="none", uses_bound=True,
@@ -600,7 +609,8 @@ class SPFB(_BoundStep):
     options = {**_BoundStep.options, "schedule": "inverse", "dense_max": DENSE_MAX,
                "cg_maxiter": 20, "cg_rtol": 1e-3, "curvature": "batch",
                "average_weight": None, "gram_updates": 2, "precond": "kron",
-               "kron_rank": None}
+               "kron_rank": None, "gram_shrink": 0.0, "gram_eig_builds": None,
+               "late_refresh": None}
 
     def check_options(self):
         super().check_options()
@@ -616,6 +626,23 @@ class SPFB(_BoundStep):
         _check_positive_int("gram_updates", o["gram_updates"])
         if o["kron_rank"] is not None:
             _check_positive_int("kron_rank", o["kron_rank"])
+        c = o["gram_shrink"]
+        if isinstance(c, bool) or not isinstance(c, numbers.Real) or not (
+                math.isfinite(c) and c >= 0):
+            raise ValueError(f"gram_shrink must be a finite number >= 0, got {c!r}")
+        at = o["gram_eig_builds"]
+        if at is not None:
+            if isinstance(at, (str, bytes)) or not hasattr(at, "__iter__") or not len(at):
+                raise ValueError(f"gram_eig_builds must be None or a non-empty sequence of "
+                                 f"build numbers, got {at!r}")
+            for k in at:
+                _check_positive_int("gram_eig_builds entry", k)
+            if 1 not in at:
+                raise ValueError(f"gram_eig_builds must contain 1 (the first build needs a "
+                                 f"decomposition), got {at!r}")
+        late = o["late_refresh"]
+        if late is not None and late != "doubling":
+            _check_positive_int("late_refresh", late)
         if isinstance(o["cg_maxiter"], bool) or not isinstance(o["cg_maxiter"],
                                                                 numbers.Integral) \
                 or o["cg_maxiter"] < 1:
@@ -634,9 +661,11 @@ class SPFB(_BoundStep):
 
     def _gram(self, ex, C):
         """Eigendecomposition of the Gram factor, averaged over the first ``gram_updates``
-        builds (decomposed again at builds 1, 2, 4, ... and the last), then reused: the design
-        does not depend on theta. (Its diagonal instead of the early decompositions diverges
-        on KMNIST: the pixels are strongly correlated.)"""
+        builds (decomposed again at builds 1, 2, 4, ... and the last, or at the builds in
+        ``gram_eig_builds``; in between the last decomposition is reused), then reused: the
+        design does not depend on theta. (Its diagonal instead of the early decompositions
+        diverges on KMNIST: the pixels are strongly correlated.) With ``gram_shrink`` = s the
+        eigenvalues are shifted by s tr(G) / rows (rows: the rows averaged so far)."""
         K = int(self.opts["gram_updates"])
         if ex.get("gram_n", 0) < K:
             X = _design(C)
@@ -644,9 +673,17 @@ class SPFB(_BoundStep):
             k = ex.get("gram_n", 0) + 1
             ex["gram"] = G if k == 1 else ex["gram"] + (G - ex["gram"]) / k
             ex["gram_n"] = k
-            if k == K or k & (k - 1) == 0:                 # 1, 2, 4, ..., last
+            ex["gram_rows"] = ex.get("gram_rows", 0) + X.shape[0]
+            at = self.opts["gram_eig_builds"]
+            if (k == K or k & (k - 1) == 0) if at is None else k in at:
                 ex["gram_eig"] = np.linalg.eigh(ex["gram"])
-        return ex["gram_eig"]
+            # damping: G + gram_shrink * tr(G) / rows * I (rows averaged so far; the same
+            # eigenvectors, so no extra decomposition): the Gram factor only grows (PSD order)
+            ex["gram_shift"] = (float(self.opts["gram_shrink"]) * float(np.trace(ex["gram"]))
+                                / ex["gram_rows"])
+        eg, Ug = ex["gram_eig"]
+        c = ex.get("gram_shift", 0.0)
+        return (eg + c, Ug) if c else (eg, Ug)
 
     def build(self, batch, x, ex=None):
         ex = {} if ex is None else ex
@@ -685,9 +722,17 @@ class SPFB(_BoundStep):
         pre = kron.solve if kron is not None else jacobi(op.diagonal())
         return ("cg", op, pre)
 
+    def _interval(self, ex) -> int:
+        """Updates until the next bound build: ``refresh``, or ``late_refresh`` once the Gram
+        factor's average is complete (only above ``dense_max``, where a Gram factor is kept)."""
+        late = self.opts["late_refresh"]
+        if late is not None and ex.get("gram_n", 0) >= int(self.opts["gram_updates"]):
+            return max(1, int(ex["t"])) if late == "doubling" else int(late)
+        return int(self.opts["refresh"])
+
     def _due(self, state) -> bool:
         ex = state.extra
-        return ex.get("cache") is None or (ex["t"] - 1) % int(self.opts["refresh"]) == 0
+        return ex.get("cache") is None or ex["t"] >= ex.get("next_build", 1)
 
     def value_and_grad(self, batch, state, x):
         # one pass gives the value, the gradient and the bound (the Alg. 1 sums share it)
@@ -704,7 +749,7 @@ class SPFB(_BoundStep):
 
     def _due_next(self, state) -> bool:
         ex = state.extra
-        return ex.get("cache") is None or ex["t"] % int(self.opts["refresh"]) == 0
+        return ex.get("cache") is None or ex["t"] + 1 >= ex.get("next_build", 1)
 
     def direction(self, batch, state, x, g):
         ex = state.extra
@@ -712,6 +757,7 @@ class SPFB(_BoundStep):
             src = None if "_maj" in ex else self.curvature_model(batch)
             ex["cache"] = self.build(src, x, ex)
             ex["n_bound"] = ex.get("n_bound", 0) + 1
+            ex["next_build"] = ex["t"] + self._interval(ex)
         ex.pop("_maj", None)
         ex.pop("_pen", None)
         return self.solve(ex["cache"], g, state)

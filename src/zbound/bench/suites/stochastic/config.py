@@ -19,6 +19,9 @@ QUICK_SCHEDULES = ("inverse-1", "inverse-5")
 LAMS = (1e-4, 1e-3, 1e-2)
 #: Peers: record name -> registered method (torch.optim when installed) or scikit-learn.
 PEERS = ("sgd", "momentum", "adam", "sklearn-sgd")
+#: spfb-avg's Gram damping (above dense_max) and, an equally sized grid, momentum's beta.
+SHRINKS = (0.5, 1.0, 2.0)
+BETAS = (0.8, 0.9, 0.95)
 
 
 @dataclass
@@ -39,7 +42,12 @@ class Config:
     third of them; beyond the cap a method is only known to be slower) or when 10 times
     behind that first-order run's gap at the same epoch (from epoch 3); ``evals``:
     data set -> evaluations per epoch (Adult: 4, so that epochs to 1% below one epoch are
-    measured; default 1)."""
+    measured; default 1); ``gram_shrink`` and ``late_refresh``: the averaged SPFB's Gram
+    damping and bound rebuilds once its Gram average is complete (above ``dense_max``; see
+    :class:`~zbound.solvers.stochastic.SPFB`); ``gram_shrinks``: the damping values tuned for
+    spfb-avg above ``dense_max`` (``gram_shrink`` is the first); ``momentum_betas``: the
+    momentum coefficients tuned for momentum, an equally sized grid (the fairness rule: a knob
+    tuned for our method gets an equally sized grid for the best peer)."""
 
     datasets: tuple[str, ...] = ("adult", "kmnist", "digits")
     lam: float = 1e-4
@@ -62,6 +70,10 @@ class Config:
     cap_by_first_order: bool = False
     cap_factor: float = 3.0
     evals: dict | None = None
+    gram_shrink: float = 1.0
+    gram_shrinks: tuple[float, ...] = (1.0,)
+    momentum_betas: tuple[float, ...] = (0.9,)
+    late_refresh: int | str | None = "doubling"
 
     def lams_of(self, name: str) -> tuple[float, ...]:
         return tuple((self.lams or {}).get(name, (self.lam,)))
@@ -83,14 +95,15 @@ def config(quick: bool) -> Config:
         return Config(ranks=(1, 10), epochs=15, grid=QUICK_GRID, repeats=3,
                       schedules=QUICK_SCHEDULES, lam=1e-3, stop_gap=1e-2,
                       cap_by_first_order=True, cap_factor=2.0, gram_updates=8,
-                      evals={"adult": 4},
+                      evals={"adult": 4}, gram_shrinks=SHRINKS, momentum_betas=BETAS,
                       epochs_by_data={"adult": 15, "kmnist": 100, "digits": 30})
     return Config(epochs=50, lams={d: LAMS for d in ("adult", "kmnist", "digits")},
-                  epochs_by_data={"adult": 30, "kmnist": 100}, evals={"adult": 4})
+                  epochs_by_data={"adult": 30, "kmnist": 100}, evals={"adult": 4},
+                  gram_shrinks=SHRINKS, momentum_betas=BETAS)
 
 
 def tiny() -> Config:
     """Seconds-long, for tests: digits only, two ranks, a few epochs."""
     return Config(datasets=("digits",), ranks=(1, 3), epochs=3, grid=(0.1, 1.0), repeats=1,
                   batch_size=300, curvature_rows=20, max_rows=600,
-                  schedules=("constant", "inverse-1"))
+                  schedules=("constant", "inverse-1"), momentum_betas=(0.9, 0.95))

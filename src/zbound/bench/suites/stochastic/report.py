@@ -32,6 +32,7 @@ def table(records) -> str:
         name = r["method"] + ("" if m.get("same_objective", True) else " (OvR)")
         lr = _f(m["lr"]) + ("*" if m.get("lr_at_edge") else "")
         lr += f", {m['schedule']}" if m.get("schedule") else ""
+        lr += "".join(f", {k} {v:g}" for k, v in sorted((m.get("variant") or {}).items()))
         lines.append(
             f"| {r['dataset']} | {_f(m.get('lam'))} | {name} | {lr} | "
             f"{_f(m['epochs_to_target'])} | "
@@ -168,7 +169,12 @@ def report(doc: dict, out: Path) -> str:
               f"{cfg.get('curvature_rows')} rows of the batch every {cfg.get('lowrank_refresh')} "
               "updates (blocked accumulation, the exact rule); the paper's SPFB above 1000 "
               "parameters likewise, solving by 3 Kronecker-preconditioned PCG steps; spfb-avg "
-              "is our averaged curvature (Kronecker form above 1000 parameters).")
+              "is our averaged curvature (Kronecker form above 1000 parameters, its Gram "
+              "factor damped by gram_shrink tr(G) / rows I, tuned over "
+              f"{cfg.get('gram_shrinks')}, decomposed at its first and last build, the bound "
+              f"rebuilt {cfg.get('late_refresh')} after the first epoch). Fairness: momentum "
+              f"(heavy ball) gets an equally sized grid over its beta, "
+              f"{cfg.get('momentum_betas')}.")
     if cfg.get("cap_by_first_order"):
         md.append("")
         md.append("Tuning cut (to keep the run short): SGD, momentum and Adam are tuned first "

@@ -56,9 +56,25 @@ def schedule_options(schedule: str, n_batches: int) -> dict:
     return {"schedule": "inverse", "decay": epochs * n_batches}
 
 
+def variants(cfg: Config, name: str, prob: Problem) -> list[dict]:
+    """The extra options tuned for a method besides the step grid and the schedules:
+    spfb-avg's Gram damping above dense_max and, an equally sized grid, momentum's beta."""
+    if name == "spfb-avg" and prob.p > DENSE_MAX:
+        return [{"gram_shrink": float(s)} for s in cfg.gram_shrinks]
+    if name == "momentum":
+        return [{"momentum": float(b)} for b in cfg.momentum_betas]
+    return [{}]
+
+
+def _variant_key(extra: dict) -> str:
+    return "".join(f":{k}={v:g}" for k, v in sorted(extra.items()))
+
+
 def make_solver(name: str, lr: float, cfg: Config, prob: Problem, n_batches: int,
-                schedule: str = "inverse-1"):
-    """The configured solver of a record name (None for scikit-learn's SGDClassifier)."""
+                schedule: str = "inverse-1", extra: dict | None = None):
+    """The configured solver of a record name (None for scikit-learn's SGDClassifier);
+    ``extra``: options of a tuned variant (see :func:`variants`)."""
+    extra = dict(extra or {})
     big = prob.p > DENSE_MAX
     sched = schedule_options(schedule, n_batches)
     # the paper's SPFB above DENSE_MAX: 3 PCG steps (Kronecker preconditioner) on the bound of
@@ -69,7 +85,12 @@ def make_solver(name: str, lr: float, cfg: Config, prob: Problem, n_batches: int
     if name == "spfb":
         return SPFB(**bound)
     if name == "spfb-avg":
-        return SPFB(**{**bound, "curvature_rows": None}, curvature="average")
+        # above DENSE_MAX: the damped Gram factor decomposed at the first and the last of its
+        # builds, and the bound rebuilt at doubling intervals once that average is complete
+        # (docs/stochastic.md, fourth round); below, these options have no effect
+        return SPFB(**{**bound, "curvature_rows": None}, curvature="average",
+                    gram_shrink=extra.get("gram_shrink", cfg.gram_shrink),
+                    late_refresh=cfg.late_refresh, gram_eig_builds=(1, cfg.gram_updates))
     if name.startswith("lspfb-k"):
         return LSPFB(lr=lr, **sched, curvature_rows=cfg.curvature_rows,
                      refresh=cfg.lowrank_refresh, rank=int(name[7:]))
@@ -80,7 +101,7 @@ def make_solver(name: str, lr: float, cfg: Config, prob: Problem, n_batches: int
     if name == "sgd":
         return StochasticSGD(lr=lr, **sched)
     if name == "momentum":
-        return StochasticMomentum(lr=lr, momentum=0.9, **sched)
+        return StochasticMomentum(lr=lr, momentum=extra.get("momentum", 0.9), **sched)
     if name == "adam":
         return StochasticAdam(lr=lr, **sched)
     return None
@@ -98,7 +119,7 @@ def epoch_batches(T: int, bs: int, epochs: int, seed: int) -> list[list[np.ndarr
 
 def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
                schedule: str = "inverse-1", prune=None, max_epochs: float | None = None,
-               ref=None) -> dict:
+               ref=None, extra: dict | None = None) -> dict:
     """Objective gap and test loss at every evaluation point (``cfg.evals_of(data)`` evenly
     spaced points per epoch, at batch boundaries; ``epochs`` holds their fractional epochs),
     and cumulative seconds of the updates only (building a batch's model and evaluating the
@@ -117,7 +138,7 @@ def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
     gaps = [f0 / prob.f_star - 1.0]
     tl, acc = prob.test_loss(theta)
     test, secs, epochs = [tl], [0.0], [0.0]
-    solver = make_solver(name, lr, cfg, prob, n_batches, schedule)
+    solver = make_solver(name, lr, cfg, prob, n_batches, schedule, extra)
     if solver is None:
         from sklearn.linear_model import SGDClassifier
 
@@ -225,20 +246,22 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
         best = None
         grids[name] = {}
         scheds = ("constant",) if name in CONSTANT_ONLY else cfg.schedules
-        for sched in scheds:
-            # largest step first: diverging runs stop at once, and the first run to reach 1%
-            # caps the slower (smaller-step) ones at its epochs
-            for lr in sorted(cfg.grid, reverse=True):
-                # a run that has not reached 1% by the best epochs of its method so far
-                # cannot win: stop it there
-                own = None if best is None else first_hit(best[2], GAPS[0])[0]
-                lim = min([c for c in (cap, own) if c is not None], default=None)
-                tr = trajectory(prob, name, lr, cfg, stream, sched,
-                                prune=None if best is None else best[2]["gap"],
-                                max_epochs=lim, ref=ref)
-                grids[name][f"{sched}:{lr}"] = first_hit(tr, GAPS[0])[0]
-                if best is None or _score(tr) < _score(best[2]):
-                    best = (lr, sched, tr)
+        for extra in variants(cfg, name, prob):
+            for sched in scheds:
+                # largest step first: diverging runs stop at once, and the first run to reach
+                # 1% caps the slower (smaller-step) ones at its epochs
+                for lr in sorted(cfg.grid, reverse=True):
+                    # a run that has not reached 1% by the best epochs of its method so far
+                    # cannot win: stop it there
+                    own = None if best is None else first_hit(best[2], GAPS[0])[0]
+                    lim = min([c for c in (cap, own) if c is not None], default=None)
+                    tr = trajectory(prob, name, lr, cfg, stream, sched,
+                                    prune=None if best is None else best[2]["gap"],
+                                    max_epochs=lim, ref=ref, extra=extra)
+                    grids[name][f"{sched}:{lr}{_variant_key(extra)}"] = first_hit(
+                        tr, GAPS[0])[0]
+                    if best is None or _score(tr) < _score(best[2]):
+                        best = (lr, sched, tr, extra)
         tuned[name] = best
         if name in FIRST_ORDER:
             e = first_hit(best[2], GAPS[0])[0]
@@ -246,12 +269,12 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
                 fo_best = (e, best[2]["gap"])
         ctx.advance(f"{SUITE}: {prob.name} {name} lr={best[0]} {best[1]}")
     # timed repeats of the winners, alternating between methods
-    runs = {name: [tr] for name, (lr, sched, tr) in tuned.items()}
+    runs = {name: [tr] for name, (lr, sched, tr, extra) in tuned.items()}
     for _ in range(cfg.repeats - 1):
-        for name, (lr, sched, tr) in tuned.items():
+        for name, (lr, sched, tr, extra) in tuned.items():
             runs[name].append(trajectory(prob, name, lr, cfg, stream, sched,
-                                         max_epochs=tr["epochs"][-1]))
-    for name, (lr, sched, tr) in tuned.items():
+                                         max_epochs=tr["epochs"][-1], extra=extra))
+    for name, (lr, sched, tr, extra) in tuned.items():
         hits = {}
         for gap in GAPS:
             e, _ = first_hit(tr, gap)
@@ -274,7 +297,7 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
             final_objective=prob.f_star * (1.0 + tr["final_gap"]),
             target_objective=prob.f_star * (1.0 + GAPS[0]),
             metrics={"epochs_to_target": e1, "epochs_to_0.1%": e2, "seconds_to_0.1%": s2,
-                     "lr": lr, "schedule": sched, "grid": list(cfg.grid),
+                     "lr": lr, "schedule": sched, "grid": list(cfg.grid), "variant": extra,
                      "schedules": list(cfg.schedules), "lam": prob.lam,
                      "lr_at_edge": len(cfg.grid) > 1 and lr in (cfg.grid[0], cfg.grid[-1]),
                      "epochs": cfg.epochs_of(prob.name), "grid_epochs_to_1%": grids[name],
