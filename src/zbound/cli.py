@@ -25,7 +25,7 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "two-class problems at 1e5-1e7 rows and Adult against dask-ml, scikit-learn and "
         "Spark MLlib; time, passes, iterations, peak memory per worker (--quick: t = 1e5, "
         "no Adult)",
-        "about 6 min",
+        "about 3 min",
     ),
     "stochastic": (
         "SGB Fig. 1: SPFB and LSPFB against SGD, momentum, Adam and SGDClassifier on Adult, "
