@@ -46,18 +46,23 @@ def features_of(X, lengths, m):
     return out
 
 
+def path_features(g, e, m, L):
+    """Every label path of a length-L sequence and its feature vector (one row per path)."""
+    paths = list(itertools.product(range(m), repeat=L))
+    F = []
+    for path in paths:
+        v = sum(g[t, path[t]] for t in range(L))
+        for t in range(1, L):
+            v = v + e[t - 1, path[t - 1], path[t]]
+        F.append(v)
+    return paths, np.array(F)
+
+
 def brute_nll(X, lengths, y, m, theta):
     feats = features_of(X, lengths, m)
     f, grad, off = 0.0, np.zeros(theta.size), 0
     for (g, e), L in zip(feats, lengths):
-        F = []
-        paths = list(itertools.product(range(m), repeat=int(L)))
-        for path in paths:
-            v = sum(g[t, path[t]] for t in range(L))
-            for t in range(1, L):
-                v = v + e[t - 1, path[t - 1], path[t]]
-            F.append(v)
-        F = np.array(F)
+        paths, F = path_features(g, e, m, int(L))
         s = F @ theta
         lz = s.max() + np.log(np.exp(s - s.max()).sum())
         p = np.exp(s - lz)
@@ -155,14 +160,7 @@ def test_bad_input():
 def brute_hessian(X, lengths, m, theta):
     H, out = np.zeros((theta.size, theta.size)), 0
     for g, e in features_of(X, lengths, m):
-        L = g.shape[0]
-        F = []
-        for path in itertools.product(range(m), repeat=L):
-            v = sum(g[t, path[t]] for t in range(L))
-            for t in range(1, L):
-                v = v + e[t - 1, path[t - 1], path[t]]
-            F.append(v)
-        F = np.array(F)
+        F = path_features(g, e, m, g.shape[0])[1]
         s = F @ theta
         p = np.exp(s - s.max())
         p /= p.sum()

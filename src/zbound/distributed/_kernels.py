@@ -122,13 +122,24 @@ def _binary_scores(X, theta, nf: int, intercept: bool):
     return s
 
 
+def _add_weighted_gram(G, xh, hsum: float, X, h, intercept: bool):
+    """G += X^T diag(h) X (upper triangle, one dsyrk into the Fortran-ordered G) and, with an
+    intercept, xh += h X in place; returns (G, hsum + sum(h))."""
+    from scipy.linalg.blas import dsyrk
+
+    G = dsyrk(1.0, (X * np.sqrt(h)[:, None]).T, beta=1.0, c=G, trans=0, overwrite_c=1)
+    if intercept:
+        xh += h @ X
+        hsum += float(h.sum())
+    return G, hsum
+
+
 def binary_value_grad_hessian(loss, theta, m: int = 1, off: int = 0):
     """(f, g, H) of a binary (reference class) record with dense rows, H the (p, p) matrix,
     in one sweep over blocks of ``BLOCK_ROWS`` rows: scores, log Z, gradient and the dsyrk
     update of each block while it is in cache (X is read once instead of three times). The
     arithmetic is the NumPy path's (log Z = max(0, s) + log(e^-max + e^(s - max))); with
     ``m > 1`` the Hessian comes from rows off, off + m, ... of each chunk, rescaled."""
-    from scipy.linalg.blas import dsyrk
     from scipy.special import expit
 
     nf, icpt = loss.n_features, loss.fit_intercept
@@ -160,11 +171,7 @@ def binary_value_grad_hessian(loss, theta, m: int = 1, off: int = 0):
                 h = p1 * (1.0 - p1)
                 if swb is not None:
                     h *= swb
-                G = dsyrk(1.0, (Xb * np.sqrt(h)[:, None]).T, beta=1.0, c=G, trans=0,
-                          overwrite_c=1)
-                if icpt:
-                    xh += h @ Xb
-                    hsum += float(h.sum())
+                G, hsum = _add_weighted_gram(G, xh, hsum, Xb, h, icpt)
         if not full:
             Xs = np.ascontiguousarray(X[sl])
             p1 = expit(_binary_scores(Xs, theta, nf, icpt))
@@ -172,11 +179,7 @@ def binary_value_grad_hessian(loss, theta, m: int = 1, off: int = 0):
             if sw is not None:
                 h *= sw[sl]
             h *= scale
-            G = dsyrk(1.0, (Xs * np.sqrt(h)[:, None]).T, beta=1.0, c=G, trans=0,
-                      overwrite_c=1)
-            if icpt:
-                xh += h @ Xs
-                hsum += float(h.sum())
+            G, hsum = _add_weighted_gram(G, xh, hsum, Xs, h, icpt)
     H = np.empty((p, p))
     H[:nf, :nf] = np.triu(G) + np.triu(G, 1).T
     if icpt:

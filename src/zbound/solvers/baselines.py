@@ -21,10 +21,11 @@ import numpy as np
 import scipy.optimize
 
 from zbound._linalg import cholesky_solve, jacobi
+from zbound.solvers._linesearch import ARMIJO as _ARMIJO
+from zbound.solvers._linesearch import interpolated_step
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Recorder, Result, Status
 
-_ARMIJO = 1e-4
 # Up to this many parameters SciPy's Newton-CG gets the dense Hessian, beyond it products.
 _DENSE_HESS_MAX = 300
 
@@ -265,8 +266,5 @@ class SteepestDescent(Solver):
                 state.extra["step"] = 2.0 * step
                 self.accept(model, state, x_new, f_new, g_new)
                 return
-            # minimizer of the quadratic through f, slope -gg and f_new, safeguarded
-            denom = 2.0 * (f_new - f + step * gg)
-            trial = gg * step * step / denom if denom > 0 and np.isfinite(f_new) else 0.5 * step
-            step = min(0.5 * step, max(0.1 * step, trial))
+            step = interpolated_step(step, f, f_new, -gg)
         state.status = Status.LINE_SEARCH_FAILED

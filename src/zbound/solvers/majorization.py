@@ -33,10 +33,11 @@ from zbound._linalg import (
     gram_eigenbasis,
     ridged_cholesky_solve,
 )
+from zbound.solvers._linesearch import ARMIJO as _ARMIJO
+from zbound.solvers._linesearch import backtrack
 from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 
-_ARMIJO = 1e-4
 # rows x parameters from which inner="auto" runs truncated PCG instead of dense Cholesky
 # whatever p (adult, 32561 x 109: a dense Hessian per Newton step ~ 27 products).
 _CG_WORK = 1 << 20
@@ -499,19 +500,11 @@ class NewtonBound(_MMBase):
                 # Backtrack along the Newton direction with values only (safeguarded quadratic
                 # interpolation); near-separable data make the full step overshoot along flat
                 # directions, where the bound's own step length is needlessly short.
-                gd = float(g @ d)
-                step = 1.0
-                for _ in range(self.opts["backtracks"]):
-                    denom = 2.0 * (f_new - f - step * gd)
-                    trial = -gd * step * step / denom if denom > 0.0 and math.isfinite(f_new) \
-                        else 0.5 * step
-                    step = min(0.5 * step, max(0.1 * step, trial))
-                    f_new = model.value(x + step * d)
-                    if f_new <= f + _ARMIJO * step * gd:
-                        accepted = True
-                        break
-                if accepted:
-                    x_new = x + step * d
+                found = backtrack(model.value, x, d, f, float(g @ d), 1.0, f_new,
+                                  self.opts["backtracks"])
+                if found is not None:
+                    accepted = True
+                    x_new = x + found[0] * d
                     f_new, g_new, H_new = model.value_grad_hessian(x_new)
                     ex["backtracked_newton_steps"] += 1
         if accepted:

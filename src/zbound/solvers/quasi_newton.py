@@ -31,10 +31,11 @@ import math
 
 import numpy as np
 
+from zbound.solvers._linesearch import ARMIJO as _ARMIJO
+from zbound.solvers._linesearch import backtrack
 from zbound.solvers.base import MethodInfo, Solver, State
 from zbound.solvers.result import Status
 
-_ARMIJO = 1e-4
 _ROUND = 1e-12
 
 
@@ -138,20 +139,12 @@ class LBFGSBound(Solver):
                 x_new = x_try
                 ex["unit_steps" if S else "initial_steps"] += 1
             else:
-                # value-only backtracking: up to ``backtracks`` trials at the minimizer of the
-                # quadratic through f, g.d and the last trial, within [0.1, 0.5] of it
-                f_step = f_new
-                for _ in range(self.opts["backtracks"]):
-                    denom = 2.0 * (f_step - f - step * gd)
-                    trial = -gd * step * step / denom if denom > 0.0 and math.isfinite(f_step) \
-                        else 0.5 * step
-                    step = min(0.5 * step, max(0.1 * step, trial))
-                    f_step = model.value(x + step * d)
-                    if f_step <= f + _ARMIJO * step * gd:
-                        x_new = x + step * d
-                        f_new, g_new = model.value_and_grad(x_new)
-                        ex["interpolated_steps"] += 1
-                        break
+                # value-only backtracking: up to ``backtracks`` interpolated Armijo trials
+                found = backtrack(model.value, x, d, f, gd, step, f_new, self.opts["backtracks"])
+                if found is not None:
+                    x_new = x + found[0] * d
+                    f_new, g_new = model.value_and_grad(x_new)
+                    ex["interpolated_steps"] += 1
         if x_new is None:
             x_new = self._bound_step(model, state, d)
             if x_new is None:
