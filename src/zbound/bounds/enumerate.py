@@ -90,10 +90,12 @@ def _check_inputs(features, theta, log_prior):
     return features, theta, log_prior
 
 
-def alg1_sorted(log_alpha: np.ndarray, features: np.ndarray):
-    """Alg. 1 on configurations already in visiting order.
+def alg1_terms(log_alpha: np.ndarray, features: np.ndarray):
+    """Alg. 1 on configurations in visiting order, without forming the curvature.
 
-    log_alpha: (t, n); features: (t, n, d). Returns log_z (t,), mean (t, d), curvature (t, d, d).
+    log_alpha: (t, n); features: (t, n, d). Returns log_z (t,), mean (t, d), the weights
+    beta_i (t, n) and l_i = f_i - mu_{i-1} (t, n, d): the curvature is sum_i beta_i l_i l_i^T
+    (formed by :func:`alg1_sorted`, kept low-rank by :mod:`zbound.bounds.lowrank`).
     """
     t, n, d = features.shape
     # Alg. 1 depends on alpha only through ratios, so work with log alpha - max log alpha: the
@@ -125,7 +127,15 @@ def alg1_sorted(log_alpha: np.ndarray, features: np.ndarray):
         r = log_alpha - log_z_prev
     r[:, 0] = np.inf
     w = beta(r)                                                # (t, n); NaN -> 0
-    L = features - mu_prev
+    return log_z, mean, w, features - mu_prev
+
+
+def alg1_sorted(log_alpha: np.ndarray, features: np.ndarray):
+    """Alg. 1 on configurations already in visiting order.
+
+    log_alpha: (t, n); features: (t, n, d). Returns log_z (t,), mean (t, d), curvature (t, d, d).
+    """
+    log_z, mean, w, L = alg1_terms(log_alpha, features)
     curvature = np.einsum("tn,tni,tnj->tij", w, L, L)
     return log_z, mean, curvature
 

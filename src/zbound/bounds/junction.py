@@ -58,7 +58,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zbound.bounds.curvature import DenseCurvature, DiagonalCurvature
-from zbound.bounds.lowrank import _alg1_terms
+from zbound.bounds.enumerate import alg1_terms
 from zbound.bounds.scalar import ordering
 
 RULES = ("tight", "literal")
@@ -259,7 +259,7 @@ def _alg1_groups(log_alpha: np.ndarray, vecs: np.ndarray, curvature: str, order:
     perm = _order(log_alpha, order)
     la = np.take_along_axis(log_alpha, perm, axis=1)
     fv = np.take_along_axis(vecs, perm[:, :, None], axis=1)
-    log_z, mean, w, L = _alg1_terms(la, fv)
+    log_z, mean, w, L = alg1_terms(la, fv)
     if curvature == "dense":
         C = np.einsum("tn,tni,tnj->tij", w, L, L)
     else:

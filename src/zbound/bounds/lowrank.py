@@ -50,8 +50,8 @@ import scipy.linalg.lapack
 import scipy.sparse as sp
 
 from zbound.bounds.curvature import SOLVE_METHODS, Curvature
-from zbound.bounds.enumerate import _check_inputs
-from zbound.bounds.scalar import beta, log_cumsum_exp, ordering
+from zbound.bounds.enumerate import _check_inputs, alg1_terms
+from zbound.bounds.scalar import ordering
 
 RULES = ("exact", "sgb", "paper")
 # A residual below this fraction of ||r|| is not made a new basis vector (its direction would be
@@ -388,36 +388,6 @@ class LowRankAccumulator:
 
 
 # ----------------------------------------------------------------- Alg. 1, explicit features
-def _alg1_terms(log_alpha: np.ndarray, features: np.ndarray):
-    """Alg. 1 on configurations in visiting order, without the curvature: log_z (t,), mean
-    (t, d), the weights beta_i (t, n) and l_i = f_i - mu_{i-1} (t, n, d). The same log-space
-    running sums as :func:`zbound.bounds.enumerate.alg1_sorted`."""
-    t, n, d = features.shape
-    shift = np.max(log_alpha, axis=1, keepdims=True)
-    shift = np.where(np.isfinite(shift), shift, 0.0)
-    with np.errstate(over="ignore"):
-        log_alpha = log_alpha - shift
-    log_z_run = log_cumsum_exp(log_alpha, axis=1)
-    log_z = log_z_run[:, -1] + shift[:, 0]
-    if np.any(log_z == -np.inf):
-        raise ValueError("every configuration has zero prior weight: log Z = -inf")
-    with np.errstate(divide="ignore"):
-        log_pos = np.log(np.maximum(features, 0.0))
-        log_neg = np.log(np.maximum(-features, 0.0))
-    acc_pos = log_cumsum_exp(log_alpha[:, :, None] + log_pos, axis=1)
-    acc_neg = log_cumsum_exp(log_alpha[:, :, None] + log_neg, axis=1)
-    with np.errstate(invalid="ignore", over="ignore"):
-        sh = log_z_run[:, :, None]
-        mu_run = np.exp(acc_pos - sh) - np.exp(acc_neg - sh)
-    mu_run = np.where(np.isfinite(log_z_run)[:, :, None], mu_run, 0.0)
-    mu_prev = np.concatenate([np.zeros((t, 1, d)), mu_run[:, :-1, :]], axis=1)
-    log_z_prev = np.concatenate([np.full((t, 1), -np.inf), log_z_run[:, :-1]], axis=1)
-    with np.errstate(invalid="ignore", over="ignore"):
-        r = log_alpha - log_z_prev
-    r[:, 0] = np.inf
-    return log_z, mu_run[:, -1, :], beta(r), features - mu_prev
-
-
 @dataclass
 class LowRankBound:
     """sum_j log Z_j(theta') <= log_z + mean @ delta + 1/2 delta @ curvature @ delta,
@@ -466,7 +436,7 @@ def lowrank_bound(features, theta, log_prior=None, order: str = "descending", ra
     perm = ordering(log_alpha, order)
     log_alpha_s = np.take_along_axis(log_alpha, perm, axis=1)
     features_s = np.take_along_axis(features, perm[:, :, None], axis=1)
-    log_z, mean, w, L = _alg1_terms(log_alpha_s, features_s)
+    log_z, mean, w, L = alg1_terms(log_alpha_s, features_s)
     acc = LowRankAccumulator(features.shape[-1], rank, rule, ridge)
     R = np.sqrt(w)[:, :, None] * L
     if not np.isfinite(R).all():
