@@ -51,6 +51,19 @@ def _kl_bernoulli(a, b):
     return pa * (log_expit(a) - log_expit(b)) + (1 - pa) * (log_expit(-a) - log_expit(-b))
 
 
+def _draw_gated(n: int, d: int, norm: float, rng):
+    """Experts beta and gate w with norm ``norm``, Gaussian X (n, d), and the hidden side z = +-1
+    drawn from the gate: the part shared by the SMoLinE and SMoLogE samplers."""
+    rng = np.random.default_rng(rng)
+    beta = rng.normal(size=d)
+    beta *= norm / np.linalg.norm(beta)
+    w = rng.normal(size=d)
+    w *= norm / np.linalg.norm(w)
+    X = rng.normal(size=(n, d))
+    z = np.where(rng.random(n) < expit(X @ w), 1.0, -1.0)
+    return rng, beta, w, X, z
+
+
 class _Symmetric:
     name = ""
 
@@ -213,13 +226,7 @@ class SMoLinE(_Symmetric):
     @staticmethod
     def sample(n: int, d: int, norm: float = 4.0, noise: float = 1.0, rng=None):
         """Data from a random SMoLinE with ||beta*|| = ||w*|| = norm: (X, y, theta*)."""
-        rng = np.random.default_rng(rng)
-        beta = rng.normal(size=d)
-        beta *= norm / np.linalg.norm(beta)
-        w = rng.normal(size=d)
-        w *= norm / np.linalg.norm(w)
-        X = rng.normal(size=(n, d))
-        z = np.where(rng.random(n) < expit(X @ w), 1.0, -1.0)
+        rng, beta, w, X, z = _draw_gated(n, d, norm, rng)
         y = z * (X @ beta) + noise * rng.normal(size=n)
         return X, y, np.concatenate([beta, w])
 
@@ -293,13 +300,7 @@ class SMoLogE(_Symmetric):
     @staticmethod
     def sample(n: int, d: int, norm: float = 4.0, rng=None):
         """Data from a random SMoLogE with ||beta*|| = ||w*|| = norm: (X, y, theta*)."""
-        rng = np.random.default_rng(rng)
-        beta = rng.normal(size=d)
-        beta *= norm / np.linalg.norm(beta)
-        w = rng.normal(size=d)
-        w *= norm / np.linalg.norm(w)
-        X = rng.normal(size=(n, d))
-        z = np.where(rng.random(n) < expit(X @ w), 1.0, -1.0)
+        rng, beta, w, X, z = _draw_gated(n, d, norm, rng)
         y = np.where(rng.random(n) < expit(z * (X @ beta)), 1.0, -1.0)
         return X, y, np.concatenate([beta, w])
 
