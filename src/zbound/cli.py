@@ -30,7 +30,7 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
     "stochastic": (
         "SGB Fig. 1: SPFB and LSPFB against SGD, momentum, Adam and SGDClassifier on Adult, "
         "KMNIST and digits (mini-batch 1000), epochs and seconds to 1% and 0.1%",
-        "about 7 min (13 min on a busy 2-core machine)",
+        "about 15 min on a busy 2-core machine",
     ),
     "crf": (
         "Chain CRFs on CoNLL-2000, CoNLL-2002 and the Penn Treebank sample against "

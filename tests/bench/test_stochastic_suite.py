@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -67,8 +69,6 @@ def test_report_has_table_verdict_and_plot(tiny_run):
 def test_trajectory_caps_and_prunes():
     """``max_epochs`` stops a run at the cap; ``ref`` prunes a run 10 times behind it; runs stop
     at ``stop_gap``."""
-    import dataclasses
-
     from zbound.bench.suites.stochastic.runs import epoch_batches, trajectory
 
     cfg = dataclasses.replace(stochastic.tiny(), stop_gap=1e-2)
@@ -98,8 +98,32 @@ def test_variants_tune_damping_and_beta_on_equal_grids():
     assert len(betas) == len(shrinks) == 3
     assert {v["gram_shrink"] for v in shrinks} == set(cfg.gram_shrinks)
     assert variants(cfg, "spfb-avg", prob) == [{}]          # p = 650: the dense path
-    assert variants(cfg, "adam", prob) == [{}]
+    adam = variants(cfg, "adam", prob)                      # Adam's beta_1: equally sized
+    assert len(adam) == 3 and {v["beta1"] for v in adam} == set(cfg.adam_beta1s)
+    assert variants(cfg, "sgd", prob) == [{}]
+    assert variants(stochastic.tiny(), "adam", prob) == [{}]    # none set: torch's default
     s = make_solver("momentum", 0.1, cfg, prob, 2, "constant", {"momentum": 0.95})
     assert s.opts["momentum"] == 0.95
+    s = make_solver("adam", 0.1, cfg, prob, 2, "constant", {"beta1": 0.8})
+    assert tuple(s.opts["betas"]) == (0.8, 0.999)
+    assert tuple(make_solver("adam", 0.1, cfg, prob, 2).opts["betas"]) == (0.9, 0.999)
     s = make_solver("spfb-avg", 0.1, cfg, prob, 2, "constant", {"gram_shrink": 2.0})
     assert s.opts["gram_shrink"] == 2.0 and s.opts["late_refresh"] == "doubling"
+    # spfb-avg's Gram factor: the first avg_gram_updates builds, decomposed at the first and
+    # the last of them; the paper's SPFB keeps the suite's gram_updates for its preconditioner
+    assert s.opts["gram_updates"] == cfg.avg_gram_updates == 1
+    assert s.opts["gram_eig_builds"] == (1,)
+    four = dataclasses.replace(cfg, avg_gram_updates=4)
+    assert make_solver("spfb-avg", 0.1, four, prob, 2).opts["gram_eig_builds"] == (1, 4)
+    assert make_solver("spfb", 0.1, cfg, prob, 2).opts["gram_updates"] == cfg.gram_updates
+
+
+def test_every_method_is_tuned_on_the_same_schedules():
+    """The quick and full grids offer every method (peers included) the same schedules, the
+    fast-decaying inverse-0.5 among them."""
+    from zbound.bench.suites.stochastic.config import config
+    from zbound.bench.suites.stochastic.runs import schedule_options
+
+    for quick in (True, False):
+        assert "inverse-0.5" in config(quick).schedules
+    assert schedule_options("inverse-0.5", 8) == {"schedule": "inverse", "decay": 4.0}

@@ -423,3 +423,59 @@ def test_late_refresh_reaches_the_optimum():
 def test_bad_kronecker_options(bad):
     with pytest.raises(ValueError):
         SPFB(**bad)
+
+
+def test_first_batch_gram_with_doubling_rebuilds_is_the_explicit_solve(monkeypatch):
+    """gram_updates=1 (the stochastic suite's spfb-avg above dense_max): the Gram factor is the
+    first batch's, damped by s tr(G_1) / rows_1 and decomposed once; the bound is rebuilt at
+    updates 1, 2, 4, 8, ... and every step is the explicit solve with the running mean of the
+    label factors of those builds."""
+    from zbound.solvers.stochastic import _design, _label_weight_matrix, _penalty_diagonal
+
+    model = logistic_problem(4, t=160, d=4, n=3, reg=0.5)
+    p = model.n_params
+    solver = SPFB(curvature="average", dense_max=1, lr=0.5, schedule="constant",
+                  gram_updates=1, gram_shrink=2.0, gram_eig_builds=(1,),
+                  late_refresh="doubling")
+    sizes = []                                           # of the eigendecompositions
+    eigh = np.linalg.eigh
+
+    def counting(M, *a, **k):
+        sizes.append(M.shape[0])
+        return eigh(M, *a, **k)
+
+    monkeypatch.setattr(np.linalg, "eigh", counting)
+    state = solver.init(None, np.zeros(p))
+    Bbar, G1, n_builds = None, None, 0
+    for t, rows in enumerate(iterate_batches(160, 10, np.random.default_rng(1)), start=1):
+        batch = batch_objective(model, rows)
+        if t & (t - 1) == 0:                            # a build at 1, 2, 4, 8, 16
+            C = batch.loss.majorizer(state.x).curvature
+            n_builds += 1
+            B = _label_weight_matrix(C)
+            Bbar = B if Bbar is None else Bbar + (B - Bbar) / n_builds
+            if G1 is None:
+                X = _design(C)
+                G1 = X.T @ X / X.shape[0]
+                G1 = G1 + 2.0 * np.trace(G1) / X.shape[0] * np.eye(G1.shape[0])
+        lam = _penalty_diagonal(batch.penalties, p).max()
+        A = np.kron(Bbar, G1) + lam * np.eye(p)
+        g = batch.value_and_grad(state.x)[1]
+        x_old = state.x.copy()
+        solver.update(batch, state)
+        np.testing.assert_allclose(x_old - state.x, 0.5 * np.linalg.solve(A, g),
+                                   rtol=1e-8, atol=1e-11)
+    assert state.extra["n_bound"] == n_builds == 5
+    # the Gram factor (d = 4) decomposed once, the label factor (3 x 3) at every build
+    assert sizes == [4, 3, 3, 3, 3, 3]
+
+
+def test_first_batch_gram_reaches_the_optimum():
+    model = logistic_problem(5, t=300, d=4, n=3, reg=3.0)
+    x0 = np.zeros(model.n_params)
+    _, f_ref = reference_optimum(model, x0)
+    res = minimize(model, x0, method="spfb", curvature="average", dense_max=1, lr=1.0,
+                   decay=5.0, batch_size=30, max_iter=40, tol=0.0, gram_updates=1,
+                   gram_shrink=1.0, gram_eig_builds=(1,), late_refresh="doubling")
+    assert res.fun <= f_ref * 1.01, (res.fun, f_ref)
+    assert res.info["curvatures"] == 9            # updates 1, 2, 4, ..., 256 of 400

@@ -11,17 +11,20 @@ GAPS = (1e-2, 1e-3)
 GRID = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0)
 QUICK_GRID = (3e-2, 0.1, 0.3, 1.0, 3.0, 10.0)
 #: Step schedules every method is tuned over: "constant" (eta_t = eta_0) and "inverse-E"
-#: (eta_t = eta_0 / (1 + (t - 1) / (E batches per epoch)): halved after E epochs).
-SCHEDULES = ("constant", "inverse-1", "inverse-5")
-QUICK_SCHEDULES = ("inverse-1", "inverse-5")
+#: (eta_t = eta_0 / (1 + (t - 1) / (E epochs of batches)): halved after E epochs; E = 0.5
+#: halves it after half an epoch, a large eta_0 with a fast decay).
+SCHEDULES = ("constant", "inverse-0.5", "inverse-1", "inverse-5")
+QUICK_SCHEDULES = ("inverse-0.5", "inverse-1", "inverse-5")
 #: The per-sample L2 strengths of the lambda grid (the paper does not state its lambda; it
 #: chose hyperparameters "to achieve the best test performance").
 LAMS = (1e-4, 1e-3, 1e-2)
 #: Peers: record name -> registered method (torch.optim when installed) or scikit-learn.
 PEERS = ("sgd", "momentum", "adam", "sklearn-sgd")
-#: spfb-avg's Gram damping (above dense_max) and, an equally sized grid, momentum's beta.
-SHRINKS = (0.5, 1.0, 2.0)
+#: spfb-avg's Gram damping (above dense_max) and, equally sized grids, momentum's beta and
+#: Adam's beta_1 (SGD has no knob besides the step and its schedule: with one it is momentum).
+SHRINKS = (2.0, 4.0, 8.0)
 BETAS = (0.8, 0.9, 0.95)
+ADAM_BETA1S = (0.8, 0.9, 0.95)
 
 
 @dataclass
@@ -47,7 +50,11 @@ class Config:
     :class:`~zbound.solvers.stochastic.SPFB`); ``gram_shrinks``: the damping values tuned for
     spfb-avg above ``dense_max`` (``gram_shrink`` is the first); ``momentum_betas``: the
     momentum coefficients tuned for momentum, an equally sized grid (the fairness rule: a knob
-    tuned for our method gets an equally sized grid for the best peer)."""
+    tuned for our method gets an equally sized grid for the peers); ``adam_beta1s``: Adam's
+    beta_1 values tuned likewise (empty: torch's default betas only); ``avg_gram_updates``:
+    the bound builds whose Gram factor spfb-avg averages above ``dense_max`` (1: the first
+    batch's Gram, damped and decomposed once; the bound is then rebuilt at doubling
+    intervals from the first update)."""
 
     datasets: tuple[str, ...] = ("adult", "kmnist", "digits")
     lam: float = 1e-4
@@ -73,6 +80,8 @@ class Config:
     gram_shrink: float = 1.0
     gram_shrinks: tuple[float, ...] = (1.0,)
     momentum_betas: tuple[float, ...] = (0.9,)
+    adam_beta1s: tuple[float, ...] = ()
+    avg_gram_updates: int = 1
     late_refresh: int | str | None = "doubling"
 
     def lams_of(self, name: str) -> tuple[float, ...]:
@@ -96,10 +105,11 @@ def config(quick: bool) -> Config:
                       schedules=QUICK_SCHEDULES, lam=1e-3, stop_gap=1e-2,
                       cap_by_first_order=True, cap_factor=2.0, gram_updates=8,
                       evals={"adult": 4}, gram_shrinks=SHRINKS, momentum_betas=BETAS,
+                      adam_beta1s=ADAM_BETA1S,
                       epochs_by_data={"adult": 15, "kmnist": 100, "digits": 30})
     return Config(epochs=50, lams={d: LAMS for d in ("adult", "kmnist", "digits")},
                   epochs_by_data={"adult": 30, "kmnist": 100}, evals={"adult": 4},
-                  gram_shrinks=SHRINKS, momentum_betas=BETAS)
+                  gram_shrinks=SHRINKS, momentum_betas=BETAS, adam_beta1s=ADAM_BETA1S)
 
 
 def tiny() -> Config:

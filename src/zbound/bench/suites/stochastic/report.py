@@ -171,10 +171,15 @@ def report(doc: dict, out: Path) -> str:
               "parameters likewise, solving by 3 Kronecker-preconditioned PCG steps; spfb-avg "
               "is our averaged curvature (Kronecker form above 1000 parameters, its Gram "
               "factor damped by gram_shrink tr(G) / rows I, tuned over "
-              f"{cfg.get('gram_shrinks')}, decomposed at its first and last build, the bound "
-              f"rebuilt {cfg.get('late_refresh')} after the first epoch). Fairness: momentum "
-              f"(heavy ball) gets an equally sized grid over its beta, "
-              f"{cfg.get('momentum_betas')}.")
+              f"{cfg.get('gram_shrinks')}, averaged over its first "
+              f"{cfg.get('avg_gram_updates', cfg.get('gram_updates'))} build(s) and decomposed "
+              f"at the first and last of them, the bound rebuilt {cfg.get('late_refresh')} "
+              "once that average is complete). Fairness: momentum (heavy ball) gets an "
+              f"equally sized grid over its beta, {cfg.get('momentum_betas')}"
+              + (f", and Adam over its beta_1, {cfg.get('adam_beta1s')}"
+                 if cfg.get("adam_beta1s") else "")
+              + " (SGD has no knob besides the step and its schedule; with one it is "
+              "momentum).")
     if cfg.get("cap_by_first_order"):
         md.append("")
         md.append("Tuning cut (to keep the run short): SGD, momentum and Adam are tuned first "

@@ -58,11 +58,14 @@ def schedule_options(schedule: str, n_batches: int) -> dict:
 
 def variants(cfg: Config, name: str, prob: Problem) -> list[dict]:
     """The extra options tuned for a method besides the step grid and the schedules:
-    spfb-avg's Gram damping above dense_max and, an equally sized grid, momentum's beta."""
+    spfb-avg's Gram damping above dense_max and, equally sized grids, momentum's beta and
+    Adam's beta_1 (when ``cfg.adam_beta1s`` is set)."""
     if name == "spfb-avg" and prob.p > DENSE_MAX:
         return [{"gram_shrink": float(s)} for s in cfg.gram_shrinks]
     if name == "momentum":
         return [{"momentum": float(b)} for b in cfg.momentum_betas]
+    if name == "adam" and getattr(cfg, "adam_beta1s", ()):
+        return [{"beta1": float(b)} for b in cfg.adam_beta1s]
     return [{}]
 
 
@@ -85,12 +88,14 @@ def make_solver(name: str, lr: float, cfg: Config, prob: Problem, n_batches: int
     if name == "spfb":
         return SPFB(**bound)
     if name == "spfb-avg":
-        # above DENSE_MAX: the damped Gram factor decomposed at the first and the last of its
-        # builds, and the bound rebuilt at doubling intervals once that average is complete
-        # (docs/stochastic.md, fourth round); below, these options have no effect
-        return SPFB(**{**bound, "curvature_rows": None}, curvature="average",
-                    gram_shrink=extra.get("gram_shrink", cfg.gram_shrink),
-                    late_refresh=cfg.late_refresh, gram_eig_builds=(1, cfg.gram_updates))
+        # above DENSE_MAX: the damped Gram factor of the first ``avg_gram_updates`` builds,
+        # decomposed at the first and the last of them, and the bound rebuilt at doubling
+        # intervals once that average is complete (docs/stochastic.md, fourth and fifth
+        # rounds); below, these options have no effect
+        gu = int(getattr(cfg, "avg_gram_updates", cfg.gram_updates))
+        return SPFB(**{**bound, "curvature_rows": None, "gram_updates": gu},
+                    curvature="average", gram_shrink=extra.get("gram_shrink", cfg.gram_shrink),
+                    late_refresh=cfg.late_refresh, gram_eig_builds=tuple(sorted({1, gu})))
     if name.startswith("lspfb-k"):
         return LSPFB(lr=lr, **sched, curvature_rows=cfg.curvature_rows,
                      refresh=cfg.lowrank_refresh, rank=int(name[7:]))
@@ -103,6 +108,8 @@ def make_solver(name: str, lr: float, cfg: Config, prob: Problem, n_batches: int
     if name == "momentum":
         return StochasticMomentum(lr=lr, momentum=extra.get("momentum", 0.9), **sched)
     if name == "adam":
+        if "beta1" in extra:
+            return StochasticAdam(lr=lr, betas=(extra["beta1"], 0.999), **sched)
         return StochasticAdam(lr=lr, **sched)
     return None
 
