@@ -82,7 +82,7 @@ def test_multinomial_intercepts_sum_to_zero(fitted):
     assert abs(zb.intercept_.sum()) < 1e-10
 
 
-@pytest.mark.parametrize("solver", ["bound", "squarem", "newton", "lbfgs"])
+@pytest.mark.parametrize("solver", ["bound", "squarem", "newton", "lbfgs", "lbfgs-precond"])
 def test_other_solvers_same_solution(fitted, solver):
     X, y, _, ref = fitted("iris", 1.0, True)
     est = BoundLogisticRegression(C=1.0, solver=solver, tol=1e-9, max_iter=5000).fit(X, y)

@@ -22,7 +22,8 @@ BATCH_METHODS = sorted(k for k, v in METHODS.items() if not v.stochastic)
 def test_registry_describes_every_method():
     assert DEFAULT_METHOD in METHODS and not METHODS[DEFAULT_METHOD].peer
     assert {"newton-bound", "bound", "squarem", "lbfgs", "bfgs", "cg", "steepest",
-            "newton", "newton-cg", "sample-newton", "sample-bound"} == set(BATCH_METHODS)
+            "newton", "newton-cg", "sample-newton", "sample-bound",
+            "lbfgs-precond"} == set(BATCH_METHODS)
     assert {"spfb", "lspfb", "sbm", "sbm-sm", "sgd", "momentum", "adam"} == {
         k for k, v in METHODS.items() if v.stochastic}
     for name, info in METHODS.items():

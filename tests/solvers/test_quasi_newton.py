@@ -3,6 +3,8 @@ every iteration, the bound's steps used where the unit step fails, same optimum.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from _solver_problems import logistic_problem, reference_optimum
@@ -38,3 +40,214 @@ def test_bad_options():
         LBFGSBound(first_step="newton")
     with pytest.raises(ValueError, match="backtracks"):
         LBFGSBound(backtracks=-1)
+
+
+# -- "lbfgs-precond": L-BFGS with the fixed bound curvature as its initial inverse Hessian ----
+
+def _softmax_objective(seed, n_classes, fit_intercept, sparse=False, weights=False, t=80,
+                       dx=5, C=0.5):
+    import scipy.sparse as sp
+
+    from zbound.models.multinomial import logistic_objective
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((t, dx)) * rng.uniform(0.2, 5.0, dx)   # badly scaled columns
+    if sparse:
+        X[rng.random(X.shape) < 0.6] = 0.0
+        X = sp.csr_matrix(X)
+    y = rng.integers(0, n_classes, t)
+    y[:n_classes] = np.arange(n_classes)
+    sw = None
+    if weights:
+        sw = rng.uniform(0.0, 2.0, t)
+        sw[5:15] = 0.0                                            # zero sample weights
+    k = 1 if n_classes == 2 else n_classes
+    d = dx + fit_intercept
+    pen = np.full((k, d), 1.0 / C)
+    if fit_intercept:
+        pen[:, -1] = 0.0
+    center = t / k**2 if (k > 1 and fit_intercept) else 0.0
+    return logistic_objective(X, y, n_classes, pen.ravel(), sw, center,
+                              fit_intercept=fit_intercept), (X, sw, pen, center, k, d)
+
+
+def _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, shrink):
+    X = X.toarray() if hasattr(X, "toarray") else X
+    Xa = np.hstack([X, np.ones((X.shape[0], 1))]) if fit_intercept else X
+    s = np.ones(X.shape[0]) if sw is None else sw
+    G = Xa.T @ (Xa * s[:, None])
+    A = 0.5 * (np.eye(k) - np.ones((k, k)) / n_classes)
+    lam = 0.5 if k >= 2 else 0.25
+    B = np.kron(A, G) + np.diag(pen.ravel()) + shrink * lam * np.trace(G) / d * np.eye(k * d)
+    if center:
+        u = np.zeros((k, d))
+        u[:, -1] = 1.0
+        B += center * np.outer(u.ravel(), u.ravel())
+    return B
+
+
+CASES = [(2, True, False, False), (4, True, False, False), (3, False, False, True),
+         (4, True, True, True), (2, False, True, True)]
+
+
+@pytest.mark.parametrize("n_classes,fit_intercept,sparse,weights", CASES)
+@pytest.mark.parametrize("shrink", [0.0, 1.0])
+def test_bound_preconditioner_is_the_inverse_of_the_bound(n_classes, fit_intercept, sparse,
+                                                           weights, shrink):
+    from zbound.solvers.quasi_newton import bound_preconditioner
+
+    obj, (X, sw, pen, center, k, d) = _softmax_objective(0, n_classes, fit_intercept, sparse,
+                                                         weights)
+    pre = bound_preconditioner(obj, shrink)
+    p = obj.n_params
+    B = _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, shrink)
+    V = np.random.default_rng(1).standard_normal((3, p))
+    for v in V:
+        np.testing.assert_allclose(pre(v), np.linalg.solve(B, v), rtol=1e-6,
+                                   atol=1e-9 * np.abs(np.linalg.solve(B, v)).max())
+    if shrink == 0.0:     # Boehning's curvature bounds the Hessian everywhere
+        rng = np.random.default_rng(2)
+        for _ in range(4):
+            H = obj.hessian(3.0 * rng.standard_normal(p)).to_dense()
+            assert np.linalg.eigvalsh(B - H).min() >= -1e-8 * np.abs(B).max()
+
+
+def test_bound_gram_equals_the_explicit_gram():
+    obj, (X, sw, pen, center, k, d) = _softmax_objective(3, 3, True, False, True)
+    Xa = np.hstack([X, np.ones((X.shape[0], 1))])
+    np.testing.assert_allclose(obj.loss.bound_gram(), Xa.T @ (Xa * sw[:, None]), rtol=1e-12,
+                               atol=1e-10)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_sampled_bound_gram_estimates_the_gram(sparse):
+    """Every m-th row, scaled to the total weight: close to the full Gram matrix on i.i.d.
+    rows, exact total weight in the intercept entry."""
+    obj, _ = _softmax_objective(5, 3, True, sparse, True, t=6000, dx=4)
+    full = obj.loss.bound_gram()
+    est = obj.loss.bound_gram(max_rows=1000)
+    np.testing.assert_allclose(est[-1, -1], full[-1, -1], rtol=0.05)
+    assert np.abs(est - full).max() <= 0.1 * np.abs(full).max()
+    np.testing.assert_array_equal(obj.loss.bound_gram(max_rows=6000), full)
+
+
+@pytest.mark.parametrize("n_classes,fit_intercept,sparse,weights", CASES)
+def test_lbfgs_precond_monotone_and_same_optimum(n_classes, fit_intercept, sparse, weights):
+    obj, _ = _softmax_objective(4, n_classes, fit_intercept, sparse, weights, C=10.0)
+    x0 = np.zeros(obj.n_params)
+    ref = minimize(obj, x0, method="newton-bound", tol=1e-11)
+    res = minimize(obj, x0, method="lbfgs-precond", tol=1e-9, max_iter=5000)
+    _assert_monotone(res)
+    assert res.converged, res.message
+    np.testing.assert_allclose(res.fun, ref.fun, rtol=1e-9)
+    np.testing.assert_allclose(res.x, ref.x, atol=1e-5 * max(1.0, np.abs(ref.x).max()))
+    # the first step is the bound's own minimizer at x0: taken whole
+    assert res.info["initial_steps"] == 1 and res.info["bound_steps"] == 0
+
+
+def test_lbfgs_precond_on_other_models_is_plain_lbfgs_bound():
+    """No bound_gram (a log-linear model): "auto" falls back to plain L-BFGS; "bound" raises."""
+    from _solver_problems import loglinear_problem
+
+    model = loglinear_problem(0)
+    x0 = np.zeros(model.n_params)
+    a = minimize(model, x0, method="lbfgs-precond", tol=1e-9)
+    b = minimize(model, x0, method=LBFGSBound, tol=1e-9)
+    np.testing.assert_allclose(a.trace.objective, b.trace.objective)
+    with pytest.raises(ValueError, match="softmax objective"):
+        minimize(model, x0, method=LBFGSBound, precondition="bound")
+
+
+def test_lbfgs_precond_auto_skips_expensive_preconditioners():
+    """d much larger than t (the SRBCT shape): the Gram matrix and its factor would cost far
+    more than the gradients they save, so "auto" runs without them."""
+    from zbound.models.multinomial import logistic_objective
+    from zbound.solvers.quasi_newton import PreconditionedLBFGS, preconditioner_cost
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((10, 400))
+    y = np.arange(10) % 3
+    obj = logistic_objective(X, y, 3, np.full(3 * 401, 1.0), None, 0.0, fit_intercept=True)
+    assert preconditioner_cost(obj)[0] > 40
+    solver = PreconditionedLBFGS()
+    from zbound.solvers.base import CountedModel
+    assert solver.init(CountedModel(obj), np.zeros(obj.n_params)).extra["h0"] is None
+
+
+def test_bad_preconditioner_options():
+    with pytest.raises(ValueError, match="precondition"):
+        LBFGSBound(precondition="jacobi")
+    with pytest.raises(ValueError, match="shrink"):
+        LBFGSBound(shrink=-1.0)
+    with pytest.raises(ValueError, match="shrink"):
+        LBFGSBound(shrink=float("nan"))
+    with pytest.raises(ValueError, match="constraints"):
+        from zbound.constraints import LinearConstraints
+        minimize(_softmax_objective(0, 3, True)[0], np.zeros(18), method="lbfgs-precond",
+                 constraints=LinearConstraints(lb=-np.ones(18), ub=np.ones(18)))
+
+
+# -- the automatic choice (zbound.solvers.choose_method, minimize without a method) ----------
+
+def _large_multiclass(n_classes=10, t=5000, dx=20, fit_intercept=True):
+    from zbound.models.multinomial import logistic_objective
+
+    rng = np.random.default_rng(7)
+    X = rng.standard_normal((t, dx))
+    y = rng.integers(0, n_classes, t)
+    k = 1 if n_classes == 2 else n_classes
+    d = dx + fit_intercept
+    pen = np.full((k, d), 1.0)
+    if fit_intercept:
+        pen[:, -1] = 0.0
+    center = t / k**2 if (k > 1 and fit_intercept) else 0.0
+    return logistic_objective(X, y, n_classes, pen.ravel(), None, center,
+                              fit_intercept=fit_intercept)
+
+
+def test_choose_method_picks_what_the_docs_say():
+    from zbound.constraints import LinearConstraints
+    from zbound.models.multinomial import logistic_objective
+    from zbound.solvers import DEFAULT_METHOD, choose_method
+    from zbound.solvers.quasi_newton import AUTO_MIN_WORK
+
+    big = _large_multiclass()                       # 5000 rows x 210 parameters, 10 classes
+    assert big.loss.n_samples * big.n_params >= AUTO_MIN_WORK
+    assert choose_method(big) == "lbfgs-precond"
+    p = big.n_params
+    assert choose_method(big, LinearConstraints(lb=-np.ones(p), ub=np.ones(p))) == \
+        DEFAULT_METHOD                              # constraints: newton-bound
+    assert choose_method(big, cg_rtol=0.1) == DEFAULT_METHOD       # a method option given
+    assert choose_method(_large_multiclass(n_classes=2, t=40000)) == DEFAULT_METHOD  # binary
+    assert choose_method(_large_multiclass(t=400)) == DEFAULT_METHOD                 # small
+    rng = np.random.default_rng(0)                  # d large against t (the SRBCT shape)
+    X = rng.standard_normal((100, 3000))
+    wide = logistic_objective(X, np.arange(100) % 4, 4, np.full(4 * 3001, 1.0), None, 0.0,
+                              fit_intercept=True)
+    assert choose_method(wide) == DEFAULT_METHOD
+    from _solver_problems import loglinear_problem
+    assert choose_method(loglinear_problem(0)) == DEFAULT_METHOD   # not a softmax objective
+
+
+def test_minimize_without_method_uses_the_choice():
+    big = _large_multiclass()
+    x0 = np.zeros(big.n_params)
+    res = minimize(big, x0, max_iter=3)
+    assert res.method == "lbfgs-precond"
+    _assert_monotone(res)
+    small = _large_multiclass(t=400)
+    assert minimize(small, np.zeros(small.n_params), max_iter=2).method == "newton-bound"
+
+
+def test_estimator_auto_uses_the_choice():
+    from zbound import BoundLogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((5000, 20))
+    y = rng.integers(0, 10, 5000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")             # max_iter=5: may stop unconverged
+        est = BoundLogisticRegression(max_iter=5).fit(X, y)
+        assert est.solver_result_.method == "lbfgs-precond"
+        est = BoundLogisticRegression(max_iter=5, coef_bounds=(-1.0, 1.0)).fit(X, y)
+        assert est.solver_result_.method == "newton-bound"      # bounds: newton-bound

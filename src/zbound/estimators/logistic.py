@@ -106,9 +106,13 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     fit_intercept : bool, default True
         Add an unpenalized intercept per class.
     solver : str, default "auto"
-        A method of :func:`zbound.solvers.minimize` ("newton-bound", "bound", "squarem",
-        "lbfgs", "bfgs", "cg", "newton", "steepest"); "auto" is the library default
-        (:data:`zbound.solvers.DEFAULT_METHOD`). With bounds, the solver must support them.
+        A method of :func:`zbound.solvers.minimize` ("newton-bound", "lbfgs-precond",
+        "bound", "squarem", "lbfgs", "bfgs", "cg", "newton", "steepest"); "auto" is the
+        library's automatic choice (:func:`zbound.solvers.choose_method`, made at fit time for
+        this data): "lbfgs-precond" (L-BFGS preconditioned by the fixed bound curvature) for
+        multiclass problems with at least 10^6 rows x parameters and a cheap preconditioner,
+        else :data:`zbound.solvers.DEFAULT_METHOD` ("newton-bound": two classes, bounds, small
+        or very wide data). With bounds, the solver must support them.
     tol : float >= 0, default 1e-4
         Stop when the gradient's largest entry (constrained: that of the model step's
         curvature times the step) is <= tol * max(1, |J|). The default lands at or below
@@ -193,8 +197,9 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
             raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: "
                              f"weight}}, got {cw!r}")
-        # "auto" is the library's one default (zbound.solvers.DEFAULT_METHOD), read at fit time
-        # so that the estimator and the benchmarks never disagree on it.
+        # "auto" is the library's one default, read at fit time so that the estimator and the
+        # benchmarks never disagree on it: DEFAULT_METHOD here (it takes bounds), refined by
+        # zbound.solvers.choose_method once the objective is built.
         solver = _solvers.DEFAULT_METHOD if self.solver == "auto" else self.solver
         batch = sorted(k for k, v in METHODS.items() if not v.stochastic)
         if not isinstance(solver, str) or solver not in METHODS:
@@ -318,6 +323,10 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                 print(f"[BoundLogisticRegression] iter {counter[0]}: objective {f:.12g}")
                 return False
 
+        if self.solver == "auto":
+            # the library's automatic choice for this objective (zbound.solvers.choose_method:
+            # "lbfgs-precond" for large multiclass problems, else DEFAULT_METHOD)
+            solver = _solvers.choose_method(model, constraints)
         result = minimize(model, x0, method=solver, constraints=constraints, tol=float(self.tol),
                           max_iter=int(self.max_iter), order=self.order, callback=callback)
         if self.verbose >= 1:

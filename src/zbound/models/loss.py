@@ -284,6 +284,47 @@ class SoftmaxLoss(ChunkedLoss):
             accumulate_softmax(acc, X, factors, sw, self.free, self.fit_intercept)
         return Majorizer(theta, float(f), g, acc.curvature())
 
+    def bound_gram(self, max_rows: int | None = None) -> np.ndarray:
+        """G = sum_j s_j xa_j xa_j^T, (d, d) (xa_j = [x_j, 1] with ``fit_intercept``, the
+        column of ones implicit): the data factor of Boehning's fixed curvature
+        (I_k - 1 1^T / n_classes) / 2 (x) G, which bounds the loss's Hessian everywhere (two
+        classes with a reference: G / 4). Built chunk by chunk (dense: one GEMM per chunk;
+        sparse: X^T diag(s) X), never a copy of X. With ``max_rows`` below the number of rows,
+        an estimate from every m-th row (m = ceil(t / max_rows)), scaled by the total weight
+        over the sampled weight (then no longer a bound: for preconditioning)."""
+        import scipy.sparse as sp
+
+        d, dx = self.d, self.n_features
+        step = 1
+        if max_rows is not None and self.n_samples > max_rows:
+            step = -(-self.n_samples // int(max_rows))
+        G = np.zeros((d, d))
+        total = sampled = 0.0
+        for X, sw, _ in self._chunks:
+            if step > 1:
+                total += X.shape[0] if sw is None else float(sw.sum())
+                X = X[::step]
+                sw = None if sw is None else sw[::step]
+                sampled += X.shape[0] if sw is None else float(sw.sum())
+            if sp.issparse(X):
+                Xw = X if sw is None else sp.csr_matrix(X.multiply(sw[:, None]))
+                G[:dx, :dx] += (X.T @ Xw).toarray()
+                col = np.asarray(Xw.sum(axis=0)).ravel()
+            elif sw is None:
+                G[:dx, :dx] += X.T @ X
+                col = X.sum(axis=0)
+            else:
+                G[:dx, :dx] += X.T @ (X * sw[:, None])
+                col = sw @ X
+            if self.fit_intercept:
+                G[:dx, dx] += col
+                G[dx, dx] += X.shape[0] if sw is None else float(sw.sum())
+        if self.fit_intercept:
+            G[dx, :dx] = G[:dx, dx]
+        if step > 1 and sampled > 0.0:
+            G *= total / sampled
+        return G
+
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
         """(t, n_classes) class probabilities at theta for X (default: the training rows)."""
         X = self.X if X is None else check_design(X)

@@ -1,4 +1,5 @@
-"""Quasi-Newton directions safeguarded by the bound: ``"lbfgs-bound"`` (monotone).
+"""Quasi-Newton directions safeguarded by the bound: ``"lbfgs-bound"`` and its preconditioned
+form ``"lbfgs-precond"`` (both monotone).
 
 On problems where the Alg. 1 / Alg. 3 curvature is far above the Hessian (chain CRFs with many
 labels: along the gradient the chain bound's curvature is 20-70 times the Hessian at theta = 0
@@ -19,10 +20,23 @@ quasi-Newton line search would run out of options:
   (0 bound steps): the bound is the method's guarantee of monotone progress, not its speed.
 
 Every accepted iterate decreases the objective (tested in tests/solvers/test_quasi_newton.py and
-tests/estimators/test_chain_crf.py). It is not in the method registry (whose list of batch
-methods the core tests fix): pass the class, ``minimize(model, x0, method=LBFGSBound)``, or
-``ChainCRF(solver="lbfgs-bound")``. The two-loop recursion keeps ``memory`` pairs (s, y) with
-s^T y > 0 (the objective is convex wherever a bound is used; pairs that fail are skipped).
+tests/estimators/test_chain_crf.py). ``LBFGSBound`` is not in the method registry: pass the
+class, ``minimize(model, x0, method=LBFGSBound)``, or ``ChainCRF(solver="lbfgs-bound")``. The
+two-loop recursion keeps ``memory`` pairs (s, y) with s^T y > 0 (the objective is convex
+wherever a bound is used; pairs that fail are skipped).
+
+Preconditioned (``precondition="bound"``, or the registered ``"lbfgs-precond"`` with
+``"auto"``): for softmax / logistic objectives the initial inverse Hessian of the two-loop
+recursion is gamma B^{-1}, B a FIXED curvature built once: Boehning's bound
+(I_k - 1 1^T / K) / 2 (x) X^T X plus the penalties (binary: X^T X / 4 + reg), shrunk towards
+its mean eigenvalue (B + mu I, mu = ``shrink`` x the mean of the bound's diagonal), gamma =
+s^T y / y^T B^{-1} y of the newest pair. The class factor has two eigenvalues, so B^{-1} costs
+one Cholesky factor of a (d, d) matrix (:class:`BoundPreconditioner`), never a (p, p) one, and
+the intercept column stays implicit. The first step, -B^{-1} g, minimizes a quadratic upper
+bound and is always accepted. Measured (docs/solvers.md): the unshrunk bound (``shrink=0``)
+made L-BFGS 5-17x slower on digits at C >= 1 while halving the iterations on KMNIST; the
+shrunk one (``shrink=1``) kept digits at plain L-BFGS's iteration counts and cut KMNIST's from
+111 to 31 (loose target) and 331 to 87 (tight).
 """
 
 from __future__ import annotations
@@ -33,14 +47,17 @@ import numpy as np
 
 from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import backtrack
-from zbound.solvers.base import MethodInfo, Solver, State
+from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 
 _ROUND = 1e-12
 
 
-def two_loop(g: np.ndarray, S: list, Y: list, rho: list) -> np.ndarray:
-    """-H g for the L-BFGS inverse Hessian H of the pairs (S, Y), H0 = (s^T y / y^T y) I.
+def two_loop(g: np.ndarray, S: list, Y: list, rho: list, h0=None,
+             h0_scale: float | None = None) -> np.ndarray:
+    """-H g for the L-BFGS inverse Hessian H of the pairs (S, Y), H0 = (s^T y / y^T y) I, or,
+    with a preconditioner ``h0`` (a callable v -> B^{-1} v), H0 = h0_scale B^{-1}
+    (``h0_scale`` None: s^T y / y^T B^{-1} y of the last pair is not known here, so 1).
 
     BLAS ddot / daxpy in place (numpy's ``q -= a * y`` allocates and passes over a temporary:
     at p ~ 10^6 the recursion is memory-bound and this halves its cost)."""
@@ -51,13 +68,199 @@ def two_loop(g: np.ndarray, S: list, Y: list, rho: list) -> np.ndarray:
         a = r * ddot(s, q)
         q = daxpy(y, q, a=-a)
         alpha.append(a)
-    y = Y[-1]
-    q *= ddot(S[-1], y) / ddot(y, y)
+    if h0 is None:
+        y = Y[-1]
+        q *= ddot(S[-1], y) / ddot(y, y)
+    else:
+        q = np.array(h0(q), dtype=np.float64, copy=False)
+        if h0_scale is not None:
+            q *= h0_scale
     for s, y, r, a in zip(S, Y, rho, reversed(alpha)):
         b = r * ddot(y, q)
         q = daxpy(s, q, a=a - b)
     q *= -1.0
     return q
+
+
+# precondition="auto" builds the preconditioner when the Gram matrix and its Cholesky factor
+# cost at most ``_SETUP_BUDGET`` gradient evaluations, applying it at most ``_APPLY_BUDGET`` of
+# one, and its (d, d) matrix at most ``_MAX_GRAM_BYTES`` (SRBCT, d = 2309 and 66 rows: setup
+# ~1800 gradients, skipped; KMNIST 2000 x 785: 22; adult: 27; digits: 1.6).
+_SETUP_BUDGET = 40.0
+_APPLY_BUDGET = 0.5
+_MAX_GRAM_BYTES = 256 * 2**20
+# The Gram matrix of the preconditioner is estimated from every m-th row once there are more
+# than max(_GRAM_MIN_ROWS, _GRAM_ROWS_PER_COLUMN d) rows (a metric, not a bound, is needed).
+_GRAM_MIN_ROWS = 4096
+_GRAM_ROWS_PER_COLUMN = 20
+PRECONDITIONERS = ("none", "bound", "auto")
+
+
+def _parts(model):
+    """(loss, penalties) of an objective as a solver sees it (CountedModel unwrapped)."""
+    from zbound.solvers.base import CountedModel
+
+    obj = model.model if isinstance(model, CountedModel) else model
+    loss = getattr(obj, "loss", obj)
+    return loss, tuple(getattr(obj, "penalties", ()))
+
+
+def preconditioner_cost(model) -> tuple[float, float] | None:
+    """(setup, per application) cost of :class:`BoundPreconditioner` for ``model`` in units of
+    one gradient evaluation (flop counts: Gram t d^2, Cholesky d^3 / 3, two triangular solves
+    2 k d^2, against a gradient's 4 t k d; sparse X: nnz in place of t d), or None where it
+    does not apply (no ``bound_gram``)."""
+    import scipy.sparse as sp
+
+    loss, _ = _parts(model)
+    if not callable(getattr(loss, "bound_gram", None)):
+        return None
+    t, d, k = loss.n_samples, loss.d, loss.k
+    X = loss.X
+    nnz = X.nnz if sp.issparse(X) else t * X.shape[1]
+    grad = 4.0 * max(nnz, 1) * k
+    factors = 2 if (k >= 2 and loss.k < loss.n_classes) else 1
+    setup = nnz * d + factors * d ** 3 / 3.0
+    return setup / grad, 2.0 * factors * k * d * d / grad
+
+
+class BoundPreconditioner:
+    """v -> B^{-1} v for Boehning's fixed curvature of a softmax objective plus its penalties,
+    shrunk towards its mean eigenvalue:
+
+        B = (I_k - 1 1^T / K) / 2 (x) G + I_k (x) (diag(D) + mu I) + w (1 1^T) (x) (e e^T),
+
+    G = ``loss.bound_gram()`` (weighted Gram matrix, intercept column implicit), k the free
+    classes of K, D the per-class L2 strengths (the same for every class), w e e^T the
+    intercept-centering term, mu = ``shrink`` lambda tr(G) / d (lambda = 1/2, or 1/4 for one
+    weight vector). With ``shrink = 0`` B bounds the Hessian everywhere. The class factor has
+    two eigenvalues, 1/2 on vectors summing to 0 and (1 - k/K)/2 along 1, so
+    B^{-1} = P (x) M_perp^{-1} + (1 1^T / k) (x) M_1^{-1} with P = I - 1 1^T / k,
+    M_perp = G / 2 + diag(D) + mu I and M_1 = (1 - k/K)/2 G + diag(D) + mu I + w k e e^T: one
+    Cholesky factor of a (d, d) matrix (M_1 is diagonal plus rank one when k = K; two factors
+    with a reference class and k >= 2). Built once; never a (p, p) matrix. ``G`` is
+    overwritten.
+    """
+
+    def __init__(self, G: np.ndarray, k: int, n_classes: int, D: np.ndarray, w: float = 0.0,
+                 e: np.ndarray | None = None, shrink: float = 1.0):
+        import scipy.linalg
+
+        self.k, self.d = int(k), G.shape[0]
+        lam1 = 0.5 * (1.0 - k / n_classes)
+        lam = 0.5 if self.k >= 2 else lam1
+        diagG = np.diag(G)
+        mu = shrink * lam * float(diagG.sum()) / self.d
+        D = np.asarray(D, dtype=np.float64) + mu
+        scale = max(lam * float(np.max(diagG)), float(np.max(D, initial=0.0)), 1e-300)
+        floor = 1e-10 * scale
+        self.shrink = shrink
+        self._solve = scipy.linalg.cho_solve
+
+        def factor(M):
+            M.flat[:: self.d + 1] += floor
+            return scipy.linalg.cho_factor(M, lower=True, overwrite_a=True,
+                                           check_finite=False)
+
+        self.perp = self.one = self.sm = self.one_diag = None
+        if self.k >= 2:                 # G itself is overwritten unless M_1 needs it too
+            M = G.copy() if lam1 > 0.0 else G
+            M *= 0.5
+            M.flat[:: self.d + 1] += D
+            self.perp = factor(M)
+        if lam1 > 0.0:
+            G *= lam1
+            G.flat[:: self.d + 1] += D
+            if e is not None and w > 0.0:
+                G += (w * self.k) * np.outer(e, e)
+            self.one = factor(G)
+        else:                           # diag(D) + w k e e^T: Sherman-Morrison
+            self.one_diag = 1.0 / np.maximum(D, floor)
+            if e is not None and w > 0.0:
+                ed = e * self.one_diag
+                self.sm = (ed, (w * self.k) / (1.0 + w * self.k * float(e @ ed)))
+
+    def __call__(self, v: np.ndarray) -> np.ndarray:
+        V = v.reshape(self.k, self.d)
+        m = V.mean(axis=0)
+        if self.one is not None:
+            mo = self._solve(self.one, m, check_finite=False)
+        else:
+            mo = m * self.one_diag
+            if self.sm is not None:
+                ed, c = self.sm
+                mo -= (c * float(ed @ m)) * ed
+        if self.perp is None:                   # k = 1: the class mean is v itself
+            return mo
+        R = self._solve(self.perp, (V - m).T, check_finite=False).T
+        R += mo
+        return R.ravel()
+
+
+def _penalty_parts(loss, penalties):
+    """(D (d,), w, e) of L2 penalties equal over the classes plus at most one centering term
+    w (1 (x) e)(1 (x) e)^T; None for any other penalty structure."""
+    from zbound.bounds.curvature import DiagonalCurvature, RankOneCurvature, ScaledIdentity
+
+    k, d = loss.k, loss.d
+    p = k * d
+    D = np.zeros(p)
+    w, e = 0.0, None
+    for pen in penalties:
+        C = pen.curvature(p)
+        if isinstance(C, ScaledIdentity):
+            D += C.scale
+        elif isinstance(C, DiagonalCurvature):
+            D += C.values
+        elif isinstance(C, RankOneCurvature):
+            U = C.u.reshape(k, d)
+            if e is not None or not (U == U[0]).all():
+                return None
+            e, w = U[0].copy(), C.weight
+        else:
+            return None
+    Dk = D.reshape(k, d)
+    if not (Dk == Dk[0]).all():
+        return None
+    return Dk[0].copy(), w, e
+
+
+def preconditioner_fits(model) -> bool:
+    """Whether ``precondition="auto"`` builds :class:`BoundPreconditioner` for ``model``: a
+    softmax objective of the supported penalty structure whose setup costs at most 40
+    gradient evaluations and whose (d, d) matrix fits in 256 MB (nothing is built here)."""
+    cost = preconditioner_cost(model)
+    if cost is None or cost[0] > _SETUP_BUDGET or cost[1] > _APPLY_BUDGET:
+        return False
+    loss, penalties = _parts(model)
+    if 8 * loss.d * loss.d > _MAX_GRAM_BYTES:
+        return False
+    return _penalty_parts(loss, penalties) is not None
+
+
+def bound_preconditioner(model, shrink: float = 1.0,
+                         sample: bool = False) -> BoundPreconditioner | None:
+    """:class:`BoundPreconditioner` for a softmax objective (a loss with ``bound_gram``, L2
+    penalties equal over classes, at most one intercept-centering term); None for anything
+    else. Raises ValueError when its (d, d) matrix would exceed 256 MB. ``sample``: the Gram
+    matrix from every m-th row once there are more than max(4096, 20 d) rows (scaled to the
+    total weight; B is then an estimate, not a bound)."""
+    loss, penalties = _parts(model)
+    if not callable(getattr(loss, "bound_gram", None)):
+        return None
+    k, d = loss.k, loss.d
+    if 8 * d * d > _MAX_GRAM_BYTES:
+        raise ValueError(f"the bound preconditioner needs a dense {d} x {d} matrix "
+                         f"({8 * d * d / 2**20:.0f} MB, limit {_MAX_GRAM_BYTES // 2**20} MB); "
+                         "use precondition='none' (or 'auto', which skips it)")
+    parts = _penalty_parts(loss, penalties)
+    if parts is None:
+        return None
+    D, w, e = parts
+    rows = None
+    if sample:
+        rows = max(_GRAM_MIN_ROWS, _GRAM_ROWS_PER_COLUMN * d)
+    return BoundPreconditioner(loss.bound_gram(rows), k, loss.n_classes, D, w, e, shrink)
 
 
 class LBFGSBound(Solver):
@@ -67,8 +270,13 @@ class LBFGSBound(Solver):
     trial length 1 / ||g||), "hessian" (the length -g^T d / d^T H d from one Hessian product,
     when the model has ``hessian``) or "bound" (the bound's step); ``backtracks`` (default 4):
     value-only trials (safeguarded quadratic interpolation) after a trial that fails Armijo,
-    before the bound. ``result_info``: how many steps were initial, unit, interpolated and by
-    the bound.
+    before the bound; ``precondition``: "none" (default: H0 = (s^T y / y^T y) I),
+    "bound" (H0 = gamma B^{-1}, B the fixed bound curvature of :class:`BoundPreconditioner`;
+    ValueError for a model without it) or "auto" (the same where :func:`preconditioner_fits`,
+    else "none"); ``shrink`` (default 1.0): B + mu I with mu = shrink x the mean of the bound's
+    diagonal (0: the bound itself). With a preconditioner the first step is -B^{-1} g, taken
+    whole (``first_step`` is not used). ``result_info``: how many steps were initial, unit,
+    interpolated and by the bound.
     """
 
     info = MethodInfo(
@@ -76,9 +284,17 @@ class LBFGSBound(Solver):
         needs=("majorizer",),
         description="L-BFGS direction, unit step when it passes Armijo, else interpolated "
                     "lengths, else the minimizer of the bound along it; monotone")
-    options = {"memory": 10, "first_step": "gradient", "backtracks": 4}
+    options = {"memory": 10, "first_step": "gradient", "backtracks": 4, "precondition": "none",
+               "shrink": 1.0}
 
     def check_options(self):
+        if self.opts["precondition"] not in PRECONDITIONERS:
+            raise ValueError(f"precondition must be one of {PRECONDITIONERS}, got "
+                             f"{self.opts['precondition']!r}")
+        sh = self.opts["shrink"]
+        if isinstance(sh, bool) or not isinstance(sh, int | float | np.integer | np.floating) \
+                or not (math.isfinite(sh) and sh >= 0):
+            raise ValueError(f"shrink must be a finite number >= 0, got {sh!r}")
         b = self.opts["backtracks"]
         if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 0:
             raise ValueError(f"backtracks must be an integer >= 0, got {b!r}")
@@ -93,8 +309,24 @@ class LBFGSBound(Solver):
         f, g = model.value_and_grad(x)
         state = State(x, f, g)
         state.extra.update(S=[], Y=[], rho=[], unit_steps=0, bound_steps=0,
-                           interpolated_steps=0, initial_steps=0)
+                           interpolated_steps=0, initial_steps=0,
+                           h0=self._preconditioner(model), h0_scale=None)
         return state
+
+    def _preconditioner(self, model):
+        """The fixed-curvature preconditioner (``precondition``), or None."""
+        rule = self.opts["precondition"]
+        if rule == "none":
+            return None
+        if rule == "auto" and not preconditioner_fits(model):
+            return None
+        pre = bound_preconditioner(model, float(self.opts["shrink"]),
+                                   sample=self.opts["shrink"] > 0)
+        if pre is None and rule == "bound":
+            raise ValueError("precondition='bound' needs a softmax objective (a loss with "
+                             "bound_gram() and L2 penalties equal over classes); use "
+                             "precondition='auto' or 'none'")
+        return pre
 
     def _bound_step(self, model, state, d):
         """x + s* d with s* the majorizer's minimizer along d (capped at 1)."""
@@ -120,17 +352,24 @@ class LBFGSBound(Solver):
         ex = state.extra
         f, g, x = state.f, state.g, state.x
         S, Y, rho = ex["S"], ex["Y"], ex["rho"]
-        d = two_loop(g, S, Y, rho) if S else -g
+        h0 = ex["h0"]
+        if h0 is None:
+            d = two_loop(g, S, Y, rho) if S else -g
+        else:
+            d = two_loop(g, S, Y, rho, h0, ex["h0_scale"]) if S else -h0(g)
         gd = float(g @ d)
         if not gd < 0.0:                      # not a descent direction: restart
             S.clear(), Y.clear(), rho.clear()
-            d, gd = -g, -float(g @ g)
+            d = -g if h0 is None else -h0(g)
+            gd = float(g @ d)
+            if not gd < 0.0:
+                d, gd = -g, -float(g @ g)
         if gd == 0.0:
             state.status = Status.ZERO_STEP
             return
         x_new = None
         step = 1.0
-        if not S:                  # no pairs yet: the first trial length
+        if not S and h0 is None:   # no pairs yet: the first trial length
             step = self._first_length(model, x, g, d, gd)
         if step is not None:
             x_try = x + step * d if step != 1.0 else x + d
@@ -164,6 +403,10 @@ class LBFGSBound(Solver):
             S.append(s)
             Y.append(y)
             rho.append(1.0 / sy)
+            if h0 is not None:
+                yhy = float(y @ h0(y))
+                if yhy > 0.0 and math.isfinite(yhy):
+                    ex["h0_scale"] = sy / yhy
         self.accept(model, state, x_new, f_new, g_new)
 
     def result_info(self, state):
@@ -171,4 +414,50 @@ class LBFGSBound(Solver):
                                             "bound_steps")}
 
 
-__all__ = ["LBFGSBound", "two_loop"]
+@register
+class PreconditionedLBFGS(LBFGSBound):
+    """``"lbfgs-precond"``: :class:`LBFGSBound` with ``precondition="auto"``: for a softmax /
+    logistic objective whose preconditioner is cheap (see :func:`preconditioner_cost`), the
+    L-BFGS initial inverse Hessian is gamma B^{-1}, B the fixed bound curvature of
+    :class:`BoundPreconditioner` shrunk towards its mean eigenvalue (``shrink``), gamma
+    s^T y / y^T B^{-1} y of the last pair; the first step is the minimizer of that bound (it
+    surely descends). Other models, or a preconditioner costing more than 40 gradients (d
+    large against t: SRBCT, Text), get plain L-BFGS with the bound safeguard. ``memory``
+    defaults to 40 pairs here (measured on digits at C = 100: 567 iterations to the 1e-8
+    target with 10 pairs, 283 with 20, 214 with 40; KMNIST 87, 79, 76). Monotone."""
+
+    info = MethodInfo(
+        "lbfgs-precond", peer=False, constraints="none", uses_bound=True,
+        needs=("majorizer",),
+        description="L-BFGS with the fixed Boehning bound curvature (shrunk) as its initial "
+                    "inverse Hessian, unit step under Armijo, bound safeguard; monotone")
+    options = {**LBFGSBound.options, "precondition": "auto", "memory": 40}
+
+
+#: :func:`auto_method` picks "lbfgs-precond" from this much work per gradient (rows x
+#: parameters; digits 1797 x 620 = 1.1e6) upwards; smaller problems keep the default.
+AUTO_MIN_WORK = 1_000_000
+#: ... and while its 2 x memory curvature pairs take at most this many bytes.
+AUTO_MAX_PAIR_BYTES = 64 * 2**20
+
+
+def auto_method(model, default: str) -> str:
+    """The method ``minimize`` runs when none is named (no constraints, no method options):
+    "lbfgs-precond" for a multiclass softmax objective (k >= 2 weight vectors) with at least
+    ``AUTO_MIN_WORK`` rows x parameters whose bound preconditioner is cheap
+    (:func:`preconditioner_fits`), else ``default`` (binary problems: one (d, d) Hessian
+    block makes Newton cheap; d large against t: the preconditioner costs more than it
+    saves; small problems; other models)."""
+    loss, _ = _parts(model)
+    if getattr(loss, "k", 0) < 2 or not callable(getattr(loss, "bound_gram", None)):
+        return default
+    p = int(model.n_params)
+    if loss.n_samples * p < AUTO_MIN_WORK:
+        return default
+    if 2 * PreconditionedLBFGS.options["memory"] * p * 8 > AUTO_MAX_PAIR_BYTES:
+        return default
+    return "lbfgs-precond" if preconditioner_fits(model) else default
+
+
+__all__ = ["LBFGSBound", "PreconditionedLBFGS", "BoundPreconditioner", "bound_preconditioner",
+           "preconditioner_cost", "preconditioner_fits", "auto_method", "two_loop"]

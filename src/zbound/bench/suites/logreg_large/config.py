@@ -48,7 +48,9 @@ C_VALUES = (0.01, 1.0, 100.0)
 TARGETS = {"loose": 1e-3, "tight": 1e-8}
 
 #: Library methods (``zbound.solvers.minimize`` names); the default is added if missing.
-LIBRARY_METHODS = ("newton-bound", "bound", "squarem")
+#: ``lbfgs-precond``: L-BFGS with the fixed (shrunk) Boehning curvature as initial inverse
+#: Hessian (docs/solvers.md), the candidate default at loose targets.
+LIBRARY_METHODS = ("newton-bound", "lbfgs-precond", "bound", "squarem")
 #: Low-rank bound: record name -> rank (run only when ``"rank" in BoundMM.options``).
 LOWRANK_METHODS = {"bound-rank10": 10}
 #: Peers through ``zbound.solvers.minimize`` on the same objective: record name -> method.

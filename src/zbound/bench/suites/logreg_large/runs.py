@@ -2,7 +2,8 @@
 timed alternating runs, peak memory, and :func:`run`, the suite's entry point.
 
 Methods
-    Library: ``newton-bound`` (the default, ``zbound.solvers.DEFAULT_METHOD``), ``bound``
+    Library: ``newton-bound`` (``zbound.solvers.DEFAULT_METHOD``), ``lbfgs-precond`` (the
+    default of the large multiclass cells: :func:`cell_default`), ``bound``
     (plain Alg. 2), ``squarem`` and, when the low-rank bound exists
     (``"rank" in zbound.solvers.BoundMM.options``), ``bound`` with rank 10 (``bound-rank10``);
     on the larger data also the estimator ``BoundLogisticRegression(C).fit``
@@ -103,11 +104,20 @@ class Method:
         return self.kind != "solver"
 
 
+def cell_default(problem: Problem) -> str:
+    """What ``minimize`` runs on this cell's objective when no method is named
+    (``zbound.solvers.choose_method``: "lbfgs-precond" on the large multiclass cells, else
+    ``DEFAULT_METHOD``); its record carries ``default=True``."""
+    from zbound.solvers import choose_method
+
+    return choose_method(problem.model())
+
+
 def method_plan(cfg: Config, problem: Problem
                 ) -> tuple[list[Method], dict[str, str], dict[str, str]]:
     """(methods to run, skipped methods with a record: name -> reason, notes: methods left out
     of this cell without a record: name -> reason)."""
-    default = default_method()
+    default = cell_default(problem)
     own = list(cfg.library_methods) + ([default] if default not in cfg.library_methods else [])
     methods = [Method(m, "solver", m, False, m == default) for m in own]
     skipped: dict[str, str] = {}

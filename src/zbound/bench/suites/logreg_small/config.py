@@ -16,7 +16,7 @@ SKLEARN_TOLS = tuple(10.0 ** -k for k in range(2, 11))
 
 #: Library methods of ``zbound.solvers.minimize`` benchmarked here (the default is added if it
 #: is not among them).
-LIBRARY_METHODS = ("bound", "squarem", "newton-bound")
+LIBRARY_METHODS = ("bound", "squarem", "newton-bound", "lbfgs-precond")
 #: Peers run through ``zbound.solvers.minimize``: record name -> method name.
 SOLVER_PEERS = {
     "scipy-bfgs": "bfgs",

@@ -193,6 +193,13 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, plan, writer=Non
     """Time every method on one cell; returns (records, curves of the first start)."""
     library, solver_of, default = plan
     check = problem.model()
+    # what a user gets on this cell: zbound.solvers.choose_method (lbfgs-precond for large
+    # multiclass objectives), when that method runs here, else the plan's default
+    from zbound.solvers import choose_method
+
+    chosen = choose_method(check)
+    if chosen != default and solver_of.get(chosen) == chosen:
+        default = chosen
 
     def evaluate(theta):
         return float(check.value(theta))
