@@ -43,12 +43,19 @@ def test_tiny_run(tmp_path):
     for task in ("multiclass", "binary"):
         ours = by[(task, S.LIBRARY)]
         assert ours["reached"] and ours["default"]
-        sampled = by[(task, S.LIBRARY_HS)]          # the sub-sampled Hessian, same run
-        assert sampled["reached"] and not sampled["default"]
-        assert sampled["metrics"]["hessian_sample"] == S.config(True).hessian_sample
+        exact = by[(task, S.LIBRARY_EXACT)]         # the exact Hessian, same run
+        assert exact["reached"] and not exact["default"]
+        assert exact["metrics"]["hessian_sample"] == 1.0
+        # "auto" at t = 4000 with p <= 28: every row (the sample would be too small)
+        assert ours["metrics"]["hessian_sample"] == 1.0
         eq = by[(task, "numpy-equality")]["metrics"]
         assert eq["rel_diff"] <= 1e-10
         assert eq["iterations"] == eq["numpy_iterations"]
+    # a ladder that reaches the target at none of its settings ran once, its cap recorded
+    for r in recs:
+        m = r["metrics"]
+        if "setting_used" in m and not r["reached"]:
+            assert m["note"].startswith("capped") and len(m["times_s"]) == 1
     # dask-glm's objective is ours at one beta (regularizer, lambda, intercept mapped)
     assert by[("binary", "numpy-equality")]["metrics"]["mapping_rel_diff"] <= 1e-12
     # dask-ml with multiclass labels: one weight vector, boolean predictions
@@ -67,9 +74,13 @@ def test_verdicts_from_numbers():
     recs = [rec("binary", S.LIBRARY, 10**6, 2.0), rec("binary", "dask-ml-lbfgs", 10**6, 10.0),
             rec("binary", "dask-ml-admm", 10**6, 1.0, reached=False),
             rec("binary", S.LIBRARY, 10**7, 30.0), rec("binary", "dask-ml-lbfgs", 10**7, 40.0),
-            rec("binary", S.LIBRARY_HS, 10**7, 12.0, hessian_sample=0.1)]
+            rec("binary", S.LIBRARY_EXACT, 10**7, 12.0, hessian_sample=1.0),
+            rec("binary", S.LIBRARY, 10**8, 10.0, hessian_sample=0.125),
+            rec("binary", "dask-ml-lbfgs", 10**8, 50.0)]
     text = "\n".join(S.verdicts(recs))
-    assert "zbound (hessian_sample=0.1) 12.00 s against dask-ml-lbfgs 40.00 s: ratio 0.30" in text
+    assert "zbound (exact Hessian) 12.00 s against dask-ml-lbfgs 40.00 s: ratio 0.30" in text
+    assert "zbound (default, Hessian rows 0.125) 10.00 s against dask-ml-lbfgs 50.00 s: " \
+        "ratio 0.20" in text
     assert "ratio 0.20 -> the 0.5x claim holds" in text
     assert "ratio 0.75 -> the 0.5x claim does NOT hold" in text
     assert "MORE than linear" in text
@@ -77,7 +88,8 @@ def test_verdicts_from_numbers():
 
 def test_plan_of_large_cells():
     """Above gather_max only dask-ml's large solvers run, above exact_max the 10-class cell
-    times the sub-sampled Hessian only; what is left out is recorded with its reason."""
+    times the library's default only (no exact Hessian); what is left out is recorded with
+    its reason."""
     from types import SimpleNamespace
 
     from zbound.bench.suites.scale import runs as R
@@ -95,15 +107,25 @@ def test_plan_of_large_cells():
 
     big = cell(10**7, 2)
     names = [p[0] for p in R._plan(big)]
-    assert names == [S.LIBRARY, S.LIBRARY_HS, "dask-ml-lbfgs", "dask-ml-newton"]
+    assert names == [S.LIBRARY, S.LIBRARY_EXACT, "dask-ml-lbfgs", "dask-ml-newton"]
     R._record_skips(big)
     assert {a["method"] for a in added} == {"dask-ml-admm", "dask-ml-proximal_grad"}
     assert all(a["metrics"]["skipped"] and not a["reached"] for a in added)
     added.clear()
     mc = cell(10**7, 10)
-    assert [p[0] for p in R._plan(mc)] == [S.LIBRARY_HS]
+    assert [p[0] for p in R._plan(mc)] == [S.LIBRARY]
     R._record_skips(mc)
-    assert [a["method"] for a in added] == [S.LIBRARY]
+    assert [a["method"] for a in added] == [S.LIBRARY_EXACT]
     small = cell(10**5, 2)
-    assert [p[0] for p in R._plan(small)][:2] == [S.LIBRARY, S.LIBRARY_HS]
+    assert [p[0] for p in R._plan(small)][:2] == [S.LIBRARY, S.LIBRARY_EXACT]
     assert {f"dask-ml-{s}" for s in S.DASK_ML_SOLVERS} <= {p[0] for p in R._plan(small)}
+
+
+def test_capped_ladder_is_labelled_in_the_table():
+    from zbound.bench.suites.scale.report import tables
+
+    rec = {"task": "adult", "dataset": "adult", "method": "dask-ml-admm", "reached": False,
+           "time_to_target_s": 51.0, "metrics": {"t": 32561, "setting_used": 5,
+                                                 "note": "capped: not reached at ..."}}
+    text = "\n".join(tables([rec]))
+    assert "| 5 (capped: not reached, run once) |" in text

@@ -67,7 +67,7 @@ def test_matches_numpy_path(n, ref, icpt, curvature, sparse, weighted):
         Xd = Xd.map_blocks(sp.csr_matrix, dtype=np.float64)
         X = sp.csr_matrix(X)
     loss = DaskSoftmaxLoss(Xd, y, n, sample_weight=sw, reference_class=ref, fit_intercept=icpt,
-                           curvature=curvature)
+                           curvature=curvature, hessian_sample=None)    # the exact Hessian
     ref_loss = SoftmaxLoss(X, y, n, sample_weight=sw, reference_class=ref, fit_intercept=icpt)
     assert loss.n_params == ref_loss.n_params and loss.n_chunks == 5
     theta = 0.3 * rng.normal(size=loss.n_params)
@@ -112,6 +112,8 @@ def test_minimize_threaded_equals_numpy_and_counts_passes():
     obj = logistic_objective(da.from_array(X, chunks=(600, 4)), y, 3, pen.ravel(), None,
                              2000 / 9, fit_intercept=True)
     assert isinstance(obj, DaskObjective)
+    # the default hessian_sample="auto" takes every row at this size: the NumPy path's steps
+    assert obj.loss.hessian_sample is None and obj.loss.hessian_fraction is None
     r0 = minimize(ref, np.zeros(ref.n_params), tol=1e-10)
     r1 = minimize(obj, np.zeros(obj.n_params), tol=1e-10)
     assert r0.converged and r1.converged
@@ -226,7 +228,7 @@ def test_worker_killed_mid_fit_is_recomputed():
                       dashboard_address=":0") as cluster, \
             Client(cluster, set_as_default=False) as client:
         obj = dask_logistic_objective(da.from_array(X, chunks=(500, 5)), y, 4, pen,
-                                      client=client)
+                                      client=client, hessian_sample=None)
         killed = []
 
         def kill_one(x, f):

@@ -112,7 +112,7 @@ def test_a_poor_sample_is_caught_by_the_safeguard():
 def test_hessian_sample_is_checked():
     X, y = _problem(t=200)
     Xd = da.from_array(X, chunks=(100, 4))
-    for bad in (0.0, 1.5, -0.1, True, "half"):
+    for bad in (0.0, 1.5, -0.1, True, "half", "Auto"):
         with pytest.raises(ValueError, match="hessian_sample"):
             DaskSoftmaxLoss(Xd, y, 3, hessian_sample=bad)
     loss = DaskSoftmaxLoss(Xd, y, 3, hessian_sample=1)       # every row: the exact Hessian
@@ -143,3 +143,57 @@ def test_binary_kernel_at_extreme_scores_has_no_overflow(frac):
     if frac is None:
         assert np.abs(H.to_dense() - H0.to_dense()).max() <= 1e-12 + 1e-10 * np.abs(
             H0.to_dense()).max()
+
+
+# -- hessian_sample="auto" (the default) --------------------------------------------------------
+
+def test_auto_rule():
+    """Exact for small data and small p; sampled once p and the rarest class are large enough;
+    the fraction follows max(AUTO_COST / p, AUTO_ROWS_PER_PARAM d / rarest class rows)."""
+    from zbound.distributed import loss as L
+
+    X, y = _problem(t=400)
+    assert DaskSoftmaxLoss(da.from_array(X, chunks=(100, 4)), y, 3).hessian_fraction is None
+    rng = np.random.default_rng(0)
+    t, d = 24_000, 24
+    X = rng.normal(size=(t, d))
+    Xd = da.from_array(X, chunks=(3000, d))
+    y = (X[:, 0] + rng.normal(size=t) > 0).astype(int)            # balanced
+    loss = DaskSoftmaxLoss(Xd, y, 2, reference_class=True, fit_intercept=True)
+    q = max(L.AUTO_COST / 25, L.AUTO_ROWS_PER_PARAM * 25 / np.bincount(y).min())
+    assert loss.hessian_sample == pytest.approx(q)
+    assert loss.hessian_fraction == 1.0 / round(1.0 / q) and loss.passes == 0
+    assert loss._sample()[0] == round(1.0 / q)
+    rare = (X[:, 0] > 1.6).astype(int)                             # ~5% positives: exact
+    assert DaskSoftmaxLoss(Xd, rare, 2, reference_class=True).hessian_fraction is None
+    few = DaskSoftmaxLoss(Xd[:, :6], y, 2, reference_class=True)   # p = 6: the Hessian is cheap
+    assert few.hessian_fraction is None
+    exact = DaskSoftmaxLoss(Xd, y, 2, reference_class=True, hessian_sample=None)
+    assert exact.hessian_fraction is None and exact._sample() == (1, 0)
+
+
+@pytest.mark.parametrize("n", [2, 4])
+def test_auto_sampled_fit_reaches_the_exact_optimum(cluster_client, monkeypatch, n):
+    """With the thresholds lowered so that "auto" samples this small problem, the default fit
+    is monotone and ends at the exact path's optimum; hessian_sample=None keeps the NumPy
+    path's iterations."""
+    from zbound.distributed import loss as L
+
+    monkeypatch.setattr(L, "AUTO_ROWS_PER_PARAM", 10)
+    monkeypatch.setattr(L, "AUTO_COST", 2.0)
+    X, y = _problem(t=6000, d=5, n=n, seed=20 + n)
+    k = 1 if n == 2 else n
+    pen = np.full(k * 6, 0.5)
+    ref = logistic_objective(X, y, n, pen, fit_intercept=True)
+    r0 = minimize(ref, np.zeros(ref.n_params), tol=1e-10)
+    Xd = da.from_array(X, chunks=(1000, 5))
+    obj = dask_logistic_objective(Xd, y, n, pen, fit_intercept=True, client=cluster_client)
+    assert obj.loss.hessian_fraction is not None and obj.loss.hessian_fraction < 0.5
+    r1 = minimize(obj, np.zeros(obj.n_params), tol=1e-10)
+    assert r1.converged and abs(r1.fun - r0.fun) <= 1e-10 * abs(r0.fun)
+    fs = r1.trace.objective
+    assert all(b <= a + 1e-13 * abs(a) for a, b in zip(fs, fs[1:]))
+    exact = dask_logistic_objective(Xd, y, n, pen, fit_intercept=True, client=cluster_client,
+                                    hessian_sample=None)
+    r2 = minimize(exact, np.zeros(exact.n_params), tol=1e-10)
+    assert r2.nit == r0.nit and abs(r2.fun - r0.fun) <= 1e-10 * abs(r0.fun)

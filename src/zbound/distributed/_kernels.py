@@ -73,6 +73,13 @@ def check_stats(st, n_classes: int | None) -> None:
         raise ValueError(f"class indices must lie in [0, {n}), got [{lo}, {hi}]")
 
 
+def class_counts(loss, n_classes: int):
+    """(n_classes,) rows per class of a chunk record."""
+    if loss is None:
+        return np.zeros(n_classes)
+    return np.bincount(loss.y, minlength=n_classes).astype(np.float64)
+
+
 def value(loss, theta):
     return 0.0 if loss is None else float(loss.value(theta))
 

@@ -44,9 +44,11 @@ class DaskObjective(Objective):
 def dask_logistic_objective(X, y, n_classes: int, penalty, sample_weight=None,
                             center: float = 0.0, fit_intercept: bool = False,
                             curvature: str = "auto", client=None,
-                            hessian_sample: float | None = None) -> DaskObjective:
+                            hessian_sample: float | str | None = "auto") -> DaskObjective:
     """:func:`zbound.models.multinomial.logistic_objective` for dask arrays X, y (and
-    sample_weight): the same objective and theta layout, evaluated on the Dask workers."""
+    sample_weight): the same objective and theta layout, evaluated on the Dask workers.
+    ``hessian_sample`` as for :class:`DaskSoftmaxLoss` ("auto": sub-sampled Hessian rows on
+    large data, exact below; None: exact, the NumPy path's iterations)."""
     loss = DaskSoftmaxLoss(X, y, n_classes, sample_weight=sample_weight,
                            reference_class=n_classes == 2, fit_intercept=fit_intercept,
                            curvature=curvature, client=client,

@@ -95,8 +95,9 @@ def adult(cfg, client) -> Problem:
 
 
 def objective(problem: Problem, C: float, curvature: str = "auto",
-              hessian_sample: float | None = None):
-    """zbound's objective on the dask data (the library's own path)."""
+              hessian_sample: float | str | None = "auto"):
+    """zbound's objective on the dask data (the library's own path; ``hessian_sample`` as
+    for :func:`zbound.distributed.dask_logistic_objective`, default its default)."""
     from zbound.distributed import dask_logistic_objective
 
     return dask_logistic_objective(problem.X, problem.y, problem.n_classes,

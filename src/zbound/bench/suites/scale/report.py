@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from zbound.bench.suites.scale.config import LIBRARY, LIBRARY_HS
+from zbound.bench.suites.scale.config import LIBRARY, LIBRARY_EXACT
 
 CLAIM_RATIO = 0.5
 
@@ -20,6 +20,15 @@ def _f(v, fmt="{:.3g}"):
 
 def _t(r):
     return r["metrics"].get("t")
+
+
+def _setting(m) -> str:
+    """The setting used; a capped ladder says so (not reached at its last setting)."""
+    note = m.get("note") or ""
+    if "setting_used" not in m:
+        return _f(note)
+    used = _f(m["setting_used"])
+    return f"{used} (capped: not reached, run once)" if note.startswith("capped") else used
 
 
 def tables(recs) -> list[str]:
@@ -44,7 +53,7 @@ def tables(recs) -> list[str]:
                 f"{_f(r['time_to_target_s'], '{:.2f}')} | {_f(m.get('iterations'))} | "
                 f"{_f(m.get('passes'))} | {_f(m.get('rel_gap'), '{:.1e}')} | "
                 f"{_f(m.get('peak_memory_mb'), '{:.0f}')} | {within} | "
-                f"{_f(m.get('setting_used', m.get('note', '')))} |")
+                f"{_setting(m)} |")
         lines.append("")
     eq = [r for r in recs if r["method"] == "numpy-equality"]
     if eq:
@@ -69,7 +78,7 @@ def verdicts(recs) -> list[str]:
     for r in recs:
         by.setdefault((r["task"], _t(r)), []).append(r)
     for (task, t), rows in sorted(by.items(), key=lambda kv: (kv[0][0], kv[0][1] or 0)):
-        mine = [r for name in (LIBRARY, LIBRARY_HS) for r in rows
+        mine = [r for name in (LIBRARY, LIBRARY_EXACT) for r in rows
                 if r["method"] == name and not r["metrics"].get("skipped")]
         if not mine:
             continue
@@ -77,8 +86,9 @@ def verdicts(recs) -> list[str]:
         dml = [r for r in rows if r["method"].startswith("dask-ml") and r["reached"]
                and r["time_to_target_s"] is not None and r["method"] != "dask-ml-lbfgs-ovr"]
         for me in mine:
-            label = "zbound" if me["method"] == LIBRARY else \
-                f"zbound (hessian_sample={me['metrics'].get('hessian_sample')})"
+            q = me["metrics"].get("hessian_sample")
+            label = "zbound (exact Hessian)" if me["method"] == LIBRARY_EXACT else \
+                "zbound (default, Hessian rows " + ("all)" if q in (None, 1.0) else f"{q:.3g})")
             if task != "multiclass" and dml and me["reached"]:
                 best = min(dml, key=lambda r: r["time_to_target_s"])
                 ratio = me["time_to_target_s"] / best["time_to_target_s"]
@@ -122,7 +132,7 @@ def verdicts(recs) -> list[str]:
                            f"{m['chunk_mb']:.0f} MB): {'within' if m['within_budget'] else 'OVER'}"
                            f" the budget {m['budget_mb']:.0f} MB.")
     for task in ("multiclass", "binary"):
-        for name in (LIBRARY, LIBRARY_HS):
+        for name in (LIBRARY, LIBRARY_EXACT):
             pts = sorted((_t(r), r["time_to_target_s"]) for r in recs
                          if r["task"] == task and r["method"] == name and r["reached"])
             for (t0, s0), (t1, s1) in zip(pts, pts[1:]):
