@@ -218,3 +218,53 @@ def test_loss_input_errors():
         L2Penalty(-1.0)
     with pytest.raises(ValueError, match="parameters"):
         Objective(SoftmaxLoss(X, np.array([0, 1, 0])), L2Penalty(np.ones(3)))
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+def test_binary_reference_class_kernels_match_the_softmax_over_two_scores(intercept):
+    """Two classes with a reference class take log(1 + e^s) and expit(s) directly (no (2, t)
+    score matrix): the value and gradient equal the softmax over [0, s], also at scores near
+    float64 overflow (|s| ~ 700) and with zero sample weights."""
+    from scipy.special import logsumexp, softmax
+
+    from zbound.models.loss import SoftmaxLoss
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((200, 5))
+    X[:10] *= 300.0                                        # scores up to several hundred
+    y = rng.integers(0, 2, 200)
+    sw = rng.uniform(0.0, 2.0, 200)
+    sw[10:20] = 0.0
+    loss = SoftmaxLoss(X, y, 2, sample_weight=sw, reference_class=True,
+                       fit_intercept=intercept, chunk_size=64)
+    theta = rng.standard_normal(loss.n_params)
+    w = theta[:5]
+    s = X @ w + (theta[5] if intercept else 0.0)
+    S = np.column_stack([np.zeros(200), s])
+    assert np.abs(s).max() > 300.0
+    f_want = float(sw @ (logsumexp(S, axis=1) - S[np.arange(200), y]))
+    r = sw * (softmax(S, axis=1)[:, 1] - (y == 1))
+    g_want = np.concatenate([X.T @ r, [r.sum()]]) if intercept else X.T @ r
+    f, g = loss.value_and_grad(theta)
+    np.testing.assert_allclose(f, f_want, rtol=1e-12)
+    np.testing.assert_allclose(loss.value(theta), f_want, rtol=1e-12)
+    np.testing.assert_allclose(g, g_want, rtol=1e-10, atol=1e-10 * np.abs(g_want).max())
+
+
+def test_design_check_without_a_copy_still_rejects_non_finite_values():
+    """The finite-sum shortcut of SoftmaxLoss's input check: NaN / inf still raise, and finite
+    values whose sum overflows are accepted (the full check runs then)."""
+    from zbound.models.loss import SoftmaxLoss
+
+    y = np.array([0, 1, 0, 1])
+    for bad in (np.nan, np.inf, -np.inf):
+        X = np.ones((4, 2))
+        X[2, 1] = bad
+        with pytest.raises(ValueError, match="NaN or inf"):
+            SoftmaxLoss(X, y)
+    X = np.full((4, 8), 6e307)                             # the sum overflows: full check
+    assert np.shares_memory(SoftmaxLoss(X, y).X, X)
+    X = np.ones((4, 2))
+    assert SoftmaxLoss(X, y).X is X                        # no copy of a valid X
+    with pytest.raises(ValueError, match="non-empty"):
+        SoftmaxLoss(np.ones((4, 0)), y)

@@ -141,3 +141,39 @@ def test_eigen_preconditioner_is_exact_for_constant_weights(intercept):
     M = np.column_stack([pre(e) for e in np.eye(3 * b)])
     np.testing.assert_allclose(M, M.T, atol=1e-10)
     assert np.linalg.eigvalsh(M).min() > 0
+
+
+@pytest.mark.parametrize("reference,intercept,weighted,n", [
+    (True, True, False, 2), (False, True, True, 4), (False, False, True, 3),
+    (True, False, False, 3)])
+def test_factor_blocks_equal_the_operators_diagonal_blocks(reference, intercept, weighted, n):
+    """The chunked syrk assembly (newton-bound's block-Jacobi builds) gives the very blocks of
+    ``diagonal_blocks``, for the exact Hessian and the Alg. 1 bound, over several row chunks,
+    with the implicit intercept column and zero sample weights."""
+    from zbound._linalg import factor_blocks
+    from zbound.bounds.curvature import ScaledIdentity, SumCurvature
+    from zbound.models.loss import SoftmaxLoss
+
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(700, 9))
+    y = rng.integers(0, n, 700)
+    sw = None
+    if weighted:
+        sw = rng.uniform(0.0, 2.0, 700)
+        sw[:20] = 0.0
+    loss = SoftmaxLoss(X, y, n, sample_weight=sw, reference_class=reference,
+                       fit_intercept=intercept, chunk_size=300)
+    theta = rng.normal(size=loss.n_params)
+    for H in (loss.hessian(theta), loss.majorizer(theta).curvature):
+        H = SumCurvature(H, ScaledIdentity(H.shape[0], 0.3))
+        blocks = factor_blocks(*H.block_factors())
+        np.testing.assert_allclose(blocks, H.diagonal_blocks(), rtol=1e-12, atol=1e-10)
+
+
+def test_factor_blocks_rejects_sparse_factors():
+    import scipy.sparse as sp
+
+    from zbound._linalg import factor_blocks
+
+    X = sp.random(50, 4, density=0.5, format="csr", random_state=0)
+    assert factor_blocks([(X, np.ones((50, 1)), False)], np.zeros((1, 4))) is None

@@ -112,6 +112,79 @@ def test_bound_preconditioner_is_the_inverse_of_the_bound(n_classes, fit_interce
             assert np.linalg.eigvalsh(B - H).min() >= -1e-8 * np.abs(B).max()
 
 
+@pytest.mark.parametrize("n_classes,fit_intercept,sparse,weights", CASES)
+def test_single_precision_preconditioner_is_the_inverse_to_float32_accuracy(
+        n_classes, fit_intercept, sparse, weights):
+    """The float32 factor (lbfgs-precond's default, shrunk B) applies B^{-1} to about 1e-5
+    relative, returns float64 for float64 input and float32 for float32 input."""
+    from zbound.solvers.quasi_newton import bound_preconditioner
+
+    obj, (X, sw, pen, center, k, d) = _softmax_objective(0, n_classes, fit_intercept, sparse,
+                                                         weights)
+    pre = bound_preconditioner(obj, 1.0, dtype=np.float32)
+    B = _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, 1.0)
+    for v in np.random.default_rng(1).standard_normal((3, obj.n_params)):
+        want = np.linalg.solve(B, v)
+        got = pre(v)
+        assert got.dtype == np.float64
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5 * np.abs(want).max())
+        assert pre(v.astype(np.float32)).dtype == np.float32
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_bound_preconditioner_with_a_reference_class_uses_both_factors(dtype, fit_intercept):
+    """Three or more classes with a reference class: B^{-1} needs the M_perp and the M_1
+    factors (the class mean must not be overwritten between the two solves)."""
+    from zbound.models.loss import SoftmaxLoss
+    from zbound.models.objective import Objective
+    from zbound.models.penalty import L2Penalty
+    from zbound.solvers.quasi_newton import bound_preconditioner
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 6))
+    y = rng.integers(0, 4, 300)
+    loss = SoftmaxLoss(X, y, 4, reference_class=True, fit_intercept=fit_intercept)
+    pre = bound_preconditioner(Objective(loss, L2Penalty(0.7)), 0.0, dtype=dtype)
+    assert pre.one is not None and pre.perp is not None
+    Xa = np.hstack([X, np.ones((300, 1))]) if fit_intercept else X
+    k = loss.k
+    B = np.kron(0.5 * (np.eye(k) - np.ones((k, k)) / 4), Xa.T @ Xa) + 0.7 * np.eye(k * loss.d)
+    v = rng.standard_normal(k * loss.d)
+    want = np.linalg.solve(B, v)
+    tol = 1e-8 if dtype == np.float64 else 1e-5
+    np.testing.assert_allclose(pre(v), want, rtol=0, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("precision", ["double", "single"])
+def test_lbfgs_precond_precisions_reach_the_same_optimum(precision):
+    """Pairs and factor in float32 (the default) or float64: monotone, same optimum."""
+    obj, _ = _softmax_objective(6, 5, True, False, True, C=100.0)
+    x0 = np.zeros(obj.n_params)
+    ref = minimize(obj, x0, method="newton-bound", tol=1e-11)
+    res = minimize(obj, x0, method="lbfgs-precond", tol=1e-9, max_iter=5000,
+                   precision=precision)
+    _assert_monotone(res)
+    assert res.converged, res.message
+    np.testing.assert_allclose(res.fun, ref.fun, rtol=1e-9)
+
+
+def test_single_precision_pairs_halve_the_pair_memory():
+    """lbfgs-precond keeps float32 pairs, at most ``memory`` of them."""
+    from zbound.solvers.base import CountedModel
+    from zbound.solvers.quasi_newton import PreconditionedLBFGS
+
+    obj, _ = _softmax_objective(2, 4, True, t=200, C=100.0)
+    solver = PreconditionedLBFGS(memory=3)
+    model = CountedModel(obj)
+    state = solver.init(model, np.zeros(obj.n_params))
+    for _ in range(8):
+        solver.update(model, state)
+    S, Y = state.extra["S"], state.extra["Y"]
+    assert len(S) == len(Y) == len(state.extra["rho"]) == 3
+    assert all(a.dtype == np.float32 for a in S + Y)
+
+
 def test_bound_gram_equals_the_explicit_gram():
     obj, (X, sw, pen, center, k, d) = _softmax_objective(3, 3, True, False, True)
     Xa = np.hstack([X, np.ones((X.shape[0], 1))])
@@ -181,6 +254,8 @@ def test_bad_preconditioner_options():
         LBFGSBound(shrink=-1.0)
     with pytest.raises(ValueError, match="shrink"):
         LBFGSBound(shrink=float("nan"))
+    with pytest.raises(ValueError, match="precision"):
+        LBFGSBound(precision="half")
     with pytest.raises(ValueError, match="constraints"):
         from zbound.constraints import LinearConstraints
         minimize(_softmax_objective(0, 3, True)[0], np.zeros(18), method="lbfgs-precond",

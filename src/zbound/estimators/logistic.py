@@ -255,13 +255,16 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                                  order="C", y_numeric=False)
             check_classification_targets(y)
             sw_given = check_sample_weight(sample_weight, X.shape[0])
-            sw = np.ones(X.shape[0]) if sw_given is None else sw_given
             classes, y_idx = np.unique(y, return_inverse=True)
             per_sample = self._class_weights(classes, y_idx, sw_given)
             if per_sample is not None:
-                sw = sw * per_sample
-                sw_given = sw
-            present = np.unique(y_idx[sw > 0])
+                sw_given = per_sample if sw_given is None else sw_given * per_sample
+            if sw_given is None:    # unit weights: no (t,) array of ones
+                sw = np.array([float(X.shape[0])])
+                present = np.flatnonzero(np.bincount(y_idx, minlength=classes.size))
+            else:
+                sw = sw_given
+                present = np.unique(y_idx[sw > 0])
         if present.size < 2:
             which = "with positive sample_weight " if sample_weight is not None else ""
             raise ValueError(
@@ -288,8 +291,9 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.fit_intercept and k > 1:
             # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
             center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
-        model = logistic_objective(X, y_idx.astype(np.intp), n_classes, pen.ravel(), sw_given,
-                                   center, fit_intercept=bool(self.fit_intercept))
+        model = logistic_objective(X, y_idx.astype(np.intp, copy=False), n_classes,
+                                   pen.ravel(), sw_given, center,
+                                   fit_intercept=bool(self.fit_intercept))
         if self.verbose >= 1 and hasattr(model, "passes"):
             print(f"[BoundLogisticRegression] dask: {model.loss!r}")
 

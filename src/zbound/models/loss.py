@@ -16,6 +16,7 @@ rows (mini-batches), ``reweighted(s)`` the same rows with other weights (EM resp
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from zbound._validation import check_design
 from zbound.bounds.curvature import DenseCurvature, SoftmaxCurvature, SumCurvature
@@ -23,6 +24,9 @@ from zbound.bounds.enumerate import quadratic_bound
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
 from zbound.models._softmax import class_major_product, class_major_scores, logsumexp_classes
 from zbound.models.base import Majorizer
+
+# Rows of G per product in SoftmaxLoss.bound_gram (a float64 temporary of _GRAM_BLOCK x d)
+_GRAM_BLOCK = 64
 
 # Default chunk: rows whose largest per-row temporary (n x n for a dense bound assembly,
 # n x d for scores and products) fills about this many float64 numbers (64 MB).
@@ -43,6 +47,19 @@ def check_sample_weight(sample_weight, t: int) -> np.ndarray | None:
     if (sw < 0).any():
         raise ValueError("sample_weight must be non-negative")
     return sw
+
+
+def _design(X):
+    """``check_design(X, nonempty=True)`` without its (t, d) boolean temporary for a dense
+    C-contiguous float64 X (as large as an eighth of X: 3.4 MB on Adult): a finite sum means
+    finite entries, and only a non-finite sum (NaN / inf, or an overflowing sum of finite
+    values) runs the full check with its error message."""
+    if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.size \
+            and X.flags.c_contiguous:
+        with np.errstate(over="ignore", invalid="ignore"):
+            if np.isfinite(X.sum()):
+                return X
+    return check_design(X, nonempty=True)
 
 
 def check_chunk_size(chunk_size, t: int, per_row: int) -> int:
@@ -158,7 +175,7 @@ class SoftmaxLoss(ChunkedLoss):
     def __init__(self, X, y, n_classes: int | None = None, sample_weight=None,
                  reference_class: bool = False, chunk_size: int | None = None,
                  fit_intercept: bool = False):
-        X = check_design(X, nonempty=True)
+        X = _design(X)
         y = np.asarray(y)
         t = X.shape[0]
         if y.shape != (t,):
@@ -223,10 +240,20 @@ class SoftmaxLoss(ChunkedLoss):
         total = float(lse.sum()) if sw is None else float(sw @ lse)
         return total - float(theta @ observed)
 
+    def _binary_scores(self, theta, X):
+        """Scores s^T = w X^T (+ b), (1, t), of the one free class of a two-class loss with a
+        reference class (binary logistic regression): log Z = log(1 + e^s) and p = expit(s)
+        need no (2, t) score matrix."""
+        return class_major_scores(X, theta.reshape(1, self.d), self.fit_intercept)
+
     def _value(self, theta, c):
         X, sw, observed = c
-        return self._data_value(theta, logsumexp_classes(self._scores_t(theta, X))[0], sw,
-                                observed)
+        if self.free and self.k == 1:
+            s = self._binary_scores(theta, X)[0]
+            lse = np.logaddexp(0.0, s, out=s)
+        else:
+            lse = logsumexp_classes(self._scores_t(theta, X))[0]
+        return self._data_value(theta, lse, sw, observed)
 
     def _grad_from(self, PT, X, sw, observed):
         g = class_major_product(PT if sw is None else PT * sw, X, self.fit_intercept).ravel()
@@ -235,10 +262,15 @@ class SoftmaxLoss(ChunkedLoss):
 
     def _value_grad_p(self, theta, c):
         X, sw, observed = c
-        ST = self._scores_t(theta, X)
-        lse, s = logsumexp_classes(ST)
-        ST /= s                                             # P^T
-        PT = ST[self.free:]
+        if self.free and self.k == 1:
+            PT = self._binary_scores(theta, X)
+            lse = np.logaddexp(0.0, PT[0])
+            expit(PT, out=PT)                               # P^T of the free class
+        else:
+            ST = self._scores_t(theta, X)
+            lse, s = logsumexp_classes(ST)
+            ST /= s                                         # P^T
+            PT = ST[self.free:]
         return (self._data_value(theta, lse, sw, observed), self._grad_from(PT, X, sw, observed),
                 PT)
 
@@ -284,21 +316,24 @@ class SoftmaxLoss(ChunkedLoss):
             accumulate_softmax(acc, X, factors, sw, self.free, self.fit_intercept)
         return Majorizer(theta, float(f), g, acc.curvature())
 
-    def bound_gram(self, max_rows: int | None = None) -> np.ndarray:
+    def bound_gram(self, max_rows: int | None = None, dtype=np.float64) -> np.ndarray:
         """G = sum_j s_j xa_j xa_j^T, (d, d) (xa_j = [x_j, 1] with ``fit_intercept``, the
         column of ones implicit): the data factor of Boehning's fixed curvature
         (I_k - 1 1^T / n_classes) / 2 (x) G, which bounds the loss's Hessian everywhere (two
         classes with a reference: G / 4). Built chunk by chunk (dense: one GEMM per chunk;
         sparse: X^T diag(s) X), never a copy of X. With ``max_rows`` below the number of rows,
         an estimate from every m-th row (m = ceil(t / max_rows)), scaled by the total weight
-        over the sampled weight (then no longer a bound: for preconditioning)."""
+        over the sampled weight (then no longer a bound: for preconditioning). ``dtype``: of
+        the result (float32 halves it for a preconditioner's factor); dense X is multiplied in
+        float64 blocks of ``_GRAM_BLOCK`` rows of G (the lower triangle, then mirrored), so
+        no second (d, d) array is formed."""
         import scipy.sparse as sp
 
         d, dx = self.d, self.n_features
         step = 1
         if max_rows is not None and self.n_samples > max_rows:
             step = -(-self.n_samples // int(max_rows))
-        G = np.zeros((d, d))
+        G = np.zeros((d, d), dtype=dtype)
         total = sampled = 0.0
         for X, sw, _ in self._chunks:
             if step > 1:
@@ -310,12 +345,13 @@ class SoftmaxLoss(ChunkedLoss):
                 Xw = X if sw is None else sp.csr_matrix(X.multiply(sw[:, None]))
                 G[:dx, :dx] += (X.T @ Xw).toarray()
                 col = np.asarray(Xw.sum(axis=0)).ravel()
-            elif sw is None:
-                G[:dx, :dx] += X.T @ X
-                col = X.sum(axis=0)
             else:
-                G[:dx, :dx] += X.T @ (X * sw[:, None])
-                col = sw @ X
+                for a in range(0, dx, _GRAM_BLOCK):
+                    b = min(dx, a + _GRAM_BLOCK)
+                    Xw = X[:, a:b] if sw is None else X[:, a:b] * sw[:, None]
+                    G[a:b, :b] += Xw.T @ X[:, :b]                # lower triangle, by blocks
+                    G[:a, a:b] = G[a:b, :a].T
+                col = X.sum(axis=0) if sw is None else sw @ X
             if self.fit_intercept:
                 G[:dx, dx] += col
                 G[dx, dx] += X.shape[0] if sw is None else float(sw.sum())

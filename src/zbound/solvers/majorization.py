@@ -27,7 +27,10 @@ import scipy.sparse as sp
 
 from zbound._linalg import (
     EIGEN_MAX_ELEMS,
+    block_jacobi,
+    block_preconditioner_kind,
     eigen_block_preconditioner,
+    factor_blocks,
     factor_gram,
     gram_block_jacobi,
     gram_eigenbasis,
@@ -363,7 +366,7 @@ class _NewtonDirection:
             pre = self._from_factors(H, "gram", factor_gram, gram_block_jacobi)
             if pre is not None:
                 return pre
-        return H.preconditioner()
+        return _block_preconditioner(H)
 
     def _from_factors(self, H, attr: str, setup, make):
         """``make(setup(factors), factors, extra)`` from H's dense ``block_factors``, the
@@ -397,6 +400,25 @@ class _NewtonDirection:
         self.last = k
         self.products += k
         return -d
+
+
+def _block_preconditioner(H):
+    """``H.preconditioner()``, except that dense class blocks of dense factors are built by
+    :func:`zbound._linalg.factor_blocks` (row chunks of 256 KB and syrk: on adult the
+    operator's own assembly held a 1 MB weighted chunk and a second copy of the weights, the
+    fit's peak memory) and inverted in place by ``block_jacobi``."""
+    fac = H.block_factors()
+    if fac is not None:
+        pairs, extra = fac
+        rows = sum(f[0].shape[0] for f in pairs)
+        if block_preconditioner_kind(rows, extra.shape[1], extra.shape[0]) == "dense":
+            blocks = factor_blocks(pairs, extra)
+            del pairs, fac
+            if blocks is not None:
+                pre = block_jacobi(blocks)
+                if pre is not None:
+                    return pre
+    return H.preconditioner()
 
 
 @register
