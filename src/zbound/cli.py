@@ -51,7 +51,7 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "Jebara & Choromanska (2012) Table 1 (SRBCT, Text) and Table 4 (low-rank rank sweep), "
         "plus Adult, KMNIST, digits and a synthetic set at C in {0.01, 1, 100}: bound solvers "
         "against SciPy, scikit-learn and glum, time to two targets and peak memory",
-        "about 9 min",
+        "about 11 min",
     ),
     "chunked": (
         "the map-reduce evaluation of a loss over row chunks: peak memory and time of the "
