@@ -252,8 +252,9 @@ def test_binary_reference_class_kernels_match_the_softmax_over_two_scores(interc
 
 
 def test_design_check_without_a_copy_still_rejects_non_finite_values():
-    """The finite-sum shortcut of SoftmaxLoss's input check: NaN / inf still raise, and finite
-    values whose sum overflows are accepted (the full check runs then)."""
+    """The finite-sum shortcut of SoftmaxLoss's input check: NaN / inf still raise; finite
+    values whose sum overflows go through the full check and then fail the magnitude check
+    (their gradient would overflow); large values within it are accepted without a copy."""
     from zbound.models.loss import SoftmaxLoss
 
     y = np.array([0, 1, 0, 1])
@@ -263,7 +264,10 @@ def test_design_check_without_a_copy_still_rejects_non_finite_values():
         with pytest.raises(ValueError, match="NaN or inf"):
             SoftmaxLoss(X, y)
     X = np.full((4, 8), 6e307)                             # the sum overflows: full check
-    assert np.shares_memory(SoftmaxLoss(X, y).X, X)
+    with pytest.raises(ValueError, match="magnitude 6e\\+307.*rescale"):
+        SoftmaxLoss(X, y)
+    X = np.full((4, 8), 1e140)                             # large, but its sums stay finite
+    assert SoftmaxLoss(X, y).X is X
     X = np.ones((4, 2))
     assert SoftmaxLoss(X, y).X is X                        # no copy of a valid X
     with pytest.raises(ValueError, match="non-empty"):

@@ -326,3 +326,34 @@ def test_estimator_auto_uses_the_choice():
         assert est.solver_result_.method == "lbfgs-precond"
         est = BoundLogisticRegression(max_iter=5, coef_bounds=(-1.0, 1.0)).fit(X, y)
         assert est.solver_result_.method == "newton-bound"      # bounds: newton-bound
+
+
+def test_lbfgs_precond_with_gram_overflow_in_float32_falls_back_without_warnings():
+    """A feature of magnitude 1e20 puts X^T X out of float32's range: the single-precision
+    factor is rebuilt in float64, with no overflow warning, and the run is finite and
+    monotone. Features large enough to overflow float64's sums are refused when the objective
+    is built (a ValueError naming the magnitude), so no solver sees them."""
+    from zbound.models.multinomial import logistic_objective
+    from zbound.solvers.quasi_newton import PreconditionedLBFGS, bound_preconditioner
+
+    rng = np.random.default_rng(0)
+    t, dx, K = 600, 5, 3
+    X = rng.standard_normal((t, dx))
+    X[:, 0] *= 1e20
+    y = np.arange(t) % K
+    pen = np.full((K, dx + 1), 1.0)
+    pen[:, -1] = 0.0
+    obj = logistic_objective(X, y, K, pen.ravel(), None, t / K**2, fit_intercept=True)
+    x0 = np.zeros(obj.n_params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        res = minimize(obj, x0, method="lbfgs-precond", tol=1e-9, max_iter=500)
+        pre = PreconditionedLBFGS()._preconditioner(obj)
+    _assert_monotone(res)
+    assert np.isfinite(res.fun) and res.fun < obj.value(x0)
+    assert pre is not None and pre.dtype == np.float64
+    with pytest.raises(FloatingPointError, match="float32"):
+        bound_preconditioner(obj, 1.0, dtype=np.float32)
+    X[:, 0] *= 1e140
+    with pytest.raises(ValueError, match="magnitude .* rescale the features"):
+        logistic_objective(X, y, K, pen.ravel(), None, t / K**2, fit_intercept=True)

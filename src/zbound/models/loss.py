@@ -16,6 +16,7 @@ rows (mini-batches), ``reweighted(s)`` the same rows with other weights (EM resp
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit
 
 from zbound._validation import check_design
@@ -49,17 +50,35 @@ def check_sample_weight(sample_weight, t: int) -> np.ndarray | None:
     return sw
 
 
+#: rows x the largest |entry| of X above which the loss's sums (gradient ~ rows x magnitude,
+#: curvature and its norms ~ (rows x magnitude)^2) can leave float64's range: rejected
+_MAX_ROWS_TIMES_MAGNITUDE = 1e150
+
+
 def _design(X):
     """``check_design(X, nonempty=True)`` without its (t, d) boolean temporary for a dense
     C-contiguous float64 X (as large as an eighth of X: 3.4 MB on Adult): a finite sum means
     finite entries, and only a non-finite sum (NaN / inf, or an overflowing sum of finite
-    values) runs the full check with its error message."""
+    values) runs the full check with its error message. Then the magnitude: entries so large
+    that the gradient or the curvature would overflow are a ValueError, not a silent inf."""
+    checked = False
     if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.size \
             and X.flags.c_contiguous:
         with np.errstate(over="ignore", invalid="ignore"):
-            if np.isfinite(X.sum()):
-                return X
-    return check_design(X, nonempty=True)
+            checked = bool(np.isfinite(X.sum()))
+    if not checked:
+        X = check_design(X, nonempty=True)
+    if sp.issparse(X):
+        m = float(np.max(np.abs(X.data))) if X.nnz else 0.0
+    else:
+        m = max(float(X.max()), -float(X.min()))            # no (t, d) temporary
+    if m * X.shape[0] > _MAX_ROWS_TIMES_MAGNITUDE:
+        raise ValueError(
+            f"X has entries of magnitude {m:.3g}: over its {X.shape[0]} rows the loss's "
+            f"gradient and curvature sums would overflow float64 (rows x magnitude must stay "
+            f"below {_MAX_ROWS_TIMES_MAGNITUDE:.0e}); rescale the features, e.g. with "
+            "sklearn.preprocessing.StandardScaler")
+    return X
 
 
 def check_chunk_size(chunk_size, t: int, per_row: int) -> int:

@@ -301,8 +301,12 @@ def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
     rows = None
     if sample:
         rows = max(_GRAM_MIN_ROWS, _GRAM_ROWS_PER_COLUMN * d)
-    return BoundPreconditioner(loss.bound_gram(rows, dtype=dtype), k, loss.n_classes, D, w, e,
-                               shrink)
+    with np.errstate(over="ignore", invalid="ignore"):
+        G = loss.bound_gram(rows, dtype=dtype)
+    if not np.isfinite(G).all():
+        # features of magnitude ~sqrt(max float / rows): X^T X leaves the dtype's range
+        raise FloatingPointError(f"the bound's Gram matrix X^T X overflows {np.dtype(dtype).name}")
+    return BoundPreconditioner(G, k, loss.n_classes, D, w, e, shrink)
 
 
 class LBFGSBound(Solver):
@@ -370,9 +374,20 @@ class LBFGSBound(Solver):
             return None
         single = self.opts["precision"] == "single" and \
             self.opts["shrink"] >= _SINGLE_MIN_SHRINK
-        pre = bound_preconditioner(model, float(self.opts["shrink"]),
-                                   sample=self.opts["shrink"] > 0,
-                                   dtype=np.float32 if single else np.float64)
+        pre = None
+        for dtype in (np.float32, np.float64) if single else (np.float64,):
+            try:
+                pre = bound_preconditioner(model, float(self.opts["shrink"]),
+                                           sample=self.opts["shrink"] > 0, dtype=dtype)
+                break
+            except FloatingPointError as exc:
+                # X^T X out of float32's range: build it in float64; out of float64's too: no
+                # preconditioner ("auto": plain L-BFGS with the bound safeguard)
+                if dtype is np.float64:
+                    if rule == "bound":
+                        raise ValueError(f"precondition='bound': {exc}; rescale the features "
+                                         "or use precondition='auto' or 'none'") from None
+                    return None
         if pre is None and rule == "bound":
             raise ValueError("precondition='bound' needs a softmax objective (a loss with "
                              "bound_gram() and L2 penalties equal over classes); use "
