@@ -4,23 +4,11 @@ fraction of X's size (issue: at most 2x scikit-learn's peak, which holds no copy
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
+from zbound.bench.timing import traced_peak
 from zbound.estimators.logistic import BoundLogisticRegression
-
-
-def _peak_mb(fn) -> float:
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    try:
-        fn()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak / 2**20
 
 
 @pytest.mark.parametrize("n_classes", [2, 5])
@@ -32,5 +20,5 @@ def test_fit_peak_memory_is_a_small_fraction_of_x(n_classes):
     y = (X @ W.T + rng.gumbel(size=(t, n_classes))).argmax(axis=1)
     clf = BoundLogisticRegression(C=1.0)
     clf.fit(X, y)                                   # imports and caches outside the measure
-    peak = _peak_mb(lambda: clf.fit(X, y))
+    peak = traced_peak(lambda: clf.fit(X, y))[0]
     assert peak < 0.2 * X.nbytes / 2**20, (peak, X.nbytes / 2**20)

@@ -405,15 +405,19 @@ def test_late_refresh_schedule(late, builds):
     assert seen == builds
 
 
-def test_late_refresh_reaches_the_optimum():
+@pytest.mark.parametrize("gram_updates,eig_builds,curvatures", [
+    (10, (1, 10), 15),          # updates 1..10, then 20, 40, 80, 160, 320
+    (1, (1,), 9),               # the first batch's Gram: updates 1, 2, 4, ..., 256 of 400
+])
+def test_late_refresh_reaches_the_optimum(gram_updates, eig_builds, curvatures):
     model = logistic_problem(5, t=300, d=4, n=3, reg=3.0)
     x0 = np.zeros(model.n_params)
     _, f_ref = reference_optimum(model, x0)
     res = minimize(model, x0, method="spfb", curvature="average", dense_max=1, lr=1.0,
-                   decay=5.0, batch_size=30, max_iter=40, tol=0.0, gram_updates=10,
-                   gram_shrink=1.0, gram_eig_builds=(1, 10), late_refresh="doubling")
+                   decay=5.0, batch_size=30, max_iter=40, tol=0.0, gram_updates=gram_updates,
+                   gram_shrink=1.0, gram_eig_builds=eig_builds, late_refresh="doubling")
     assert res.fun <= f_ref * 1.01, (res.fun, f_ref)
-    assert res.info["curvatures"] == 15           # updates 1..10, then 20, 40, 80, 160, 320
+    assert res.info["curvatures"] == curvatures
 
 
 @pytest.mark.parametrize("bad", [{"gram_shrink": -1.0}, {"gram_shrink": np.nan},
@@ -468,14 +472,3 @@ def test_first_batch_gram_with_doubling_rebuilds_is_the_explicit_solve(monkeypat
     assert state.extra["n_bound"] == n_builds == 5
     # the Gram factor (d = 4) decomposed once, the label factor (3 x 3) at every build
     assert sizes == [4, 3, 3, 3, 3, 3]
-
-
-def test_first_batch_gram_reaches_the_optimum():
-    model = logistic_problem(5, t=300, d=4, n=3, reg=3.0)
-    x0 = np.zeros(model.n_params)
-    _, f_ref = reference_optimum(model, x0)
-    res = minimize(model, x0, method="spfb", curvature="average", dense_max=1, lr=1.0,
-                   decay=5.0, batch_size=30, max_iter=40, tol=0.0, gram_updates=1,
-                   gram_shrink=1.0, gram_eig_builds=(1,), late_refresh="doubling")
-    assert res.fun <= f_ref * 1.01, (res.fun, f_ref)
-    assert res.info["curvatures"] == 9            # updates 1, 2, 4, ..., 256 of 400

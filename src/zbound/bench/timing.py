@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import statistics
 import time
+import tracemalloc
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -33,3 +34,18 @@ def time_alternating(
     for entry in out.values():
         entry["median_s"] = statistics.median(entry["times"])
     return out
+
+
+def traced_peak(fn: Callable[[], Any]) -> tuple[float, float, Any]:
+    """(peak MB, seconds, result) of ``fn()`` under tracemalloc: Python and NumPy allocations
+    (NumPy reports its buffers), not compiled code's private buffers nor existing inputs."""
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    t0 = time.perf_counter()
+    try:
+        out = fn()
+        seconds = time.perf_counter() - t0
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return peak / 2**20, seconds, out

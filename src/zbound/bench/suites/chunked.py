@@ -22,13 +22,11 @@ from __future__ import annotations
 
 import contextlib
 import statistics
-import time
-import tracemalloc
 from typing import Any
 
 import numpy as np
 
-from zbound.bench.timing import time_alternating
+from zbound.bench.timing import time_alternating, traced_peak
 
 SUITE = "chunked"
 
@@ -60,20 +58,6 @@ def stated_bound_mb(t: int, n: int, d: int, chunk: int) -> float:
     return (40.0 * t * n + 128.0 * chunk * (n + d)) / 2**20
 
 
-def _peak(fn) -> tuple[float, float, Any]:
-    """(peak MB, seconds, result) of fn() under tracemalloc (numpy reports its buffers)."""
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    t0 = time.perf_counter()
-    try:
-        out = fn()
-        seconds = time.perf_counter() - t0
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak / 2**20, seconds, out
-
-
 def run(ctx) -> None:
     from zbound.bounds.curvature import KroneckerCurvature
     from zbound.bounds.multinomial import label_bound
@@ -97,7 +81,7 @@ def run(ctx) -> None:
                 m.curvature.diagonal()
                 return m
 
-            peak, _, m = _peak(use)
+            peak, _, m = traced_peak(use)
             timing = time_alternating({"build": lambda loss=loss: loss.majorizer(theta),
                                        "product": lambda m=m: m.curvature.matvec(v)},
                                       repeats=cfg["repeats"])
@@ -121,7 +105,7 @@ def run(ctx) -> None:
             K.diagonal()
             return K
 
-        peak, _, K = _peak(explicit)
+        peak, _, K = traced_peak(explicit)
         timing = time_alternating({"build": explicit, "product": lambda: K.matvec(v)},
                                   repeats=cfg["repeats"])
         ctx.writer.add(
@@ -138,7 +122,7 @@ def run(ctx) -> None:
                                    "chunked": lambda: small.value_and_grad(theta)},
                                   repeats=cfg["repeats"])
         for name, loss in (("whole", whole), ("chunked", small)):
-            peak, _, _ = _peak(lambda loss=loss: loss.value_and_grad(theta))
+            peak, _, _ = traced_peak(lambda loss=loss: loss.value_and_grad(theta))
             ctx.writer.add(
                 task="value-and-grad", dataset=dataset, setting=f"chunk={loss.chunk_size}",
                 method=f"softmax-loss-{name}", peer=False, default=name == "whole",

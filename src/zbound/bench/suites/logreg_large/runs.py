@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import statistics
 import time
-import tracemalloc
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -59,6 +58,7 @@ from zbound.bench.suites.logreg_large.problems import (
 # the BLAS thread limit
 from zbound.bench.suites.logreg_small.runs import _budget_callback as _budget
 from zbound.bench.suites.logreg_small.runs import _downsample, _thread_limit, default_method
+from zbound.bench.timing import traced_peak
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -360,14 +360,7 @@ def _first_index(obj: np.ndarray, target: float) -> int | None:
 
 
 def _peak_mb(fn: Callable[[], Any]) -> float:
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    try:
-        fn()
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    return peak / 2**20
+    return traced_peak(fn)[0]
 
 
 # -- one cell --------------------------------------------------------------------------------
