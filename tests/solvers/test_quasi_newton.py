@@ -8,6 +8,8 @@ import warnings
 import numpy as np
 import pytest
 from _solver_problems import logistic_problem, reference_optimum
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zbound.solvers import minimize
 from zbound.solvers.quasi_newton import LBFGSBound
@@ -357,3 +359,43 @@ def test_lbfgs_precond_with_gram_overflow_in_float32_falls_back_without_warnings
     X[:, 0] *= 1e140
     with pytest.raises(ValueError, match="magnitude .* rescale the features"):
         logistic_objective(X, y, K, pen.ravel(), None, t / K**2, fit_intercept=True)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(n_classes=st.integers(2, 5), fit_intercept=st.booleans(), weights=st.booleans(),
+       seed=st.integers(0, 2**31 - 1),
+       x_scale=st.sampled_from([1e-3, 1.0, 30.0]),
+       theta_scale=st.sampled_from([0.0, 1e-3, 1.0, 30.0, 1e3]),
+       ties=st.booleans())
+def test_boehning_curvature_bounds_the_hessian_everywhere(n_classes, fit_intercept, weights,
+                                                          seed, x_scale, theta_scale, ties):
+    """The unshrunk preconditioner's curvature B (Boehning: (I - 11^T/K)/2 (x) X^T X plus the
+    penalties) dominates the loss's Hessian at any theta: near-saturated scores (theta scale
+    1e3), exactly tied scores (theta 0 or all classes equal), zero sample weights, reference
+    class (two classes) and intercept. B - H must be PSD up to rounding."""
+    from zbound.models.multinomial import logistic_objective
+
+    rng = np.random.default_rng(seed)
+    t, dx = 12, 3
+    X = x_scale * rng.standard_normal((t, dx))
+    y = rng.integers(0, n_classes, t)
+    sw = None
+    if weights:
+        sw = rng.uniform(0.0, 2.0, t)
+        sw[rng.random(t) < 0.3] = 0.0
+    k = 1 if n_classes == 2 else n_classes
+    d = dx + fit_intercept
+    pen = np.full((k, d), 0.5)
+    if fit_intercept:
+        pen[:, -1] = 0.0
+    center = t / k**2 if (k > 1 and fit_intercept) else 0.0
+    obj = logistic_objective(X, y, n_classes, pen.ravel(), sw, center,
+                             fit_intercept=fit_intercept)
+    B = _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, 0.0)
+    theta = theta_scale * rng.standard_normal((k, d))
+    if ties:
+        theta[:] = theta[0]                          # every free class scores the same
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        H = obj.hessian(theta.ravel()).to_dense()
+    assert np.linalg.eigvalsh(B - H).min() >= -1e-9 * max(1.0, np.abs(B).max())
