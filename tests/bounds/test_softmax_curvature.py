@@ -187,3 +187,28 @@ def test_woodbury_preconditioner_floors_an_unpenalized_intercept():
     # the preconditioned operator's spectrum stays near 1
     ev = np.linalg.eigvals(M @ A).real
     assert ev.min() > 0.5 and ev.max() < 2.0
+
+
+@pytest.mark.parametrize("intercept", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("t", [511, 512, 2049])
+def test_one_weight_vector_product_by_row_blocks(monkeypatch, intercept, weighted, t):
+    """One weight vector on dense X (binary with a reference class): the product runs over
+    row blocks that stay in cache; it equals X^T diag(w p (1 - p)) X v + reg v, also for a
+    ragged last block and, below two blocks, the unblocked path."""
+    import zbound.bounds.curvature as cv
+
+    monkeypatch.setattr(cv, "_fused_rows", lambda d: 256)
+    rng = np.random.default_rng(t)
+    X = rng.normal(size=(t, 4))
+    P = rng.random((t, 1))
+    P[:5] = [[0.0], [1.0], [1e-300], [1.0 - 1e-16], [0.5]]
+    w = rng.random(t) if weighted else None
+    C = SoftmaxCurvature(X, P, 0.7, weights=w)
+    Xa = np.hstack([X, np.ones((t, 1))]) if intercept else X
+    if intercept:
+        C = C.with_intercept()
+    v = rng.normal(size=Xa.shape[1])
+    wt = P[:, 0] * (1.0 - P[:, 0]) * (1.0 if w is None else w)
+    want = Xa.T @ (wt * (Xa @ v)) + 0.7 * v
+    np.testing.assert_allclose(C.matvec(v), want, rtol=1e-12, atol=1e-12 * np.abs(want).max())

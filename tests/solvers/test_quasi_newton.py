@@ -94,13 +94,15 @@ CASES = [(2, True, False, False), (4, True, False, False), (3, False, False, Tru
 
 @pytest.mark.parametrize("n_classes,fit_intercept,sparse,weights", CASES)
 @pytest.mark.parametrize("shrink", [0.0, 1.0])
+@pytest.mark.parametrize("explicit", [False, True])
 def test_bound_preconditioner_is_the_inverse_of_the_bound(n_classes, fit_intercept, sparse,
-                                                           weights, shrink):
+                                                           weights, shrink, explicit):
     from zbound.solvers.quasi_newton import bound_preconditioner
 
     obj, (X, sw, pen, center, k, d) = _softmax_objective(0, n_classes, fit_intercept, sparse,
                                                          weights)
-    pre = bound_preconditioner(obj, shrink)
+    pre = bound_preconditioner(obj, shrink, explicit=explicit)
+    assert pre.explicit is explicit
     p = obj.n_params
     B = _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, shrink)
     V = np.random.default_rng(1).standard_normal((3, p))
@@ -115,15 +117,16 @@ def test_bound_preconditioner_is_the_inverse_of_the_bound(n_classes, fit_interce
 
 
 @pytest.mark.parametrize("n_classes,fit_intercept,sparse,weights", CASES)
+@pytest.mark.parametrize("explicit", [False, True])
 def test_single_precision_preconditioner_is_the_inverse_to_float32_accuracy(
-        n_classes, fit_intercept, sparse, weights):
+        n_classes, fit_intercept, sparse, weights, explicit):
     """The float32 factor (lbfgs-precond's default, shrunk B) applies B^{-1} to about 1e-5
     relative, returns float64 for float64 input and float32 for float32 input."""
     from zbound.solvers.quasi_newton import bound_preconditioner
 
     obj, (X, sw, pen, center, k, d) = _softmax_objective(0, n_classes, fit_intercept, sparse,
                                                          weights)
-    pre = bound_preconditioner(obj, 1.0, dtype=np.float32)
+    pre = bound_preconditioner(obj, 1.0, dtype=np.float32, explicit=explicit)
     B = _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, 1.0)
     for v in np.random.default_rng(1).standard_normal((3, obj.n_params)):
         want = np.linalg.solve(B, v)
@@ -135,7 +138,9 @@ def test_single_precision_preconditioner_is_the_inverse_to_float32_accuracy(
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 @pytest.mark.parametrize("fit_intercept", [False, True])
-def test_bound_preconditioner_with_a_reference_class_uses_both_factors(dtype, fit_intercept):
+@pytest.mark.parametrize("explicit", [False, True])
+def test_bound_preconditioner_with_a_reference_class_uses_both_factors(dtype, fit_intercept,
+                                                                       explicit):
     """Three or more classes with a reference class: B^{-1} needs the M_perp and the M_1
     factors (the class mean must not be overwritten between the two solves)."""
     from zbound.models.loss import SoftmaxLoss
@@ -147,7 +152,8 @@ def test_bound_preconditioner_with_a_reference_class_uses_both_factors(dtype, fi
     X = rng.standard_normal((300, 6))
     y = rng.integers(0, 4, 300)
     loss = SoftmaxLoss(X, y, 4, reference_class=True, fit_intercept=fit_intercept)
-    pre = bound_preconditioner(Objective(loss, L2Penalty(0.7)), 0.0, dtype=dtype)
+    pre = bound_preconditioner(Objective(loss, L2Penalty(0.7)), 0.0, dtype=dtype,
+                               explicit=explicit)
     assert pre.one is not None and pre.perp is not None
     Xa = np.hstack([X, np.ones((300, 1))]) if fit_intercept else X
     k = loss.k
@@ -172,19 +178,23 @@ def test_lbfgs_precond_precisions_reach_the_same_optimum(precision):
 
 
 def test_single_precision_pairs_halve_the_pair_memory():
-    """lbfgs-precond keeps float32 pairs, at most ``memory`` of them."""
+    """precision="single" keeps float32 pairs, at most ``memory`` of them; "auto" (the
+    default of lbfgs-precond) float64 while the pairs take at most 1 MB, float32 beyond."""
     from zbound.solvers.base import CountedModel
     from zbound.solvers.quasi_newton import PreconditionedLBFGS
 
+    auto = PreconditionedLBFGS()
+    assert not auto.single_precision(1638) and auto.single_precision(1639)
+    assert PreconditionedLBFGS(precision="double").single_precision(10**6) is False
     obj, _ = _softmax_objective(2, 4, True, t=200, C=100.0)
-    solver = PreconditionedLBFGS(memory=3)
+    solver = PreconditionedLBFGS(memory=3, precision="single")
     model = CountedModel(obj)
     state = solver.init(model, np.zeros(obj.n_params))
     for _ in range(8):
         solver.update(model, state)
-    S, Y = state.extra["S"], state.extra["Y"]
-    assert len(S) == len(Y) == len(state.extra["rho"]) == 3
-    assert all(a.dtype == np.float32 for a in S + Y)
+    mem = state.extra["memory"]
+    assert len(mem) == 3
+    assert mem.SZ.dtype == np.float32 and mem.SZ.shape == (6, obj.n_params)
 
 
 def test_bound_gram_equals_the_explicit_gram():
@@ -399,3 +409,78 @@ def test_boehning_curvature_bounds_the_hessian_everywhere(n_classes, fit_interce
         warnings.simplefilter("error")
         H = obj.hessian(theta.ravel()).to_dense()
     assert np.linalg.eigvalsh(B - H).min() >= -1e-9 * max(1.0, np.abs(B).max())
+
+
+@pytest.mark.parametrize("preconditioned", [False, True])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_compact_memory_is_the_two_loop_recursion(preconditioned, dtype):
+    """The compact form (ring buffer of m slots, B^{-1} y from differences or directly) gives
+    the two-loop recursion's direction, through slot reuse and a restart; float32 pairs to
+    float32 accuracy."""
+    from zbound.solvers.quasi_newton import CompactMemory, two_loop
+
+    rng = np.random.default_rng(7)
+    p, m = 30, 5
+    A = rng.standard_normal((p, p))
+    A = A @ A.T + p * np.eye(p)
+    Bm = rng.standard_normal((p, p))
+    Binv = np.linalg.inv(Bm @ Bm.T + np.eye(p))
+    h0 = (lambda v: Binv @ v) if preconditioned else None
+    mem = CompactMemory(p, m, dtype, h0)
+    x = rng.standard_normal(p)
+    g = A @ x
+    mem.start(g)
+    S, Y = [], []
+    tol = 1e-10 if dtype == np.float64 else 2e-3
+    for it in range(16):
+        if it == 9:                      # restart: every pair forgotten
+            mem.start(g)
+            S, Y = [], []
+        # steps of very different sizes: some y << g take the direct product B^{-1} y
+        x_new = x + rng.standard_normal(p) * (1e-4 if it % 4 == 3 else 0.3)
+        g_new = A @ x_new
+        assert mem.push(x_new - x, g_new - g, g_new)
+        S.append(x_new - x)
+        Y.append(g_new - g)
+        S, Y = S[-m:], Y[-m:]
+        x, g = x_new, g_new
+        rho = [1.0 / (s @ y) for s, y in zip(S, Y)]
+        if preconditioned:
+            want = two_loop(g, S, Y, rho, h0, (S[-1] @ Y[-1]) / (Y[-1] @ h0(Y[-1])))
+        else:
+            want = two_loop(g, S, Y, rho)
+        got = mem.direction()
+        assert len(mem) == len(S)
+        np.testing.assert_allclose(got, want, rtol=0, atol=tol * np.abs(want).max())
+
+
+@pytest.mark.parametrize("n_classes,fit_intercept,sparse,weights", CASES)
+@pytest.mark.parametrize("shrink", [0.0, 1.0])
+def test_first_length_minimizes_the_exact_model_at_uniform_scores(n_classes, fit_intercept,
+                                                                  sparse, weights, shrink):
+    """At x = 0 (every class the same score) the first trial length along d = -B^{-1} g is
+    -g^T d / d^T H(0) d with the exact Hessian; at a point with different scores it is 1;
+    with all classes' weights equal (not 0) the scores are uniform too."""
+    from zbound.solvers.quasi_newton import bound_preconditioner
+
+    obj, (X, sw, pen, center, k, d) = _softmax_objective(0, n_classes, fit_intercept, sparse,
+                                                         weights)
+    pre = bound_preconditioner(obj, shrink)
+    p = obj.n_params
+    x = np.zeros(p)
+    g = obj.value_and_grad(x)[1]
+    dvec = -pre(g)
+    gd = float(g @ dvec)
+    H = obj.hessian(x).to_dense()
+    want = -gd / float(dvec @ H @ dvec)
+    assert pre.first_length(x, dvec, gd) == pytest.approx(want, rel=1e-7)   # B's floor
+    assert want >= 1.0 - 1e-12
+    x1 = np.random.default_rng(0).standard_normal(p)
+    assert pre.first_length(x1, dvec, gd) == 1.0
+    if k == n_classes:                  # equal rows of W: still uniform probabilities
+        xe = np.tile(np.random.default_rng(1).standard_normal(d), k)
+        ge = obj.value_and_grad(xe)[1]
+        de = -pre(ge)
+        He = obj.hessian(xe).to_dense()
+        assert pre.first_length(xe, de, float(ge @ de)) == pytest.approx(
+            -float(ge @ de) / float(de @ He @ de), rel=1e-7)

@@ -22,22 +22,26 @@ quasi-Newton line search would run out of options:
 Every accepted iterate decreases the objective (tested in tests/solvers/test_quasi_newton.py and
 tests/estimators/test_chain_crf.py). ``LBFGSBound`` is not in the method registry: pass the
 class, ``minimize(model, x0, method=LBFGSBound)``, or ``ChainCRF(solver="lbfgs-bound")``. The
-two-loop recursion keeps ``memory`` pairs (s, y) with s^T y > 0 (the objective is convex
+inverse Hessian is kept in compact form (:class:`CompactMemory`, the two-loop recursion's
+matrix in a few GEMVs) over ``memory`` pairs (s, y) with s^T y > 0 (the objective is convex
 wherever a bound is used; pairs that fail are skipped).
 
 Preconditioned (``precondition="bound"``, or the registered ``"lbfgs-precond"`` with
-``"auto"``): for softmax / logistic objectives the initial inverse Hessian of the two-loop
-recursion is gamma B^{-1}, B a FIXED curvature built once: Boehning's bound
+``"auto"``): for softmax / logistic objectives the initial inverse Hessian is gamma B^{-1},
+B a FIXED curvature built once: Boehning's bound
 (I_k - 1 1^T / K) / 2 (x) X^T X plus the penalties (binary: X^T X / 4 + reg), shrunk towards
 its mean eigenvalue (B + mu I, mu = ``shrink`` x the mean of the bound's diagonal), gamma =
 s^T y / y^T B^{-1} y of the newest pair. The class factor has two eigenvalues, so B^{-1} costs
 one Cholesky factor of a (d, d) matrix (:class:`BoundPreconditioner`, kept in LAPACK's
 rectangular full packed form: d (d + 1) / 2 numbers), never a (p, p) one, and the intercept
-column stays implicit. ``lbfgs-precond`` keeps that factor and its curvature pairs in single
-precision (``precision="single"``): on KMNIST (2000 x 785, 10 classes) the fit's traced peak
-memory went from 10.4 MB to 4.5 MB (scikit-learn lbfgs: 2.9 MB) with the same iteration
-counts, and the two-loop recursion and the solves move half the bytes. The first step,
--B^{-1} g, minimizes a quadratic upper bound and is always accepted. Measured
+column stays implicit (for d <= 256 the inverses are kept explicitly: one GEMM per
+application). ``lbfgs-precond`` keeps that factor and its curvature pairs in single
+precision once the pairs would take more than 1 MB (``precision="auto"``): on KMNIST
+(2000 x 785, 10 classes) the fit's traced peak memory went from 10.4 MB to 4.5 MB
+(scikit-learn lbfgs: 2.9 MB) with the same iteration counts. The first step goes along
+-B^{-1} g, the minimizer of a quadratic upper bound; at x = 0 its trial length minimizes the
+exact second-order model there (uniform class probabilities: the Hessian is 2 / K times
+Boehning's data curvature), Armijo-tested. Measured
 (docs/solvers.md): the unshrunk bound (``shrink=0``) made L-BFGS 5-17x slower on digits at
 C >= 1 while halving the iterations on KMNIST; the shrunk one (``shrink=1``) kept digits at
 plain L-BFGS's iteration counts and cut KMNIST's from 111 to 31 (loose target) and 331 to 87
@@ -93,6 +97,155 @@ def two_loop(g: np.ndarray, S: list, Y: list, rho: list, h0=None,
     return q
 
 
+# CompactMemory takes B^{-1} y as B^{-1} g_new - B^{-1} g_old while ||y|| >= this x ||g_new||
+# (the difference loses about ||g|| / ||y|| times the precision of a product with B^{-1})
+_DIFF_MIN = 1e-2
+
+
+class CompactMemory:
+    """The L-BFGS inverse Hessian in the compact form of Byrd, Nocedal & Schnabel (1994,
+    Thm 2.2), with H0 = gamma B^{-1} (``h0`` a callable v -> B^{-1} v, or None: B = I):
+
+        H = gamma B^{-1} + [S, gamma Z] M [S, gamma Z]^T,  Z = B^{-1} Y,
+        M = [[R^{-T} (D + gamma Y^T Z) R^{-1}, -R^{-T}], [-R^{-1}, 0]],
+
+    R the upper triangle of S^T Y (pairs in the order they came), D its diagonal, gamma =
+    s^T y / y^T z of the newest pair. The same matrix as the two-loop recursion
+    (:func:`two_loop`; tested to 1e-10), for far fewer calls: a direction costs one GEMV over
+    the stacked (2m, p) array [S; Z] and one back plus two (m, m) triangular solves, where the
+    recursion makes 4m BLAS-1 calls. Each iteration needs one product with B^{-1}, of g_new:
+    z = B^{-1} g_new - B^{-1} g_old while ||y|| >= 0.01 ||g_new|| (else B^{-1} y directly),
+    where the recursion needed a second one for gamma. In float64 the new column of S^T Y
+    and of Y^T Z are differences of the products [S; Z] g kept from the previous iteration
+    (L-BFGS-B's bookkeeping); in float32 (``dtype``: half the memory; the (m, m) matrices,
+    gamma and the direction stay float64) they come from one more GEMV with y, which does
+    not cancel. Pairs live in a ring buffer of ``m`` slots. On digits (p = 650, 40 pairs,
+    one thread) the solver's own work per iteration went from 139 us to 61 us, against
+    386 us for one value-and-gradient evaluation."""
+
+    def __init__(self, p: int, m: int, dtype=np.float64, h0=None):
+        from scipy.linalg.blas import get_blas_funcs
+
+        self.m, self.dtype, self.h0 = int(m), np.dtype(dtype), h0
+        self.SZ = np.zeros((2 * self.m, p), dtype=self.dtype)   # rows: S slots, then Z slots
+        # (m, m) in the order the pairs came (position 0 the oldest): R = triu(S^T Y) and
+        # Y^T Z, float64, Fortran order for BLAS
+        self.R = np.zeros((self.m, self.m), order="F")
+        self.YZ = np.zeros((self.m, self.m), order="F")
+        self.n = 0                      # pairs kept
+        self.head = 0                   # slot of the oldest pair once all m slots are used
+        self.gamma = 1.0
+        self.u = None                   # B^{-1} g at the current iterate
+        self.WS = None                  # [S; Z] g at the current iterate, by slot (2m,)
+        self.W = None                   # the same by position: S part, then Z part (2n,)
+        self._trsv = get_blas_funcs("trsv", dtype=np.float64)
+        # rows of [S; Z] by position: n < m pairs in slots 0..n-1; m pairs from ``head`` on
+        self._pos_cache: dict[tuple[int, int], np.ndarray] = {}
+        self._coef = np.zeros(2 * self.m, dtype=self.dtype)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def _positions(self) -> np.ndarray:
+        """Rows of [S; Z] by position: the S slots oldest first, then the Z slots (n < m
+        pairs sit in slots 0..n-1; m pairs in slots head, head + 1, ... modulo m)."""
+        key = (self.n, self.head)
+        pos = self._pos_cache.get(key)
+        if pos is None:
+            slots = (np.arange(self.n) + self.head) % self.m
+            pos = self._pos_cache[key] = np.concatenate([slots, slots + self.m])
+        return pos
+
+    def _apply_h0(self, g: np.ndarray) -> np.ndarray:
+        if self.h0 is None:
+            return np.array(g, dtype=np.float64, copy=True)
+        return np.asarray(self.h0(g), dtype=np.float64)
+
+    def start(self, g: np.ndarray) -> None:
+        """Forget every pair; ``g`` is the gradient at the current iterate."""
+        self.n = self.head = 0
+        self._coef[:] = 0.0
+        self.u = self._apply_h0(g)
+        self.WS = self.W = None
+
+    def first_direction(self) -> np.ndarray:
+        """-B^{-1} g (no pairs)."""
+        return -self.u
+
+    def push(self, s: np.ndarray, y: np.ndarray, g_new: np.ndarray) -> bool:
+        """Move to the next iterate (gradient ``g_new``, reached by the step ``s`` with
+        gradient change ``y``) and keep the pair if s^T y > 1e-12 y^T y (and y^T B^{-1} y >
+        0); whether it was kept."""
+        u_new = self._apply_h0(g_new)
+        yy = float(y @ y)
+        if yy >= _DIFF_MIN ** 2 * float(g_new @ g_new):
+            z = u_new - self.u          # B^{-1} y without a second product
+        else:                           # y << g: the difference would cancel
+            z = self._apply_h0(y)
+        self.u = u_new
+        sy, yz = float(s @ y), float(y @ z)
+        keep = sy > 0.0 and sy > 1e-12 * yy and yz > 0.0 and math.isfinite(yz)
+        m, n = self.m, self.n
+        if not keep and not n:
+            return False
+        single = self.dtype == np.float32
+        if keep:
+            R, YZ = self.R, self.YZ
+            if n == m:                  # the oldest pair's slot takes the new one
+                j = self.head
+                self.head = (j + 1) % m
+                n -= 1
+                R[:n, :n] = R[1:, 1:]
+                YZ[:n, :n] = YZ[1:, 1:]
+            else:
+                j = n
+                self.n = n + 1
+            if n and single:
+                # s_i^T y and z_i^T y (= y_i^T B^{-1} y) of the older pairs from y itself:
+                # in float32, [S; Z] g_new - [S; Z] g_old would cancel
+                dW = (self.SZ @ np.asarray(y, dtype=self.dtype)).astype(np.float64)
+            self.SZ[j] = s
+            self.SZ[m + j] = z
+        WS = (self.SZ @ np.asarray(g_new, dtype=self.dtype)).astype(np.float64)
+        pos = self._positions()
+        if keep:
+            if n:
+                if not single:
+                    dW = WS - self.WS           # slot j's entry is not used
+                dW = dW[pos]
+                R[:n, n] = dW[:n]
+                YZ[:n, n] = YZ[n, :n] = dW[n + 1:2 * n + 1]
+            R[n, :n] = 0.0
+            R[n, n], YZ[n, n] = sy, yz
+            self.gamma = sy / yz
+        self.WS = WS
+        self.W = WS[pos]
+        return keep
+
+    def direction(self) -> np.ndarray:
+        """-H g at the current iterate."""
+        n = self.n
+        if not n:
+            return -self.u
+        gamma, W = self.gamma, self.W
+        R = self.R[:n, :n]
+        c = self._trsv(R, W[:n])                           # R^{-1} S^T g
+        rhs = self.YZ[:n, :n] @ c
+        rhs -= W[n:]
+        rhs *= gamma
+        rhs += np.diag(R) * c
+        coef = self._coef
+        pos = self._positions()
+        coef[pos[:n]] = self._trsv(R, rhs, trans=1)
+        c *= -gamma
+        coef[pos[n:]] = c
+        out = coef @ self.SZ
+        out = out.astype(np.float64)
+        out += gamma * self.u
+        out *= -1.0
+        return out
+
+
 # precondition="auto" builds the preconditioner when the Gram matrix and its Cholesky factor
 # cost at most ``_SETUP_BUDGET`` gradient evaluations, applying it at most ``_APPLY_BUDGET`` of
 # one, and its (d, d) matrix at most ``_MAX_GRAM_BYTES`` (SRBCT, d = 2309 and 66 rows: setup
@@ -105,10 +258,15 @@ _MAX_GRAM_BYTES = 256 * 2**20
 _GRAM_MIN_ROWS = 4096
 _GRAM_ROWS_PER_COLUMN = 20
 PRECONDITIONERS = ("none", "bound", "auto")
-PRECISIONS = ("double", "single")
+PRECISIONS = ("double", "single", "auto")
+# precision="auto": float32 pairs (and factor) once the float64 pairs would take more than this
+# (digits, p = 650, 40 pairs: 416 KB, double; KMNIST, p = 7850: 5 MB, single)
+_AUTO_SINGLE_BYTES = 2**20
 # precision="single" keeps the preconditioner's factor in float32 only for shrink >= this (a
 # shrunk B has condition number <= 1 + d / shrink; shrink = 0, the bound itself, stays float64)
 _SINGLE_MIN_SHRINK = 0.1
+# BoundPreconditioner keeps explicit inverses (one GEMM per application) up to this d
+_EXPLICIT_MAX_D = 256
 
 
 def _parts(model):
@@ -158,10 +316,13 @@ class BoundPreconditioner:
     pftrs: half a (d, d) array, solves as fast as with the full one) and in ``G``'s precision:
     a float32 ``G`` (``bound_preconditioner(..., dtype=np.float32)``) gives float32 factors,
     half the memory again, for a shrunk B whose condition number single precision resolves.
+    ``explicit`` (default: d <= 256) also keeps M_perp^{-1} and M_1^{-1} as (d, d) arrays,
+    so that an application is one GEMM instead of two packed triangular solves.
     """
 
     def __init__(self, G: np.ndarray, k: int, n_classes: int, D: np.ndarray, w: float = 0.0,
-                 e: np.ndarray | None = None, shrink: float = 1.0):
+                 e: np.ndarray | None = None, shrink: float = 1.0,
+                 explicit: bool | None = None):
         import scipy.linalg.lapack as lapack
 
         self.k, self.d = int(k), G.shape[0]
@@ -173,6 +334,8 @@ class BoundPreconditioner:
         scale = max(lam * float(np.max(diagG)), float(np.max(D, initial=0.0)), 1e-300)
         floor = 1e-10 * scale
         self.shrink = shrink
+        self.n_classes, self.mu = int(n_classes), mu
+        self.D0, self.w, self.e = D - mu, float(w), e   # the penalties alone
         self.dtype = G.dtype
         pre = "s" if G.dtype == np.float32 else "d"
         trttf, pftrf = getattr(lapack, pre + "trttf"), getattr(lapack, pre + "pftrf")
@@ -209,6 +372,52 @@ class BoundPreconditioner:
             if e is not None and w > 0.0:
                 ed = e * self.one_diag
                 self.sm = (ed, (w * self.k) / (1.0 + w * self.k * float(e @ ed)))
+        # Small d: the inverses explicitly, so that an application is one GEMM (the packed
+        # solve's transposes and calls cost more than its flops there: 28 us against about
+        # 8 us on digits, d = 65, per application, once per iteration)
+        # B^{-1} v = V M_perp^{-1} + 1 (m Q), m the class mean of V, Q = M_1^{-1} - M_perp^{-1}
+        # (one weight vector: v M_1^{-1})
+        self.explicit = self.d <= _EXPLICIT_MAX_D if explicit is None else bool(explicit)
+        self.perp_inv = self.Q = None
+        if self.explicit:
+            eye = np.eye(self.d)
+            if self.one is not None:
+                Q = self._solve(self.one, eye.astype(self.dtype)).astype(np.float64)
+            else:
+                Q = np.diag(self.one_diag)
+                if self.sm is not None:
+                    ed, c = self.sm
+                    Q -= c * np.outer(ed, ed)
+            if self.perp is not None:
+                P = self._solve(self.perp, eye.astype(self.dtype)).astype(np.float64)
+                Q -= P
+                self.perp_inv = np.ascontiguousarray(P, dtype=self.dtype)
+            self.Q = np.ascontiguousarray(Q, dtype=self.dtype)
+
+    def first_length(self, x: np.ndarray, d: np.ndarray, gd: float) -> float:
+        """Step length along d = -B^{-1} g that minimizes the objective's second-order model
+        at x when every class has the same score at x (x = 0, the usual start: uniform
+        class probabilities); 1 anywhere else.
+
+        There the softmax Hessian is exactly (I - 1 1^T / K) / K (x) G plus the penalties:
+        2 / K times Boehning's data curvature (I - 1 1^T / K) / 2 (x) G. Since B d = -g,
+        d^T B d = -g^T d, and the data part of d^T B d is that minus the penalties' and
+        the shrink's, so the model's curvature along d costs O(p) and no product with X
+        (with the sampled Gram matrix of a large t it is an estimate). The length is
+        Armijo-tested like any other trial."""
+        W = x.reshape(self.k, self.d)
+        uniform = not W.any() if self.k < self.n_classes else bool((W == W[0]).all())
+        if not uniform or not gd < 0.0:
+            return 1.0
+        D = d.reshape(self.k, self.d)
+        pen = float(np.einsum("kd,kd,d->", D, D, self.D0))
+        if self.e is not None and self.w > 0.0:
+            pen += self.w * float(self.e @ D.sum(axis=0)) ** 2
+        data = -gd - pen - self.mu * float(d @ d)
+        curv = (2.0 / self.n_classes) * max(data, 0.0) + pen
+        if not (curv > 0.0 and math.isfinite(curv)):
+            return 1.0
+        return max(1.0, -gd / curv)
 
     def _solve(self, c, B):
         """c c^T X = B for the lower Cholesky factor c (in the factor's precision)."""
@@ -218,7 +427,17 @@ class BoundPreconditioner:
 
     def __call__(self, v: np.ndarray) -> np.ndarray:
         """B^{-1} v, in the precision of v (float32 in, float32 out; else float64)."""
+        out_dtype = np.float32 if v.dtype == np.float32 else np.float64
         V = v.reshape(self.k, self.d)
+        if self.explicit:
+            V = np.asarray(V, dtype=self.dtype)
+            if self.perp_inv is None:                   # k = 1
+                return np.asarray(V[0] @ self.Q, dtype=out_dtype)
+            R = V @ self.perp_inv
+            m = V.sum(axis=0)
+            m *= 1.0 / self.k
+            R += m @ self.Q
+            return np.asarray(R, dtype=out_dtype).ravel()
         m = V.mean(axis=0)
         if self.one is not None:
             mo = self._solve(self.one, m)
@@ -227,7 +446,6 @@ class BoundPreconditioner:
             if self.sm is not None:
                 ed, c = self.sm
                 mo -= (c * float(ed @ m)) * ed
-        out_dtype = np.float32 if v.dtype == np.float32 else np.float64
         if self.perp is None:                   # k = 1: the class mean is v itself
             return np.asarray(mo, dtype=out_dtype)
         R = self._solve(self.perp, (V - m).T).T
@@ -278,14 +496,16 @@ def preconditioner_fits(model) -> bool:
 
 
 def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
-                         dtype=np.float64) -> BoundPreconditioner | None:
+                         dtype=np.float64, explicit: bool | None = None
+                         ) -> BoundPreconditioner | None:
     """:class:`BoundPreconditioner` for a softmax objective (a loss with ``bound_gram``, L2
     penalties equal over classes, at most one intercept-centering term); None for anything
     else. Raises ValueError when its (d, d) matrix would exceed 256 MB. ``sample``: the Gram
     matrix from every m-th row once there are more than max(4096, 20 d) rows (scaled to the
     total weight; B is then an estimate, not a bound). ``dtype`` float32 keeps the factor in
     single precision (half the memory and of a solve's memory traffic; for a shrunk B, whose
-    condition number is at most 1 + (largest eigenvalue) / mu, single precision resolves it)."""
+    condition number is at most 1 + (largest eigenvalue) / mu, single precision resolves it).
+    ``explicit``: see :class:`BoundPreconditioner`."""
     loss, penalties = _parts(model)
     if not callable(getattr(loss, "bound_gram", None)):
         return None
@@ -306,7 +526,7 @@ def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
     if not np.isfinite(G).all():
         # features of magnitude ~sqrt(max float / rows): X^T X leaves the dtype's range
         raise FloatingPointError(f"the bound's Gram matrix X^T X overflows {np.dtype(dtype).name}")
-    return BoundPreconditioner(G, k, loss.n_classes, D, w, e, shrink)
+    return BoundPreconditioner(G, k, loss.n_classes, D, w, e, shrink, explicit)
 
 
 class LBFGSBound(Solver):
@@ -320,12 +540,15 @@ class LBFGSBound(Solver):
     "bound" (H0 = gamma B^{-1}, B the fixed bound curvature of :class:`BoundPreconditioner`;
     ValueError for a model without it) or "auto" (the same where :func:`preconditioner_fits`,
     else "none"); ``shrink`` (default 1.0): B + mu I with mu = shrink x the mean of the bound's
-    diagonal (0: the bound itself); ``precision``: "double" (default) or "single": curvature
-    pairs stored in float32 (rho from the stored values, the two-loop recursion in float32,
-    the direction returned in float64) and, for shrink >= 0.1, the preconditioner's factor
-    in float32: half the memory of both. With a preconditioner the first step is -B^{-1} g,
-    taken whole (``first_step`` is not used). ``result_info``: how many steps were initial,
-    unit, interpolated and by the bound.
+    diagonal (0: the bound itself); ``precision``: "double" (default), "single" (curvature
+    pairs stored in float32, the (m, m) matrices of the compact form and the direction in
+    float64, and, for shrink >= 0.1, the preconditioner's factor in float32: half the memory
+    of both) or "auto" (single once 2 x ``memory`` float64 pairs would exceed 1 MB). The
+    inverse Hessian is kept in compact form (:class:`CompactMemory`). With a preconditioner
+    the first step is along -B^{-1} g, trial length 1, or, where every class has the same
+    score (x = 0), the minimizer of the exact second-order model along it
+    (:meth:`BoundPreconditioner.first_length`); ``first_step`` is not used. ``result_info``:
+    how many steps were initial, unit, interpolated and by the bound.
     """
 
     info = MethodInfo(
@@ -360,20 +583,32 @@ class LBFGSBound(Solver):
     def init(self, model, x):
         f, g = model.value_and_grad(x)
         state = State(x, f, g)
-        state.extra.update(S=[], Y=[], rho=[], unit_steps=0, bound_steps=0,
-                           interpolated_steps=0, initial_steps=0,
-                           h0=self._preconditioner(model), h0_scale=None)
+        single = self.single_precision(x.shape[0])
+        h0 = self._preconditioner(model, single)
+        dtype = np.float32 if single else np.float64
+        mem = CompactMemory(x.shape[0], self.opts["memory"], dtype, h0)
+        mem.start(g)
+        state.extra.update(memory=mem, unit_steps=0, bound_steps=0, interpolated_steps=0,
+                           initial_steps=0, h0=h0)
         return state
 
-    def _preconditioner(self, model):
-        """The fixed-curvature preconditioner (``precondition``), or None."""
+    def single_precision(self, p: int) -> bool:
+        """Whether the curvature pairs are kept in float32 (``precision``; "auto": once 2 x
+        ``memory`` float64 vectors of length p would exceed 1 MB)."""
+        rule = self.opts["precision"]
+        if rule == "auto":
+            return 2 * self.opts["memory"] * p * 8 > _AUTO_SINGLE_BYTES
+        return rule == "single"
+
+    def _preconditioner(self, model, single: bool = False):
+        """The fixed-curvature preconditioner (``precondition``), or None; its factor in
+        float32 when the pairs are (``single``) and B is shrunk enough."""
         rule = self.opts["precondition"]
         if rule == "none":
             return None
         if rule == "auto" and not preconditioner_fits(model):
             return None
-        single = self.opts["precision"] == "single" and \
-            self.opts["shrink"] >= _SINGLE_MIN_SHRINK
+        single = single and self.opts["shrink"] >= _SINGLE_MIN_SHRINK
         pre = None
         for dtype in (np.float32, np.float64) if single else (np.float64,):
             try:
@@ -417,16 +652,14 @@ class LBFGSBound(Solver):
     def update(self, model, state):
         ex = state.extra
         f, g, x = state.f, state.g, state.x
-        S, Y, rho = ex["S"], ex["Y"], ex["rho"]
-        h0 = ex["h0"]
-        if h0 is None:
-            d = two_loop(g, S, Y, rho) if S else -g
-        else:
-            d = two_loop(g, S, Y, rho, h0, ex["h0_scale"]) if S else -h0(g)
+        mem, h0 = ex["memory"], ex["h0"]
+        pairs = len(mem) > 0
+        d = mem.direction() if (pairs or h0 is not None) else -g
         gd = float(g @ d)
         if not gd < 0.0:                      # not a descent direction: restart
-            S.clear(), Y.clear(), rho.clear()
-            d = -g if h0 is None else -h0(g)
+            mem.start(g)
+            pairs = False
+            d = -g if h0 is None else mem.first_direction()
             gd = float(g @ d)
             if not gd < 0.0:
                 d, gd = -g, -float(g @ g)
@@ -435,14 +668,15 @@ class LBFGSBound(Solver):
             return
         x_new = None
         step = 1.0
-        if not S and h0 is None:   # no pairs yet: the first trial length
-            step = self._first_length(model, x, g, d, gd)
+        if not pairs:                  # no pairs yet: the first trial length
+            step = self._first_length(model, x, g, d, gd) if h0 is None else \
+                h0.first_length(x, d, gd)
         if step is not None:
             x_try = x + step * d if step != 1.0 else x + d
             f_new, g_new = model.value_and_grad(x_try)
             if f_new <= f + _ARMIJO * step * gd:
                 x_new = x_try
-                ex["unit_steps" if S else "initial_steps"] += 1
+                ex["unit_steps" if pairs else "initial_steps"] += 1
             else:
                 # value-only backtracking: up to ``backtracks`` interpolated Armijo trials
                 found = backtrack(model.value, x, d, f, gd, step, f_new, self.opts["backtracks"])
@@ -460,33 +694,7 @@ class LBFGSBound(Solver):
                 state.status = Status.NO_DECREASE
                 return
             ex["bound_steps"] += 1
-        s = x_new - x
-        y = g_new - g
-        sy = float(s @ y)
-        if sy > 1e-12 * float(y @ y) and sy > 0.0:
-            memory = self.opts["memory"]
-            if self.opts["precision"] == "single":
-                # float32 pairs (half the memory); the oldest pair's arrays are reused once
-                # ``memory`` pairs are kept; rho from the stored (rounded) values
-                if len(S) == memory:
-                    s32, y32 = S.pop(0), Y.pop(0)
-                    rho.pop(0)
-                else:
-                    s32, y32 = np.empty(s.size, np.float32), np.empty(y.size, np.float32)
-                s32[...] = s
-                y32[...] = y
-                s, y = s32, y32
-                sy = float(np.dot(s, y.astype(np.float64)))
-            elif len(S) == memory:
-                S.pop(0), Y.pop(0), rho.pop(0)
-        if sy > 1e-12 * float(y @ y) and sy > 0.0:
-            S.append(s)
-            Y.append(y)
-            rho.append(1.0 / sy)
-            if h0 is not None:
-                yhy = float(y @ h0(y))
-                if yhy > 0.0 and math.isfinite(yhy):
-                    ex["h0_scale"] = sy / yhy
+        mem.push(x_new - x, g_new - g, g_new)
         self.accept(model, state, x_new, f_new, g_new)
 
     def result_info(self, state):
@@ -500,13 +708,16 @@ class PreconditionedLBFGS(LBFGSBound):
     logistic objective whose preconditioner is cheap (see :func:`preconditioner_cost`), the
     L-BFGS initial inverse Hessian is gamma B^{-1}, B the fixed bound curvature of
     :class:`BoundPreconditioner` shrunk towards its mean eigenvalue (``shrink``), gamma
-    s^T y / y^T B^{-1} y of the last pair; the first step is the minimizer of that bound (it
-    surely descends). Other models, or a preconditioner costing more than 40 gradients (d
-    large against t: SRBCT, Text), get plain L-BFGS with the bound safeguard. ``memory``
-    defaults to 40 pairs here (measured on digits at C = 100: 567 iterations to the 1e-8
-    target with 10 pairs, 283 with 20, 214 with 40; KMNIST 87, 79, 76), ``precision`` to
-    "single" (float32 pairs and factor: the fit's peak memory on KMNIST 2000 x 785 fell from
-    10.4 MB to 4.5 MB, 40 float32 pairs taking what 20 float64 ones would). Monotone."""
+    s^T y / y^T B^{-1} y of the last pair; the first step goes along the minimizer of that
+    bound (at x = 0 with the exact model's length, Armijo-tested). Other models, or a
+    preconditioner costing more than 40 gradients (d large against t: SRBCT, Text), get plain
+    L-BFGS with the bound safeguard. ``memory`` defaults to 40 pairs here (measured on digits
+    at C = 100: 567 iterations to the 1e-8 target with 10 pairs, 283 with 20, 214 with 40;
+    KMNIST 87, 79, 76), ``precision`` to "auto": float32 pairs and factor for large p (the
+    fit's peak memory on KMNIST 2000 x 785 fell from 10.4 MB to 4.5 MB, 40 float32 pairs
+    taking what 20 float64 ones would), float64 below 1 MB of pairs (on digits at C = 100,
+    nearly separable, float32 pairs in the compact form took 240-300 iterations to the 1e-8
+    target against 206 in float64). Monotone."""
 
     info = MethodInfo(
         "lbfgs-precond", peer=False, constraints="none", uses_bound=True,
@@ -514,7 +725,7 @@ class PreconditionedLBFGS(LBFGSBound):
         description="L-BFGS with the fixed Boehning bound curvature (shrunk) as its initial "
                     "inverse Hessian, unit step under Armijo, bound safeguard; monotone")
     options = {**LBFGSBound.options, "precondition": "auto", "memory": 40,
-               "precision": "single"}
+               "precision": "auto"}
 
 
 #: :func:`auto_method` picks "lbfgs-precond" from this much work per gradient (rows x
