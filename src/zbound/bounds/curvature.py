@@ -39,6 +39,7 @@ from scipy.sparse.linalg import LinearOperator
 from zbound._linalg import (
     block_jacobi,
     block_preconditioner_kind,
+    cache_block_rows,
     jacobi,
     pcg,
     psd_solve,
@@ -619,13 +620,6 @@ class KroneckerCurvature(Curvature):
         return dense
 
 
-def _fused_rows(d: int) -> int:
-    """Rows of a dense X block of about 1 MB (a typical L2 cache), at least 256 (Adult,
-    32561 x 109, one thread: 3.0 ms per product with 1 MB blocks, 3.6 with 512 KB, 3.3 with
-    4 MB, 4.5 unblocked)."""
-    return max(256, (1 << 20) // (8 * max(int(d), 1)))
-
-
 class SoftmaxCurvature(KroneckerCurvature):
     """Hessian of sum_j w_j log sum_a exp(w_a^T x_j): B_j = w_j (diag p_j - p_j p_j^T), + reg I.
 
@@ -683,7 +677,7 @@ class SoftmaxCurvature(KroneckerCurvature):
                 R *= self.weights[:, None]
             out = self._xt_rows(R)
             return out.ravel() + self.reg * v
-        if self.n == 1 and self.X.shape[0] >= 2 * _fused_rows(self.d):
+        if self.n == 1 and self.X.shape[0] >= 2 * cache_block_rows(self.d):
             return self._matvec_one(V).ravel() + self.reg * v
         # Class-major (n, t) layout: the sum over classes runs across contiguous rows
         # (35% faster than on (t, n) for the Table 3 sizes, 10% on digits).
@@ -707,7 +701,7 @@ class SoftmaxCurvature(KroneckerCurvature):
         w = w[0]
         out = np.zeros(X.shape[1])
         total = 0.0
-        step = _fused_rows(self.d)
+        step = cache_block_rows(self.d)
         for i in range(0, X.shape[0], step):
             Xc, pc = X[i:i + step], P[i:i + step]
             r = Xc @ w
