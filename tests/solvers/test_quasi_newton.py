@@ -484,3 +484,23 @@ def test_first_length_minimizes_the_exact_model_at_uniform_scores(n_classes, fit
         He = obj.hessian(xe).to_dense()
         assert pre.first_length(xe, de, float(ge @ de)) == pytest.approx(
             -float(ge @ de) / float(de @ He @ de), rel=1e-7)
+
+
+@pytest.mark.parametrize("weights", [False, True])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+@pytest.mark.parametrize("chunk_size", [None, 37])
+def test_single_precision_bound_gram_is_the_gram(weights, fit_intercept, chunk_size):
+    """bound_gram(dtype=float32) (ssyrk on float32 row blocks, mirrored after the last chunk)
+    equals the float64 Gram matrix to float32 accuracy, symmetric, over several chunks."""
+    from zbound.models.loss import SoftmaxLoss
+
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((300, 7)) * rng.uniform(0.5, 3.0, 7)
+    y = rng.integers(0, 3, 300)
+    sw = rng.uniform(0.0, 2.0, 300) if weights else None
+    loss = SoftmaxLoss(X, y, 3, sw, False, chunk_size, fit_intercept)
+    G32 = loss.bound_gram(dtype=np.float32)
+    assert G32.dtype == np.float32
+    np.testing.assert_array_equal(G32, G32.T)
+    np.testing.assert_allclose(G32, loss.bound_gram(), rtol=0,
+                               atol=1e-6 * np.abs(loss.bound_gram()).max())
