@@ -499,8 +499,9 @@ def test_single_precision_bound_gram_is_the_gram(weights, fit_intercept, chunk_s
     y = rng.integers(0, 3, 300)
     sw = rng.uniform(0.0, 2.0, 300) if weights else None
     loss = SoftmaxLoss(X, y, 3, sw, False, chunk_size, fit_intercept)
-    G32 = loss.bound_gram(dtype=np.float32)
-    assert G32.dtype == np.float32
-    np.testing.assert_array_equal(G32, G32.T)
-    np.testing.assert_allclose(G32, loss.bound_gram(), rtol=0,
-                               atol=1e-6 * np.abs(loss.bound_gram()).max())
+    for max_rows in (None, 70):         # every row; every 5th, scaled to the total weight
+        G32 = loss.bound_gram(max_rows, dtype=np.float32)
+        G64 = loss.bound_gram(max_rows)
+        assert G32.dtype == np.float32
+        np.testing.assert_array_equal(G32, G32.T)
+        np.testing.assert_allclose(G32, G64, rtol=0, atol=1e-6 * np.abs(G64).max())
