@@ -67,6 +67,8 @@ def two_loop(g: np.ndarray, S: list, Y: list, rho: list, h0=None,
     """-H g for the L-BFGS inverse Hessian H of the pairs (S, Y), H0 = (s^T y / y^T y) I, or,
     with a preconditioner ``h0`` (a callable v -> B^{-1} v), H0 = h0_scale B^{-1}
     (``h0_scale`` None: s^T y / y^T B^{-1} y of the last pair is not known here, so 1).
+    The textbook two-loop recursion: the solvers use :class:`CompactMemory`, the same matrix
+    in fewer calls, and the tests check it against this.
 
     BLAS dot / axpy in place (numpy's ``q -= a * y`` allocates and passes over a temporary:
     at p ~ 10^6 the recursion is memory-bound and this halves its cost), in the precision of
