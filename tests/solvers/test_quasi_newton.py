@@ -505,3 +505,35 @@ def test_single_precision_bound_gram_is_the_gram(weights, fit_intercept, chunk_s
         assert G32.dtype == np.float32
         np.testing.assert_array_equal(G32, G32.T)
         np.testing.assert_allclose(G32, G64, rtol=0, atol=1e-6 * np.abs(G64).max())
+
+
+def test_compact_memory_skips_pairs_without_positive_curvature():
+    """A pair with s^T y <= 0 (or non-finite) is not kept: the direction stays the two-loop
+    recursion's over the kept pairs, and with no pair kept it is -B^{-1} g."""
+    from zbound.solvers.quasi_newton import CompactMemory, two_loop
+
+    rng = np.random.default_rng(11)
+    p, m = 12, 4
+    A = rng.standard_normal((p, p))
+    A = A @ A.T + p * np.eye(p)
+    mem = CompactMemory(p, m)
+    g = rng.standard_normal(p)
+    mem.start(g)
+    s = rng.standard_normal(p)
+    assert not mem.push(s, -A @ s, g - A @ s)          # s^T y < 0: skipped
+    assert len(mem) == 0
+    np.testing.assert_allclose(mem.direction(), -(g - A @ s))
+    S, Y = [], []
+    g = g - A @ s
+    for it in range(7):
+        s = rng.standard_normal(p)
+        y = A @ s if it % 3 else -A @ s                 # every third pair has s^T y < 0
+        kept = mem.push(s, y, g + y)
+        assert kept == bool(it % 3)
+        if kept:
+            S, Y = (S + [s])[-m:], (Y + [y])[-m:]
+        g = g + y
+        if S:
+            want = two_loop(g, S, Y, [1.0 / (a @ b) for a, b in zip(S, Y)])
+            np.testing.assert_allclose(mem.direction(), want, rtol=1e-10,
+                                       atol=1e-12 * np.abs(want).max())
