@@ -202,6 +202,18 @@ def cache_block_rows(d: int) -> int:
     return max(256, (1 << 20) // (8 * max(int(d), 1)))
 
 
+def mirror_lower(A: np.ndarray, block: int = 64) -> np.ndarray:
+    """Make the square ``A`` symmetric in place from its lower triangle (what a syrk with
+    ``lower=1`` fills), ``block`` rows at a time: no (n, n) temporary. Returns A."""
+    n = A.shape[0]
+    for a in range(0, n, block):
+        b = min(n, a + block)
+        diag = A[a:b, a:b]
+        diag[...] = np.tril(diag) + np.tril(diag, -1).T
+        A[:a, a:b] = A[a:b, :a].T
+    return A
+
+
 def pcg(matvec, rhs: np.ndarray, precond, rtol: float, maxiter: int) -> tuple[np.ndarray, int]:
     """Preconditioned conjugate gradient for C x = rhs from x = 0.
 
@@ -295,10 +307,8 @@ def factor_blocks(factors, extra: np.ndarray) -> np.ndarray | None:
                 if icpt:
                     A[:dx, dx] += c @ Xc
                     A[dx, dx] += float(c.sum())
-        low = np.tril(acc)
-        A[:dx, :dx] = low
-        A[:dx, :dx] += low.T
-        A.flat[: dx * (b + 1): b + 1] = np.diagonal(low)      # counted twice above
+        A[:dx, :dx] = acc
+        mirror_lower(A[:dx, :dx])
         if icpt:
             A[dx, :dx] = A[:dx, dx]
         A.flat[:: b + 1] += extra[a]

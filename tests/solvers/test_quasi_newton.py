@@ -46,11 +46,26 @@ def test_bad_options():
 
 # -- "lbfgs-precond": L-BFGS with the fixed bound curvature as its initial inverse Hessian ----
 
+def _logistic(X, y, n_classes, fit_intercept, sw=None, strength=1.0):
+    """The estimator's objective: L2 ``strength`` on the weights, unpenalized intercepts and
+    their centering term; (objective, (pen, center, k, d))."""
+    from zbound.models.multinomial import logistic_objective
+
+    t = X.shape[0]
+    k = 1 if n_classes == 2 else n_classes
+    d = X.shape[1] + fit_intercept
+    pen = np.full((k, d), strength)
+    if fit_intercept:
+        pen[:, -1] = 0.0
+    center = t / k**2 if (k > 1 and fit_intercept) else 0.0
+    obj = logistic_objective(X, y, n_classes, pen.ravel(), sw, center,
+                             fit_intercept=fit_intercept)
+    return obj, (pen, center, k, d)
+
+
 def _softmax_objective(seed, n_classes, fit_intercept, sparse=False, weights=False, t=80,
                        dx=5, C=0.5):
     import scipy.sparse as sp
-
-    from zbound.models.multinomial import logistic_objective
 
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((t, dx)) * rng.uniform(0.2, 5.0, dx)   # badly scaled columns
@@ -63,14 +78,8 @@ def _softmax_objective(seed, n_classes, fit_intercept, sparse=False, weights=Fal
     if weights:
         sw = rng.uniform(0.0, 2.0, t)
         sw[5:15] = 0.0                                            # zero sample weights
-    k = 1 if n_classes == 2 else n_classes
-    d = dx + fit_intercept
-    pen = np.full((k, d), 1.0 / C)
-    if fit_intercept:
-        pen[:, -1] = 0.0
-    center = t / k**2 if (k > 1 and fit_intercept) else 0.0
-    return logistic_objective(X, y, n_classes, pen.ravel(), sw, center,
-                              fit_intercept=fit_intercept), (X, sw, pen, center, k, d)
+    obj, (pen, center, k, d) = _logistic(X, y, n_classes, fit_intercept, sw, 1.0 / C)
+    return obj, (X, sw, pen, center, k, d)
 
 
 def _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, shrink):
@@ -277,19 +286,10 @@ def test_bad_preconditioner_options():
 # -- the automatic choice (zbound.solvers.choose_method, minimize without a method) ----------
 
 def _large_multiclass(n_classes=10, t=5000, dx=20, fit_intercept=True):
-    from zbound.models.multinomial import logistic_objective
-
     rng = np.random.default_rng(7)
     X = rng.standard_normal((t, dx))
     y = rng.integers(0, n_classes, t)
-    k = 1 if n_classes == 2 else n_classes
-    d = dx + fit_intercept
-    pen = np.full((k, d), 1.0)
-    if fit_intercept:
-        pen[:, -1] = 0.0
-    center = t / k**2 if (k > 1 and fit_intercept) else 0.0
-    return logistic_objective(X, y, n_classes, pen.ravel(), None, center,
-                              fit_intercept=fit_intercept)
+    return _logistic(X, y, n_classes, fit_intercept)[0]
 
 
 def test_choose_method_picks_what_the_docs_say():
@@ -383,7 +383,6 @@ def test_boehning_curvature_bounds_the_hessian_everywhere(n_classes, fit_interce
     penalties) dominates the loss's Hessian at any theta: near-saturated scores (theta scale
     1e3), exactly tied scores (theta 0 or all classes equal), zero sample weights, reference
     class (two classes) and intercept. B - H must be PSD up to rounding."""
-    from zbound.models.multinomial import logistic_objective
 
     rng = np.random.default_rng(seed)
     t, dx = 12, 3
@@ -393,14 +392,7 @@ def test_boehning_curvature_bounds_the_hessian_everywhere(n_classes, fit_interce
     if weights:
         sw = rng.uniform(0.0, 2.0, t)
         sw[rng.random(t) < 0.3] = 0.0
-    k = 1 if n_classes == 2 else n_classes
-    d = dx + fit_intercept
-    pen = np.full((k, d), 0.5)
-    if fit_intercept:
-        pen[:, -1] = 0.0
-    center = t / k**2 if (k > 1 and fit_intercept) else 0.0
-    obj = logistic_objective(X, y, n_classes, pen.ravel(), sw, center,
-                             fit_intercept=fit_intercept)
+    obj, (pen, center, k, d) = _logistic(X, y, n_classes, fit_intercept, sw, 0.5)
     B = _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, 0.0)
     theta = theta_scale * rng.standard_normal((k, d))
     if ties:

@@ -19,7 +19,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
 
-from zbound._linalg import cache_block_rows
+from zbound._linalg import cache_block_rows, mirror_lower
 from zbound._validation import check_design
 from zbound.bounds.curvature import DenseCurvature, SoftmaxCurvature, SumCurvature
 from zbound.bounds.enumerate import quadratic_bound
@@ -347,22 +347,12 @@ class SoftmaxLoss(ChunkedLoss):
         the result (float32 halves it for a preconditioner's factor); dense X is multiplied in
         float64 blocks of ``_GRAM_BLOCK`` rows of G (the lower triangle, then mirrored), so
         no second (d, d) array is formed."""
-        import scipy.sparse as sp
-
         d, dx = self.d, self.n_features
-        step = 1
-        if max_rows is not None and self.n_samples > max_rows:
-            step = -(-self.n_samples // int(max_rows))
+        chunks, scale = self._gram_chunks(max_rows)
         if np.dtype(dtype) == np.float32 and not sp.issparse(self.X):
-            return self._bound_gram_single(step)
+            return self._bound_gram_single(chunks, scale)
         G = np.zeros((d, d), dtype=dtype)
-        total = sampled = 0.0
-        for X, sw, _ in self._chunks:
-            if step > 1:
-                total += X.shape[0] if sw is None else float(sw.sum())
-                X = X[::step]
-                sw = None if sw is None else sw[::step]
-                sampled += X.shape[0] if sw is None else float(sw.sum())
+        for X, sw in chunks:
             if sp.issparse(X):
                 Xw = X if sw is None else sp.csr_matrix(X.multiply(sw[:, None]))
                 G[:dx, :dx] += (X.T @ Xw).toarray()
@@ -379,11 +369,31 @@ class SoftmaxLoss(ChunkedLoss):
                 G[dx, dx] += X.shape[0] if sw is None else float(sw.sum())
         if self.fit_intercept:
             G[dx, :dx] = G[:dx, dx]
-        if step > 1 and sampled > 0.0:
-            G *= total / sampled
+        if scale != 1.0:
+            G *= scale
         return G
 
-    def _bound_gram_single(self, step: int) -> np.ndarray:
+    def _gram_chunks(self, max_rows: int | None) -> tuple[list, float]:
+        """The (X, s) of every chunk for :meth:`bound_gram`: all rows, or with ``max_rows``
+        below the number of rows every m-th row of each chunk (m = ceil(t / max_rows)); and
+        the factor (total weight / sampled weight, 1 for all rows) that scales their Gram
+        matrix to the whole data's."""
+        step = 1
+        if max_rows is not None and self.n_samples > max_rows:
+            step = -(-self.n_samples // int(max_rows))
+        if step == 1:
+            return [(X, sw) for X, sw, _ in self._chunks], 1.0
+        chunks = []
+        total = sampled = 0.0
+        for X, sw, _ in self._chunks:
+            total += X.shape[0] if sw is None else float(sw.sum())
+            X = X[::step]
+            sw = None if sw is None else sw[::step]
+            sampled += X.shape[0] if sw is None else float(sw.sum())
+            chunks.append((X, sw))
+        return chunks, (total / sampled if sampled > 0.0 else 1.0)
+
+    def _bound_gram_single(self, chunks: list, scale: float) -> np.ndarray:
         """:meth:`bound_gram` in float32 for dense X (a preconditioner's metric): ssyrk on
         float32 copies [x_j, 1] sqrt(s_j) of row blocks of about 512 KB, accumulated into one
         (d, d) array whose transpose is the result once mirrored. A third of the time of the
@@ -394,13 +404,7 @@ class SoftmaxLoss(ChunkedLoss):
         d, dx = self.d, self.n_features
         acc = np.zeros((d, d), dtype=np.float32, order="F")
         rows = cache_block_rows(d) // 2
-        total = sampled = 0.0
-        for X, sw, _ in self._chunks:
-            if step > 1:
-                total += X.shape[0] if sw is None else float(sw.sum())
-                X = X[::step]
-                sw = None if sw is None else sw[::step]
-                sampled += X.shape[0] if sw is None else float(sw.sum())
+        for X, sw in chunks:
             for r in range(0, X.shape[0], rows):
                 Xb = X[r:r + rows]
                 Z = np.empty((Xb.shape[0], d), dtype=np.float32)
@@ -410,14 +414,9 @@ class SoftmaxLoss(ChunkedLoss):
                 if sw is not None:
                     Z *= np.sqrt(sw[r:r + rows]).astype(np.float32)[:, None]
                 acc = ssyrk(1.0, Z.T, beta=1.0, c=acc, lower=1, overwrite_c=1)
-        G = acc.T                       # C-ordered; ssyrk filled its upper triangle
-        for a in range(0, d, _GRAM_BLOCK):
-            b = min(d, a + _GRAM_BLOCK)
-            block = G[a:b, a:b]
-            block += np.triu(block, 1).T
-            G[a:b, :a] = G[:a, a:b].T
-        if step > 1 and sampled > 0.0:
-            G *= total / sampled
+        G = mirror_lower(acc).T         # C-ordered (acc is Fortran-ordered and symmetric)
+        if scale != 1.0:
+            G *= scale
         return G
 
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
