@@ -88,6 +88,9 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 
 # -- the estimator -----------------------------------------------------------------------------
 
+#: solvers that evaluate in float32 first with precision="mixed"
+_MIXED_SOLVERS = ("lbfgs-precond", "lbfgs-bound")
+
 
 class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     """L2-regularized logistic regression (binary and multinomial) fitted with zbound solvers.
@@ -135,6 +138,13 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     warm_start : bool, default False
         Start the next ``fit`` from the previous solution (coef_ and intercept_ of the same
         shape, projected onto the bounds if any) instead of zero.
+    precision : {"double", "mixed"}, default "double"
+        "mixed": the L-BFGS solvers ("lbfgs-precond", "lbfgs-bound"; with solver="auto",
+        chosen for problems of at least 10^6 rows x parameters, two classes included) take
+        their early iterations with the loss evaluated in float32, from a float32 copy of X
+        (half X's memory more), then finish in float64 (binary: with Newton steps); the
+        result, its objective and the convergence test are float64's. 1.5-2x faster on large
+        dense data (docs/solvers.md); "double" keeps the fit's memory near scikit-learn's.
     verbose : int, default 0
         1 prints a summary after fitting, 2 also prints the objective at every iteration.
 
@@ -154,7 +164,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def __init__(self, C=1.0, fit_intercept=True, solver="auto", tol=1e-4, max_iter=1000,
                  order="descending", coef_bounds=None, intercept_bounds=None,
-                 class_weight=None, warm_start=False, verbose=0):
+                 class_weight=None, warm_start=False, precision="double", verbose=0):
         self.C = C
         self.fit_intercept = fit_intercept
         self.solver = solver
@@ -165,6 +175,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         self.intercept_bounds = intercept_bounds
         self.class_weight = class_weight
         self.warm_start = warm_start
+        self.precision = precision
         self.verbose = verbose
 
     def __sklearn_tags__(self):
@@ -187,6 +198,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         v = self.verbose
         if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
             raise ValueError(f"verbose must be an integer >= 0, got {v!r}")
+        if self.precision not in ("double", "mixed"):
+            raise ValueError(f"precision must be 'double' or 'mixed', got {self.precision!r}")
         if self.order not in _ORDERS:
             raise ValueError(f"order must be one of {_ORDERS}, got {self.order!r}")
         if not isinstance(self.fit_intercept, bool | np.bool_):
@@ -330,9 +343,18 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.solver == "auto":
             # the library's automatic choice for this objective (zbound.solvers.choose_method:
             # "lbfgs-precond" for large multiclass problems, else DEFAULT_METHOD)
-            solver = _solvers.choose_method(model, constraints)
+            solver = _solvers.choose_method(
+                model, constraints,
+                evaluation="double" if self.precision == "double" else "auto")
+        options = {}
+        if solver in _MIXED_SOLVERS:
+            options["evaluation"] = "mixed" if self.precision == "mixed" else "double"
+        elif self.precision == "mixed" and self.solver != "auto":
+            raise ValueError(f"precision='mixed' needs an L-BFGS solver "
+                             f"({', '.join(_MIXED_SOLVERS)}) or 'auto', got {solver!r}")
         result = minimize(model, x0, method=solver, constraints=constraints, tol=float(self.tol),
-                          max_iter=int(self.max_iter), order=self.order, callback=callback)
+                          max_iter=int(self.max_iter), order=self.order, callback=callback,
+                          **options)
         if self.verbose >= 1:
             print(f"[BoundLogisticRegression] {result!r}")
         if not result.converged:

@@ -54,9 +54,11 @@ def check_sample_weight(sample_weight, t: int) -> np.ndarray | None:
 #: rows x the largest |entry| of X above which the loss's sums (gradient ~ rows x magnitude,
 #: curvature and its norms ~ (rows x magnitude)^2) can leave float64's range: rejected
 _MAX_ROWS_TIMES_MAGNITUDE = 1e150
+#: the same for float32 (SoftmaxLoss.single_precision): None above it
+_MAX_SINGLE_ROWS_TIMES_MAGNITUDE = 1e30
 
 
-def _design(X):
+def _design(X, magnitude: bool = False):
     """``check_design(X, nonempty=True)`` without its (t, d) boolean temporary for a dense
     C-contiguous float64 X (as large as an eighth of X: 3.4 MB on Adult): a finite sum means
     finite entries, and only a non-finite sum (NaN / inf, or an overflowing sum of finite
@@ -79,7 +81,7 @@ def _design(X):
             f"gradient and curvature sums would overflow float64 (rows x magnitude must stay "
             f"below {_MAX_ROWS_TIMES_MAGNITUDE:.0e}); rescale the features, e.g. with "
             "sklearn.preprocessing.StandardScaler")
-    return X
+    return (X, m) if magnitude else X
 
 
 def check_chunk_size(chunk_size, t: int, per_row: int) -> int:
@@ -195,7 +197,7 @@ class SoftmaxLoss(ChunkedLoss):
     def __init__(self, X, y, n_classes: int | None = None, sample_weight=None,
                  reference_class: bool = False, chunk_size: int | None = None,
                  fit_intercept: bool = False):
-        X = _design(X)
+        X, self.magnitude = _design(X, magnitude=True)
         y = np.asarray(y)
         t = X.shape[0]
         if y.shape != (t,):
@@ -253,7 +255,7 @@ class SoftmaxLoss(ChunkedLoss):
     def _scores_t(self, theta, X):
         ST = class_major_scores(X, theta.reshape(self.k, self.d), self.fit_intercept)
         if self.free:
-            ST = np.vstack([np.zeros((1, ST.shape[1])), ST])
+            ST = np.vstack([np.zeros((1, ST.shape[1]), dtype=ST.dtype), ST])
         return ST
 
     def _data_value(self, theta, lse, sw, observed):
@@ -419,6 +421,14 @@ class SoftmaxLoss(ChunkedLoss):
             G *= scale
         return G
 
+    def single_precision(self) -> SingleSoftmaxLoss | None:
+        """The same loss evaluated in float32 (:class:`SingleSoftmaxLoss`: value and gradient
+        only, from a float32 copy of X, half X's memory), or None where float32 cannot hold X
+        (entries beyond its range)."""
+        if self.magnitude * self.n_samples > _MAX_SINGLE_ROWS_TIMES_MAGNITUDE:
+            return None
+        return SingleSoftmaxLoss(self, self.X.astype(np.float32))
+
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
         """(t, n_classes) class probabilities at theta for X (default: the training rows)."""
         X = self.X if X is None else check_design(X)
@@ -426,6 +436,90 @@ class SoftmaxLoss(ChunkedLoss):
         _, s = logsumexp_classes(ST)
         ST /= s
         return ST.T
+
+
+class SingleSoftmaxLoss(SoftmaxLoss):
+    """:class:`SoftmaxLoss` evaluated in single precision, for the cheap early iterations of
+    a mixed-precision solver (``LBFGSBound(evaluation="mixed")``): scores, the log-sum-exp,
+    probabilities and the products with X in float32 (half the memory traffic, and exp / log
+    run on SIMD lanes that float64 lacks without AVX-512), sums over rows in float64.
+
+    Each row's loss is formed as log sum_a exp(s_a - s_y) and the gradient as (P - Y) X, not
+    as a difference of large sums (log-sum-exp over rows minus theta^T Y X, P X - Y X): an
+    error in the scores of the row's own class then cancels, which keeps the value and
+    gradient accurate relative to themselves when rows are fitted well (large weights,
+    nearly separable classes), where the differences would lose every digit. Value and
+    gradient only (``value``, ``value_and_grad``); the curvature operators and bounds are the
+    float64 loss's (``double``). Its values are approximations (relative error near 1e-7
+    per row), never bounds: a solver re-evaluates in float64 before it stops or reports
+    anything. Built by :meth:`SoftmaxLoss.single_precision`."""
+
+    def __init__(self, loss: SoftmaxLoss, X32):
+        self.__dict__.update(loss.__dict__)
+        self.double = loss
+        self.X = X32
+        chunks = []
+        for a, (Xc, sw, _) in zip(range(0, loss.n_samples, loss.chunk_size), loss._chunks,
+                                  strict=True):
+            b = a + Xc.shape[0]
+            whole = a == 0 and b == loss.n_samples
+            y = loss.y[a:b]
+            if self.free and self.k == 1:   # the rows of class 1, and the sign of s in the loss
+                at = (np.flatnonzero(y == 1), np.where(y == 1, -1.0, 1.0).astype(np.float32))
+            else:                           # flat indices of S^T[y_j, j]
+                at = y * (b - a) + np.arange(b - a)
+            chunks.append((X32 if whole else X32[a:b],
+                           None if sw is None else sw.astype(np.float32), at))
+        self._chunks = chunks
+
+    def _residual_rows(self, theta, X, at):
+        """Per-row losses (t,) and residuals R = P - Y over the free classes, (k, t), float32
+        (``at``: where the observed classes sit, from the chunk record)."""
+        if self.free and self.k == 1:               # binary: loss log(1 + e^{-(2y - 1) s})
+            R = class_major_scores(X, theta.astype(np.float32).reshape(1, self.d),
+                                   self.fit_intercept)
+            pos, sign = at
+            loss = np.logaddexp(np.float32(0.0), R[0] * sign)
+            expit(R, out=R)
+            R[0, pos] -= 1.0
+            return loss, R
+        ST = self._scores_t(theta, X)
+        flat = ST.reshape(-1)
+        sy = np.take(flat, at)
+        lse, total = logsumexp_classes(ST)          # ST: exp(S - max)
+        ST /= total
+        flat[at] -= 1.0
+        lse -= sy
+        return lse, ST[self.free:]
+
+    def _scores_t(self, theta, X):
+        return super()._scores_t(theta.astype(np.float32), X)
+
+    # beyond float32's range the values become inf / nan, silently: the solver then goes on in
+    # float64 (a float32 evaluation is an estimate, never a result)
+    def _value(self, theta, c):
+        X, sw, at = c
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss, _ = self._residual_rows(theta, X, at)
+            return float((loss if sw is None else sw * loss).sum(dtype=np.float64))
+
+    def _value_grad(self, theta, c):
+        X, sw, at = c
+        with np.errstate(over="ignore", invalid="ignore"):
+            loss, R = self._residual_rows(theta, X, at)
+            if sw is not None:
+                loss = sw * loss
+                R *= sw
+            g = class_major_product(R, X, self.fit_intercept)
+            return float(loss.sum(dtype=np.float64)), g.astype(np.float64, copy=False).ravel()
+
+    def _not_here(self, *args, **kwargs):
+        raise NotImplementedError("SingleSoftmaxLoss evaluates value and gradient only; "
+                                  "curvatures and bounds come from its float64 loss "
+                                  "(.double)")
+
+    value_grad_hessian = hessian = majorizer = lowrank_majorizer = bound_gram = _not_here
+    subset = reweighted = single_precision = predict_proba = _not_here
 
 
 class LogLinearLoss(ChunkedLoss):

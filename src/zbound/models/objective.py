@@ -37,6 +37,14 @@ class Objective:
             kept.append(pen)
         self.penalties = tuple(kept)
 
+    def single_precision(self) -> Objective | None:
+        """The same objective with the loss evaluated in float32 (value and gradient only,
+        e.g. :class:`zbound.models.loss.SingleSoftmaxLoss`; the penalties in float64), or None
+        when the loss has no such form."""
+        make = getattr(self.loss, "single_precision", None)
+        loss = make() if callable(make) else None
+        return None if loss is None else Objective(loss, *self.penalties)
+
     def penalty_value(self, theta: np.ndarray) -> float:
         return float(sum(p.value(theta) for p in self.penalties))
 

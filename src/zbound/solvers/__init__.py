@@ -41,7 +41,8 @@ DEFAULT_METHOD = "newton-bound"
 _UNSET = object()
 
 
-def choose_method(model, constraints: LinearConstraints | None = None, **options) -> str:
+def choose_method(model, constraints: LinearConstraints | None = None, *,
+                  evaluation: str = "auto", **options) -> str:
     """The method :func:`minimize` runs when none is named.
 
     "lbfgs-precond" (L-BFGS whose initial inverse Hessian is the fixed, shrunk Boehning bound
@@ -60,7 +61,7 @@ def choose_method(model, constraints: LinearConstraints | None = None, **options
 
     if constraints is not None or options:
         return DEFAULT_METHOD
-    return auto_method(model, DEFAULT_METHOD)
+    return auto_method(model, DEFAULT_METHOD, evaluation)
 
 
 def minimize(model, x0, method=_UNSET, constraints: LinearConstraints | None = _UNSET,

@@ -51,12 +51,13 @@ plain L-BFGS's iteration counts and cut KMNIST's from 111 to 31 (loose target) a
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
 from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import backtrack
-from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 
 _ROUND = 1e-12
@@ -170,6 +171,14 @@ class CompactMemory:
         self.u = self._apply_h0(g)
         self.WS = self.W = None
 
+    def regrad(self, g: np.ndarray) -> None:
+        """The gradient at the current iterate was re-evaluated (e.g. in float64 after float32
+        iterations): keep the pairs, recompute what was kept of the old gradient."""
+        self.u = self._apply_h0(g)
+        if self.WS is not None:
+            self.WS = (self.SZ @ np.asarray(g, dtype=self.dtype)).astype(np.float64)
+            self.W = self.WS[self._positions()]
+
     def first_direction(self) -> np.ndarray:
         """-B^{-1} g (no pairs)."""
         return -self.u
@@ -261,6 +270,20 @@ _GRAM_MIN_ROWS = 4096
 _GRAM_ROWS_PER_COLUMN = 20
 PRECONDITIONERS = ("none", "bound", "auto")
 PRECISIONS = ("double", "single", "auto")
+EVALUATIONS = ("double", "mixed", "auto")
+FINISHES = ("lbfgs", "newton", "auto")
+# evaluation="mixed" leaves float32 once an accepted step decreased the objective by less than
+# the first fraction of it, or the gradient's largest entry fell below the second fraction of
+# the first gradient's: when the L-BFGS iterations go on in float64, near float32's own
+# resolution (its values carry relative errors near 1e-7 per row; measured on digits, KMNIST
+# and the 50 000-row synthetic set at the 1e-8 target, (1e-6, 1e-4) took up to 10% longer);
+# when Newton steps finish (binary), much earlier, as Newton from there needs about as many
+# steps as from a finer point (adult to 1e-8: 81 / 109 / 133 ms at C = 0.01 / 1 / 100,
+# against 88 / 128 / 151 ms with the L-BFGS levels and 76 / 107 / 134 ms with (1e-4, 1e-2),
+# which left float32 before the 1e-3 target and doubled the time to it).
+_SINGLE_LEVELS = {"lbfgs": (1e-7, 1e-5), "newton": (1e-4, 1e-3)}
+# evaluation="auto" is "mixed" from this much work per gradient (rows x parameters) upwards
+_MIXED_MIN_WORK = 1_000_000
 # precision="auto": float32 pairs (and factor) once the float64 pairs would take more than this
 # (digits, p = 650, 40 pairs: 416 KB, double; KMNIST, p = 7850: 5 MB, single)
 _AUTO_SINGLE_BYTES = 2**20
@@ -531,6 +554,14 @@ def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
     return BoundPreconditioner(G, k, loss.n_classes, D, w, e, shrink, explicit)
 
 
+def has_single_form(model) -> bool:
+    """Whether ``model`` can evaluate in float32 (``single_precision()``; for an objective,
+    its loss too: :meth:`zbound.models.loss.SoftmaxLoss.single_precision`)."""
+    loss = getattr(model, "loss", model)
+    return callable(getattr(model, "single_precision", None)) and \
+        callable(getattr(loss, "single_precision", None))
+
+
 class LBFGSBound(Solver):
     """L-BFGS directions; the bound gives the step length where the unit step fails (monotone).
 
@@ -559,9 +590,15 @@ class LBFGSBound(Solver):
         description="L-BFGS direction, unit step when it passes Armijo, else interpolated "
                     "lengths, else the minimizer of the bound along it; monotone")
     options = {"memory": 10, "first_step": "gradient", "backtracks": 4, "precondition": "none",
-               "shrink": 1.0, "precision": "double"}
+               "shrink": 1.0, "precision": "double", "evaluation": "double",
+               "finish": "lbfgs"}
 
     def check_options(self):
+        if self.opts["finish"] not in FINISHES:
+            raise ValueError(f"finish must be one of {FINISHES}, got {self.opts['finish']!r}")
+        if self.opts["evaluation"] not in EVALUATIONS:
+            raise ValueError(f"evaluation must be one of {EVALUATIONS}, got "
+                             f"{self.opts['evaluation']!r}")
         if self.opts["precision"] not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got "
                              f"{self.opts['precision']!r}")
@@ -583,7 +620,11 @@ class LBFGSBound(Solver):
             raise ValueError(f"memory must be an integer >= 1, got {k!r}")
 
     def init(self, model, x):
-        f, g = model.value_and_grad(x)
+        fast = self._single_model(model)
+        f, g = (model if fast is None else fast).value_and_grad(x)
+        if fast is not None and not (math.isfinite(f) and np.isfinite(g).all()):
+            fast = None                          # float32 overflowed here: float64 throughout
+            f, g = model.value_and_grad(x)
         state = State(x, f, g)
         single = self.single_precision(x.shape[0])
         h0 = self._preconditioner(model, single)
@@ -591,8 +632,115 @@ class LBFGSBound(Solver):
         mem = CompactMemory(x.shape[0], self.opts["memory"], dtype, h0)
         mem.start(g)
         state.extra.update(memory=mem, unit_steps=0, bound_steps=0, interpolated_steps=0,
-                           initial_steps=0, h0=h0)
+                           initial_steps=0, h0=h0, fast=fast, single_iterations=0,
+                           single_evaluations=0, g_first=float(np.max(np.abs(g))),
+                           levels=_SINGLE_LEVELS["newton" if self.newton_finish(model)
+                                                 else "lbfgs"])
         return state
+
+    def mixed(self, model) -> bool:
+        """Whether the early iterations evaluate in float32 (``evaluation``; "auto": "mixed"
+        for a model with a float32 form, ``single_precision()``, from ``_MIXED_MIN_WORK`` rows
+        x parameters of work per gradient upwards)."""
+        rule = self.opts["evaluation"]
+        if rule == "double":
+            return False
+        inner = getattr(model, "model", model)
+        if not has_single_form(inner):
+            if rule == "mixed":
+                raise ValueError(f"evaluation='mixed' needs a model with a float32 form "
+                                 f"(single_precision()), which {type(inner).__name__} does "
+                                 "not have; use evaluation='auto' or 'double'")
+            return False
+        if rule == "auto":
+            loss = getattr(inner, "loss", inner)
+            work = getattr(loss, "n_samples", 0) * int(model.n_params)
+            return work >= _MIXED_MIN_WORK
+        return True
+
+    def _single_model(self, model):
+        """The float32 form of ``model`` counted on its own, or None (see :meth:`mixed`)."""
+        if not self.mixed(model):
+            return None
+        fast = getattr(model, "model", model).single_precision()
+        if fast is None:
+            if self.opts["evaluation"] == "mixed":
+                warnings.warn("evaluation='mixed': X does not fit float32's range; evaluating "
+                              "in float64", RuntimeWarning, stacklevel=4)
+            return None
+        return CountedModel(fast)
+
+    def _leave_single(self, state) -> str | None:
+        """Why the float32 phase is over, or None: a stopping test holds on the float32
+        values ("target", "other": they are only estimates, every stop is decided in
+        float64), or float32 no longer resolves the progress ("other": the last decrease or
+        the gradient at float32's noise)."""
+        f = state.f
+        scale = max(1.0, abs(f))
+        if self.target is not None and f <= self.target:
+            return "target"
+        min_decrease, min_grad = state.extra["levels"]
+        if float(np.max(np.abs(state.g))) <= max(self.tol * scale,
+                                                 min_grad * state.extra["g_first"]):
+            return "other"
+        if state.f_prev is not None and \
+                state.f_prev - f <= max(self.ftol, min_decrease) * scale:
+            return "other"
+        return None
+
+    def newton_finish(self, model) -> bool:
+        """Whether the float64 phase after float32 iterations takes Newton steps
+        (``finish``; "auto": for a single weight vector, binary logistic regression, whose
+        Hessian is one (d, d) block, where Newton converges in a few steps from there)."""
+        rule = self.opts["finish"]
+        if rule == "auto":
+            inner = getattr(model, "model", model)
+            return getattr(getattr(inner, "loss", inner), "k", 0) == 1 and \
+                callable(getattr(inner, "value_grad_hessian", None))
+        return rule == "newton"
+
+    def _to_double(self, model, state, f: float | None = None) -> None:
+        """End the float32 phase: re-evaluate at the current iterate in float64 (the value
+        ``f`` if already known: then the gradient stays float32's, for a run that stops here)
+        and carry on with the same curvature pairs, or with Newton steps (``finish``)."""
+        ex = state.extra
+        ex["single_evaluations"] = ex["fast"].n_evals
+        ex["fast"] = None
+        ex["single_iterations"] = state.nit
+        if f is None and self.newton_finish(model):
+            from zbound.solvers.majorization import NewtonBound
+
+            newton = NewtonBound(tol=self.tol, ftol=self.ftol, max_iter=self.max_iter,
+                                 target=self.target, order=self.order)
+            ns = newton.init(model, state.x)
+            ex["newton"] = (newton, ns)
+            state.g = ns.g
+            f = ns.f
+        elif f is None:
+            f, g = model.value_and_grad(state.x)
+            state.g = g
+            ex["memory"].regrad(g)
+        state.f, state.f_prev = float(f), None
+        if state.recorder is not None and len(state.recorder):    # the trace holds float64
+            g = state.g                                           # from this iterate on
+            state.recorder.amend(state.f, math.sqrt(g @ g), model.n_evals)
+
+    def check(self, model, state):
+        if state.extra.get("fast") is not None:
+            why = self._leave_single(state)
+            if why is None and not self.limit_reached(model, state):
+                return
+            f = model.value(state.x) if why == "target" else None
+            if f is not None and f <= self.target:
+                self._to_double(model, state, f)        # reached: stop on the float64 value
+            else:
+                self._to_double(model, state)
+        super().check(model, state)
+
+    def result(self, model, state):
+        if state.extra.get("fast") is not None:       # stopped in float32 (callback): certify
+            self._to_double(model, state)
+        return super().result(model, state)
 
     def single_precision(self, p: int) -> bool:
         """Whether the curvature pairs are kept in float32 (``precision``; "auto": once 2 x
@@ -653,6 +801,28 @@ class LBFGSBound(Solver):
 
     def update(self, model, state):
         ex = state.extra
+        if ex.get("newton") is not None:                # the Newton finish
+            newton, ns = ex["newton"]
+            newton.update(model, ns)
+            if ns.status is not Status.RUNNING:
+                state.status = ns.status
+                return
+            self.accept(model, state, ns.x, ns.f, ns.g)
+            ex["newton_iterations"] = ex.get("newton_iterations", 0) + 1
+            return
+        fast = ex["fast"]
+        if fast is not None:
+            self._step(fast, model, state)
+            if state.status is Status.NO_DECREASE:      # float32 lost its way: float64 on
+                state.status = Status.RUNNING
+                self._to_double(model, state)
+            return
+        self._step(model, model, state)
+
+    def _step(self, model, exact, state):
+        """One iteration evaluating ``model`` (float32 or float64); the bound safeguard is
+        ``exact``'s majorizer."""
+        ex = state.extra
         f, g, x = state.f, state.g, state.x
         mem, h0 = ex["memory"], ex["h0"]
         pairs = len(mem) > 0
@@ -671,7 +841,7 @@ class LBFGSBound(Solver):
         x_new = None
         step = 1.0
         if not pairs:                  # no pairs yet: the first trial length
-            step = self._first_length(model, x, g, d, gd) if h0 is None else \
+            step = self._first_length(exact, x, g, d, gd) if h0 is None else \
                 h0.first_length(x, d, gd)
         if step is not None:
             x_try = x + step * d if step != 1.0 else x + d
@@ -687,7 +857,7 @@ class LBFGSBound(Solver):
                     f_new, g_new = model.value_and_grad(x_new)
                     ex["interpolated_steps"] += 1
         if x_new is None:
-            x_new = self._bound_step(model, state, d)
+            x_new = self._bound_step(exact, state, d)
             if x_new is None:
                 state.status = Status.NO_DECREASE
                 return
@@ -696,12 +866,23 @@ class LBFGSBound(Solver):
                 state.status = Status.NO_DECREASE
                 return
             ex["bound_steps"] += 1
+        if not (math.isfinite(f_new) and np.isfinite(g_new).all()):
+            state.status = Status.NO_DECREASE
+            return
         mem.push(x_new - x, g_new - g, g_new)
-        self.accept(model, state, x_new, f_new, g_new)
+        self.accept(exact, state, x_new, f_new, g_new)
 
     def result_info(self, state):
-        return {k: state.extra[k] for k in ("initial_steps", "unit_steps", "interpolated_steps",
-                                            "bound_steps")}
+        ex = state.extra
+        info = {k: ex[k] for k in ("initial_steps", "unit_steps", "interpolated_steps",
+                                   "bound_steps")}
+        if "fast" in ex and (ex["single_iterations"] or ex["single_evaluations"]):
+            info.update(single_iterations=ex["single_iterations"],
+                        single_evaluations=ex["single_evaluations"])
+        if ex.get("newton") is not None:
+            info.update(newton_iterations=ex.get("newton_iterations", 0),
+                        newton=ex["newton"][0].result_info(ex["newton"][1]))
+        return info
 
 
 @register
@@ -727,7 +908,7 @@ class PreconditionedLBFGS(LBFGSBound):
         description="L-BFGS with the fixed Boehning bound curvature (shrunk) as its initial "
                     "inverse Hessian, unit step under Armijo, bound safeguard; monotone")
     options = {**LBFGSBound.options, "precondition": "auto", "memory": 40,
-               "precision": "auto"}
+               "precision": "auto", "evaluation": "auto", "finish": "auto"}
 
 
 #: :func:`auto_method` picks "lbfgs-precond" from this much work per gradient (rows x
@@ -737,15 +918,20 @@ AUTO_MIN_WORK = 1_000_000
 AUTO_MAX_PAIR_BYTES = 64 * 2**20
 
 
-def auto_method(model, default: str) -> str:
+def auto_method(model, default: str, evaluation: str = "auto") -> str:
     """The method ``minimize`` runs when none is named (no constraints, no method options):
-    "lbfgs-precond" for a multiclass softmax objective (k >= 2 weight vectors) with at least
-    ``AUTO_MIN_WORK`` rows x parameters whose bound preconditioner is cheap
-    (:func:`preconditioner_fits`), else ``default`` (binary problems: one (d, d) Hessian
-    block makes Newton cheap; d large against t: the preconditioner costs more than it
-    saves; small problems; other models)."""
+    "lbfgs-precond" for a softmax objective with at least ``AUTO_MIN_WORK`` rows x
+    parameters whose bound preconditioner is cheap (:func:`preconditioner_fits`): multiclass
+    (k >= 2 weight vectors) always, binary (one weight vector) when it evaluates in float32
+    first (``evaluation`` not "double", and a model with a float32 form), finishing with
+    Newton steps; else ``default`` (binary in float64: one (d, d) Hessian block makes Newton
+    cheap from the start; d large against t: the preconditioner costs more than it saves;
+    small problems; other models)."""
     loss, _ = _parts(model)
-    if getattr(loss, "k", 0) < 2 or not callable(getattr(loss, "bound_gram", None)):
+    k = getattr(loss, "k", 0)
+    if k < 1 or not callable(getattr(loss, "bound_gram", None)):
+        return default
+    if k == 1 and (evaluation == "double" or not has_single_form(model)):
         return default
     p = int(model.n_params)
     if loss.n_samples * p < AUTO_MIN_WORK:

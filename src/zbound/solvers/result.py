@@ -155,6 +155,11 @@ class Recorder:
         self._g.append(grad_norm)
         self._e.append(n_evals)
 
+    def amend(self, f: float, grad_norm: float, n_evals: int) -> None:
+        """Replace the last entry's values (the same iterate, evaluated again: in float64
+        after float32 iterations); its time stays."""
+        self._f[-1], self._g[-1], self._e[-1] = f, grad_norm, n_evals
+
     @property
     def last_objective(self) -> float | None:
         return self._f[-1] if self._f else None
