@@ -113,9 +113,10 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         "bound", "squarem", "lbfgs", "bfgs", "cg", "newton", "steepest"); "auto" is the
         library's automatic choice (:func:`zbound.solvers.choose_method`, made at fit time for
         this data): "lbfgs-precond" (L-BFGS preconditioned by the fixed bound curvature) for
-        multiclass problems with at least 10^6 rows x parameters and a cheap preconditioner,
-        else :data:`zbound.solvers.DEFAULT_METHOD` ("newton-bound": two classes, bounds, small
-        or very wide data). With bounds, the solver must support them.
+        multiclass problems with at least 10^6 rows x parameters and a cheap preconditioner
+        (two classes too with ``precision="mixed"``), else
+        :data:`zbound.solvers.DEFAULT_METHOD` ("newton-bound": two classes, bounds, small or
+        very wide data). With bounds, the solver must support them.
     tol : float >= 0, default 1e-4
         Stop when the gradient's largest entry (constrained: that of the model step's
         curvature times the step) is <= tol * max(1, |J|). The default lands at or below

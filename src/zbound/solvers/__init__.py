@@ -46,16 +46,18 @@ def choose_method(model, constraints: LinearConstraints | None = None, *,
     """The method :func:`minimize` runs when none is named.
 
     "lbfgs-precond" (L-BFGS whose initial inverse Hessian is the fixed, shrunk Boehning bound
-    curvature; :class:`~zbound.solvers.quasi_newton.PreconditionedLBFGS`) for unconstrained
-    multiclass softmax / logistic objectives with at least 10^6 rows x parameters whose
-    preconditioner is cheap (d small enough against t); :data:`DEFAULT_METHOD`
-    ("newton-bound") for everything else: constraints, method options given, two classes (one
-    (d, d) Hessian block makes Newton cheap), d large against t, small problems, other
-    models. Measured in docs/solvers.md (one BLAS thread, logreg-large's larger-data block):
-    on KMNIST 2000 x 785 x 10 the choice took 0.33x / 0.47x the time of newton-bound at the
-    1e-3 / 1e-8 targets, on digits at C = 100 0.66x / 0.66x, on a 50 000 x 50 x 10 set 0.72x /
-    0.75x (digits at C = 1 to 1e-8: 1.26x); on Adult (binary) newton-bound stays, 0.6x of
-    lbfgs-precond's time to 1e-8.
+    curvature, float32 evaluations first; :class:`~zbound.solvers.quasi_newton.
+    PreconditionedLBFGS`) for unconstrained softmax / logistic objectives with at least 10^6
+    rows x parameters whose preconditioner is cheap (d small enough against t): multiclass
+    always, two classes when float32 evaluation applies (``evaluation`` not "double"; they
+    finish with Newton steps); :data:`DEFAULT_METHOD` ("newton-bound") for everything else:
+    constraints, method options given, two classes in float64 (one (d, d) Hessian block makes
+    Newton cheap), d large against t, small problems, other models. Measured in
+    docs/solvers.md (one BLAS thread, logreg-large's larger-data block): on KMNIST 2000 x 785
+    x 10 the choice took 0.33x / 0.47x the time of newton-bound at the 1e-3 / 1e-8 targets
+    in float64 alone, on digits at C = 100 0.66x / 0.66x; on Adult the float32 L-BFGS phase
+    took the 1e-3 target in 0.6x newton-bound's time and the Newton finish kept the 1e-8
+    one at parity.
     """
     from zbound.solvers.quasi_newton import auto_method
 

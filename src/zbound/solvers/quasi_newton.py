@@ -46,6 +46,22 @@ Boehning's data curvature), Armijo-tested. Measured
 C >= 1 while halving the iterations on KMNIST; the shrunk one (``shrink=1``) kept digits at
 plain L-BFGS's iteration counts and cut KMNIST's from 111 to 31 (loose target) and 331 to 87
 (tight).
+
+Mixed precision (``evaluation="mixed"``; "auto", the ``lbfgs-precond`` default, from 10^6
+rows x parameters): the iterations evaluate the model's float32 form
+(``model.single_precision()``, :class:`zbound.models.loss.SingleSoftmaxLoss`: a float32 copy
+of X, exp / log on float32 SIMD lanes) until a stopping test holds on its values or float32
+stops resolving the progress (a decrease or a gradient near its rounding level); then the
+iterate is evaluated in float64 and the run goes on with the same curvature pairs
+(``finish="lbfgs"``) or with safeguarded Newton steps (``finish="newton"``; "auto": Newton
+for one weight vector, binary logistic regression, whose Hessian is a single (d, d) block).
+Every stop is decided on float64 values: ``target`` on a float64 value, ``tol`` on a float64
+gradient; ``fun`` is float64's (``jac`` too, except after a target stop, where it is the last
+float32 gradient); the trace holds float32 values before ``info["single_iterations"]`` and
+float64 ones from there, and only the float64 part is monotone in float64. A float32
+evaluation that overflows, or a float32 line search that fails, hands over to float64
+silently. Measured (docs/solvers.md): 1.5-1.9x faster on a 50 000 x 50 x 10 problem, KMNIST
+and Adult.
 """
 
 from __future__ import annotations
@@ -274,14 +290,16 @@ EVALUATIONS = ("double", "mixed", "auto")
 FINISHES = ("lbfgs", "newton", "auto")
 # evaluation="mixed" leaves float32 once an accepted step decreased the objective by less than
 # the first fraction of it, or the gradient's largest entry fell below the second fraction of
-# the first gradient's: when the L-BFGS iterations go on in float64, near float32's own
-# resolution (its values carry relative errors near 1e-7 per row; measured on digits, KMNIST
-# and the 50 000-row synthetic set at the 1e-8 target, (1e-6, 1e-4) took up to 10% longer);
-# when Newton steps finish (binary), much earlier, as Newton from there needs about as many
-# steps as from a finer point (adult to 1e-8: 81 / 109 / 133 ms at C = 0.01 / 1 / 100,
-# against 88 / 128 / 151 ms with the L-BFGS levels and 76 / 107 / 134 ms with (1e-4, 1e-2),
-# which left float32 before the 1e-3 target and doubled the time to it).
-_SINGLE_LEVELS = {"lbfgs": (1e-7, 1e-5), "newton": (1e-4, 1e-3)}
+# the first gradient's. When the L-BFGS iterations go on in float64: at float32's own
+# resolution. Each row's value carries a relative error near 1e-7, but the sums over rows
+# average them, and the float32 phase alone reached 1e-8 targets: measured to 1e-8 (ms)
+# with (1e-7, 1e-5) / (1e-8, 1e-6) / (1e-9, 1e-7): synthetic 50k 138 / 120 / 121, KMNIST
+# 271 / 263 / 268, digits C=1 33 / 33 / 33, digits C=100 112 / 95 / 94; (1e-6, 1e-4) was
+# slower again. When Newton steps finish (binary): much earlier, as Newton from there
+# needs about as many steps as from a finer point (adult to 1e-8: 81 / 109 / 133 ms at
+# C = 0.01 / 1 / 100, against 88 / 128 / 151 ms with (1e-6, 1e-4) and 76 / 107 / 134 ms with
+# (1e-4, 1e-2), which left float32 before the 1e-3 target and doubled the time to it).
+_SINGLE_LEVELS = {"lbfgs": (1e-8, 1e-6), "newton": (1e-4, 1e-3)}
 # evaluation="auto" is "mixed" from this much work per gradient (rows x parameters) upwards
 _MIXED_MIN_WORK = 1_000_000
 # precision="auto": float32 pairs (and factor) once the float64 pairs would take more than this
@@ -576,7 +594,12 @@ class LBFGSBound(Solver):
     diagonal (0: the bound itself); ``precision``: "double" (default), "single" (curvature
     pairs stored in float32, the (m, m) matrices of the compact form and the direction in
     float64, and, for shrink >= 0.1, the preconditioner's factor in float32: half the memory
-    of both) or "auto" (single once 2 x ``memory`` float64 pairs would exceed 1 MB). The
+    of both) or "auto" (single once 2 x ``memory`` float64 pairs would exceed 1 MB);
+    ``evaluation``: "double" (default), "mixed" (float32 evaluations of the model's
+    ``single_precision()`` form first, see the module docstring; ValueError for a model
+    without one) or "auto" ("mixed" from ``_MIXED_MIN_WORK`` rows x parameters where
+    available); ``finish`` after float32: "lbfgs" (default), "newton" (NewtonBound from that
+    iterate, same stopping settings) or "auto" (Newton for a single weight vector). The
     inverse Hessian is kept in compact form (:class:`CompactMemory`). With a preconditioner
     the first step is along -B^{-1} g, trial length 1, or, where every class has the same
     score (x = 0), the minimizer of the exact second-order model along it
@@ -900,7 +923,9 @@ class PreconditionedLBFGS(LBFGSBound):
     fit's peak memory on KMNIST 2000 x 785 fell from 10.4 MB to 4.5 MB, 40 float32 pairs
     taking what 20 float64 ones would), float64 below 1 MB of pairs (on digits at C = 100,
     nearly separable, float32 pairs in the compact form took 240-300 iterations to the 1e-8
-    target against 206 in float64). Monotone."""
+    target against 206 in float64), ``evaluation`` to "auto" (float32 evaluations first from
+    10^6 rows x parameters) and ``finish`` to "auto" (binary: Newton steps after float32).
+    Monotone in float64 (the float32 phase is monotone in its own values)."""
 
     info = MethodInfo(
         "lbfgs-precond", peer=False, constraints="none", uses_bound=True,

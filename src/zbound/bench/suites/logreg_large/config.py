@@ -64,6 +64,9 @@ SKLEARN_PEERS = {"sklearn-lbfgs": "lbfgs", "sklearn-newton-cg": "newton-cg",
 GLUM_PEERS = {"glum-irls-cd": "irls-cd", "glum-lbfgs": "lbfgs"}
 #: The library's estimator, fitted like scikit-learn's (whole ``fit``, tol searched).
 ESTIMATOR = "zbound-estimator"
+#: The same with ``precision="mixed"`` (float32 evaluations first, a float32 copy of X):
+#: reported beside it, the memory target is the default's.
+ESTIMATOR_MIXED = "zbound-estimator-mixed"
 #: Tolerances searched (loosest first) for the peers that cannot stop at a target: half
 #: decades from 1e-1 to 1e-12 (with decades only, a method whose tol reaches a target just
 #: past a decade, e.g. at 3e-3, paid for up to a decade more accuracy than it needed).

@@ -43,7 +43,13 @@ from typing import Any
 
 import numpy as np
 
-from zbound.bench.suites.logreg_large.config import ESTIMATOR, START_SCALE, Config, config
+from zbound.bench.suites.logreg_large.config import (
+    ESTIMATOR,
+    ESTIMATOR_MIXED,
+    START_SCALE,
+    Config,
+    config,
+)
 from zbound.bench.suites.logreg_large.problems import (
     Problem,
     build,
@@ -159,7 +165,8 @@ def method_plan(cfg: Config, problem: Problem
         notes.update({n: "glum has no multinomial family: left out of multiclass cells"
                       for n in cfg.glum_peers})
     if cfg.estimator and not problem.paper:
-        methods.append(Method(ESTIMATOR, "estimator", "auto", False))
+        methods.append(Method(ESTIMATOR, "estimator", "double", False))
+        methods.append(Method(ESTIMATOR_MIXED, "estimator", "mixed", False))
     methods = [m for m in methods if cfg.keep(m.name)]
     skipped = {k: v for k, v in skipped.items() if cfg.keep(k)}
     return methods, skipped, notes
@@ -210,7 +217,8 @@ def fit_call(problem: Problem, m: Method, tol: float, max_iter: int,
     elif m.kind == "estimator":
         from zbound.estimators.logistic import BoundLogisticRegression
 
-        clf = BoundLogisticRegression(C=problem.C, tol=tol, max_iter=max_iter).fit(X, y)
+        clf = BoundLogisticRegression(C=problem.C, tol=tol, max_iter=max_iter,
+                                      precision=m.spec).fit(X, y)
         total = time.perf_counter() - t0
         theta = problem.theta_from(clf.coef_, clf.intercept_)
         n_iter = int(clf.n_iter_[0])
