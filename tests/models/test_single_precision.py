@@ -33,9 +33,11 @@ def _scales(loss, theta):
 @given(seed=st.integers(0, 2**31 - 1), n_classes=st.integers(2, 6),
        fit_intercept=st.booleans(), weights=st.sampled_from(["none", "random", "zeros"]),
        sparse=st.booleans(), log_scale=st.floats(-3.0, 3.0),
-       chunk=st.sampled_from([None, 7, 64]), reference=st.booleans())
+       chunk=st.sampled_from([None, 7, 64]), reference=st.booleans(),
+       block_rows=st.sampled_from([None, 1, 5, 64]))
 def test_float32_value_and_gradient_track_float64(seed, n_classes, fit_intercept, weights,
-                                                  sparse, log_scale, chunk, reference):
+                                                  sparse, log_scale, chunk, reference,
+                                                  block_rows):
     """Value and gradient within a few float32 roundings of float64, relative to their own
     scales, for every loss form (binary with a reference class, multinomial, a reference class
     with several free classes), sample weights (zeros included), CSR, chunks, and parameters
@@ -54,7 +56,12 @@ def test_float32_value_and_gradient_track_float64(seed, n_classes, fit_intercept
         sw = np.where(rng.random(t) < 0.5, 0.0, 1.0)
     loss = SoftmaxLoss(X, y, n_classes, sw, reference_class=reference or n_classes == 2,
                        chunk_size=chunk, fit_intercept=fit_intercept)
-    single = loss.single_precision()
+    if block_rows is None:                          # a float32 copy of X
+        single = loss.single_precision()
+        assert not single.blocked
+    else:                                           # row blocks converted per evaluation
+        single = SingleSoftmaxLoss(loss, None, block_rows)
+        assert single.blocked and single.X is loss.X
     assert isinstance(single, SingleSoftmaxLoss)
     theta = rng.standard_normal(loss.n_params) * 10.0 ** log_scale
     f, g = loss.value_and_grad(theta)
@@ -119,3 +126,25 @@ def test_float32_overflow_gives_non_finite_values_without_warnings():
         warnings.simplefilter("error")
         f, g = single.value_and_grad(theta)
     assert not (np.isfinite(f) and np.isfinite(g).all())
+
+
+def test_blocked_float32_needs_no_copy_of_x():
+    """``single_precision(copy=False)``: an evaluation's traced peak is a fraction of a
+    float32 copy of X, and its value and gradient are the copy's to float32 accuracy."""
+    import tracemalloc
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((40000, 50))
+    y = rng.integers(0, 5, 40000)
+    loss = SoftmaxLoss(X, y, 5, fit_intercept=True)
+    lean, copied = loss.single_precision(copy=False), loss.single_precision()
+    assert lean.blocked and lean.X is X and lean.block_rows < X.shape[0]
+    theta = rng.standard_normal(loss.n_params) * 0.1
+    f_c, g_c = copied.value_and_grad(theta)
+    tracemalloc.start()
+    f_l, g_l = lean.value_and_grad(theta)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 0.25 * X.nbytes / 2          # a float32 copy would be X.nbytes / 2
+    assert f_l == pytest.approx(f_c, rel=1e-6)
+    np.testing.assert_allclose(g_l, g_c, rtol=0, atol=1e-5 * np.abs(g_c).max())

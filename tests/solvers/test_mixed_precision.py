@@ -50,9 +50,11 @@ CASES = [(2, True, False, False), (2, False, True, True), (4, True, False, True)
 
 
 @pytest.mark.parametrize("n_classes,fit_intercept,sparse,weights", CASES)
-@pytest.mark.parametrize("finish", ["lbfgs", "newton"])
+@pytest.mark.parametrize("finish,evaluation", [("lbfgs", "mixed"), ("newton", "mixed"),
+                                               ("lbfgs", "mixed-lean")])
 def test_mixed_reaches_the_float64_optimum_and_reports_float64(n_classes, fit_intercept,
-                                                               sparse, weights, finish):
+                                                               sparse, weights, finish,
+                                                               evaluation):
     model = _problem(n_classes=n_classes, fit_intercept=fit_intercept, sparse=sparse,
                      weights=weights)
     x0 = np.zeros(model.n_params)
@@ -60,8 +62,8 @@ def test_mixed_reaches_the_float64_optimum_and_reports_float64(n_classes, fit_in
                    max_iter=5000)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        res = minimize(model, x0, method="lbfgs-precond", evaluation="mixed", finish=finish,
-                       tol=1e-10, max_iter=5000)
+        res = minimize(model, x0, method="lbfgs-precond", evaluation=evaluation,
+                       finish=finish, tol=1e-10, max_iter=5000)
     assert res.converged, res.message
     assert res.info["single_iterations"] >= 3
     if finish == "newton":
@@ -274,6 +276,11 @@ def test_estimator_precision_mixed():
     assert BoundLogisticRegression().fit(X, yb).solver_result_.method == DEFAULT_METHOD
     fit = BoundLogisticRegression(precision="mixed").fit(X, yb)
     assert fit.solver_result_.method == "lbfgs-precond"
+    lean = BoundLogisticRegression(tol=1e-8, precision="mixed-lean").fit(X, y)
+    assert lean.solver_result_.info["single_iterations"] >= 1
+    assert lean.objective_ == pytest.approx(double.objective_, rel=1e-9)
+    assert BoundLogisticRegression(precision="mixed-lean").fit(X, yb).solver_result_.method \
+        == DEFAULT_METHOD                            # binary: float64 newton-bound
     with pytest.raises(ValueError, match="precision"):
         BoundLogisticRegression(precision="half").fit(X, y)
     with pytest.raises(ValueError, match="precision='mixed' needs"):

@@ -56,6 +56,9 @@ def check_sample_weight(sample_weight, t: int) -> np.ndarray | None:
 _MAX_ROWS_TIMES_MAGNITUDE = 1e150
 #: the same for float32 (SoftmaxLoss.single_precision): None above it
 _MAX_SINGLE_ROWS_TIMES_MAGNITUDE = 1e30
+#: SingleSoftmaxLoss without a copy of X converts row blocks of about this many bytes (float32)
+_SINGLE_BLOCK_BYTES = 1 << 19
+_SINGLE_MIN_BLOCK_ROWS = 64
 
 
 def _design(X, magnitude: bool = False):
@@ -424,13 +427,15 @@ class SoftmaxLoss(ChunkedLoss):
             G *= scale
         return G
 
-    def single_precision(self) -> SingleSoftmaxLoss | None:
+    def single_precision(self, copy: bool = True) -> SingleSoftmaxLoss | None:
         """The same loss evaluated in float32 (:class:`SingleSoftmaxLoss`: value and gradient
-        only, from a float32 copy of X, half X's memory), or None where float32 cannot hold X
+        only), from a float32 copy of X (half X's memory more) or, with ``copy=False``, from
+        row blocks of X converted at every evaluation (one block's memory, each block's
+        scores and gradient from the same cached rows); None where float32 cannot hold X
         (entries beyond its range)."""
         if self.magnitude * self.n_samples > _MAX_SINGLE_ROWS_TIMES_MAGNITUDE:
             return None
-        return SingleSoftmaxLoss(self, self.X.astype(np.float32))
+        return SingleSoftmaxLoss(self, self.X.astype(np.float32) if copy else None)
 
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
         """(t, n_classes) class probabilities at theta for X (default: the training rows)."""
@@ -457,23 +462,46 @@ class SingleSoftmaxLoss(SoftmaxLoss):
     per row), never bounds: a solver re-evaluates in float64 before it stops or reports
     anything. Built by :meth:`SoftmaxLoss.single_precision`."""
 
-    def __init__(self, loss: SoftmaxLoss, X32):
+    def __init__(self, loss: SoftmaxLoss, X32=None, block_rows: int | None = None):
         self.__dict__.update(loss.__dict__)
         self.double = loss
-        self.X = X32
+        #: no float32 copy of X: row blocks of ``block_rows`` converted at every evaluation
+        self.blocked = X32 is None
+        self.block_rows = int(block_rows) if block_rows else \
+            max(_SINGLE_MIN_BLOCK_ROWS, _SINGLE_BLOCK_BYTES // (4 * max(1, self.d)))
+        if not self.blocked:
+            self.X = X32
         chunks = []
         for a, (Xc, sw, _) in zip(range(0, loss.n_samples, loss.chunk_size), loss._chunks,
                                   strict=True):
             b = a + Xc.shape[0]
             whole = a == 0 and b == loss.n_samples
             y = loss.y[a:b]
-            if self.free and self.k == 1:   # the rows of class 1, and the sign of s in the loss
-                at = (np.flatnonzero(y == 1), np.where(y == 1, -1.0, 1.0).astype(np.float32))
-            else:                           # flat indices of S^T[y_j, j]
-                at = y * (b - a) + np.arange(b - a)
-            chunks.append((X32 if whole else X32[a:b],
-                           None if sw is None else sw.astype(np.float32), at))
+            sw32 = None if sw is None else sw.astype(np.float32)
+            if self.blocked:                # the float64 rows and their labels
+                chunks.append((Xc, sw32, y))
+            else:
+                chunks.append((X32 if whole else X32[a:b], sw32, self._observed_at(y)))
         self._chunks = chunks
+
+    def _observed_at(self, y):
+        """Where rows ``y`` observe their class: binary, the rows of class 1 and the sign of s
+        in the loss; else the flat indices of S^T[y_j, j]."""
+        if self.free and self.k == 1:
+            return np.flatnonzero(y == 1), np.where(y == 1, -1.0, 1.0).astype(np.float32)
+        return y * y.shape[0] + np.arange(y.shape[0])
+
+    def _pieces(self, c):
+        """(float32 rows, float32 weights, observed positions) of a chunk: the chunk itself
+        from the float32 copy, or (blocked) its row blocks converted one at a time."""
+        X, sw, rec = c
+        if not self.blocked:
+            yield X, sw, rec
+            return
+        rows = self.block_rows
+        for r in range(0, X.shape[0], rows):
+            yield (X[r:r + rows].astype(np.float32), None if sw is None else sw[r:r + rows],
+                   self._observed_at(rec[r:r + rows]))
 
     def _residual_rows(self, theta, X, at):
         """Per-row losses (t,) and residuals R = P - Y over the free classes, (k, t), float32
@@ -520,20 +548,28 @@ class SingleSoftmaxLoss(SoftmaxLoss):
     # beyond float32's range the values become inf / nan, silently: the solver then goes on in
     # float64 (a float32 evaluation is an estimate, never a result)
     def _value(self, theta, c):
-        X, sw, at = c
+        total = 0.0
         with np.errstate(over="ignore", invalid="ignore"):
-            loss, _ = self._residual_rows(theta, X, at)
-            return float((loss if sw is None else sw * loss).sum(dtype=np.float64))
+            for X, sw, at in self._pieces(c):
+                loss, _ = self._residual_rows(theta, X, at)
+                total += float((loss if sw is None else sw * loss).sum(dtype=np.float64))
+        return total
 
     def _value_grad(self, theta, c):
-        X, sw, at = c
+        total, g = 0.0, None
         with np.errstate(over="ignore", invalid="ignore"):
-            loss, R = self._residual_rows(theta, X, at)
-            if sw is not None:
-                loss = sw * loss
-                R *= sw
-            g = class_major_product(R, X, self.fit_intercept)
-            return float(loss.sum(dtype=np.float64)), g.astype(np.float64, copy=False).ravel()
+            for X, sw, at in self._pieces(c):
+                loss, R = self._residual_rows(theta, X, at)
+                if sw is not None:
+                    loss = sw * loss
+                    R *= sw
+                total += float(loss.sum(dtype=np.float64))
+                part = class_major_product(R, X, self.fit_intercept)
+                if g is None:
+                    g = part.astype(np.float64)
+                else:
+                    g += part
+        return total, g.ravel()
 
     def _not_here(self, *args, **kwargs):
         raise NotImplementedError("SingleSoftmaxLoss evaluates value and gradient only; "

@@ -37,12 +37,13 @@ class Objective:
             kept.append(pen)
         self.penalties = tuple(kept)
 
-    def single_precision(self) -> Objective | None:
+    def single_precision(self, copy: bool = True) -> Objective | None:
         """The same objective with the loss evaluated in float32 (value and gradient only,
-        e.g. :class:`zbound.models.loss.SingleSoftmaxLoss`; the penalties in float64), or None
-        when the loss has no such form."""
+        e.g. :class:`zbound.models.loss.SingleSoftmaxLoss`; ``copy``: from a float32 copy of
+        the data, else converting row blocks at every evaluation; the penalties in float64),
+        or None when the loss has no such form."""
         make = getattr(self.loss, "single_precision", None)
-        loss = make() if callable(make) else None
+        loss = make(copy=copy) if callable(make) else None
         return None if loss is None else Objective(loss, *self.penalties)
 
     def penalty_value(self, theta: np.ndarray) -> float:

@@ -286,7 +286,7 @@ _GRAM_MIN_ROWS = 4096
 _GRAM_ROWS_PER_COLUMN = 20
 PRECONDITIONERS = ("none", "bound", "auto")
 PRECISIONS = ("double", "single", "auto")
-EVALUATIONS = ("double", "mixed", "auto")
+EVALUATIONS = ("double", "mixed", "mixed-lean", "auto")
 FINISHES = ("lbfgs", "newton", "auto")
 # evaluation="mixed" leaves float32 once an accepted step decreased the objective by less than
 # the first fraction of it, or the gradient's largest entry fell below the second fraction of
@@ -596,8 +596,10 @@ class LBFGSBound(Solver):
     float64, and, for shrink >= 0.1, the preconditioner's factor in float32: half the memory
     of both) or "auto" (single once 2 x ``memory`` float64 pairs would exceed 1 MB);
     ``evaluation``: "double" (default), "mixed" (float32 evaluations of the model's
-    ``single_precision()`` form first, see the module docstring; ValueError for a model
-    without one) or "auto" ("mixed" from ``_MIXED_MIN_WORK`` rows x parameters where
+    ``single_precision()`` form first, from a float32 copy of the data, see the module
+    docstring; ValueError for a model without one), "mixed-lean" (the same converting row
+    blocks of the data at every evaluation: no copy, one block's memory, slower than
+    "mixed") or "auto" ("mixed" from ``_MIXED_MIN_WORK`` rows x parameters where
     available); ``finish`` after float32: "lbfgs" (default), "newton" (NewtonBound from that
     iterate, same stopping settings) or "auto" (Newton for a single weight vector). The
     inverse Hessian is kept in compact form (:class:`CompactMemory`). With a preconditioner
@@ -670,8 +672,8 @@ class LBFGSBound(Solver):
             return False
         inner = getattr(model, "model", model)
         if not has_single_form(inner):
-            if rule == "mixed":
-                raise ValueError(f"evaluation='mixed' needs a model with a float32 form "
+            if rule in ("mixed", "mixed-lean"):
+                raise ValueError(f"evaluation={rule!r} needs a model with a float32 form "
                                  f"(single_precision()), which {type(inner).__name__} does "
                                  "not have; use evaluation='auto' or 'double'")
             return False
@@ -679,17 +681,20 @@ class LBFGSBound(Solver):
             loss = getattr(inner, "loss", inner)
             work = getattr(loss, "n_samples", 0) * int(model.n_params)
             return work >= _MIXED_MIN_WORK
-        return True
+        return True     # "mixed", "mixed-lean"
 
     def _single_model(self, model):
         """The float32 form of ``model`` counted on its own, or None (see :meth:`mixed`)."""
         if not self.mixed(model):
             return None
-        fast = getattr(model, "model", model).single_precision()
+        inner = getattr(model, "model", model)
+        rule = self.opts["evaluation"]
+        fast = inner.single_precision(copy=False) if rule == "mixed-lean" else \
+            inner.single_precision()
         if fast is None:
-            if self.opts["evaluation"] == "mixed":
-                warnings.warn("evaluation='mixed': X does not fit float32's range; evaluating "
-                              "in float64", RuntimeWarning, stacklevel=4)
+            if rule in ("mixed", "mixed-lean"):
+                warnings.warn(f"evaluation={rule!r}: X does not fit float32's range; "
+                              "evaluating in float64", RuntimeWarning, stacklevel=4)
             return None
         return CountedModel(fast)
 

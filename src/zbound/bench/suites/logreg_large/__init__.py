@@ -28,6 +28,7 @@ from __future__ import annotations
 from zbound.bench.suites.logreg_large.config import (
     C_VALUES,
     ESTIMATOR,
+    ESTIMATOR_LEAN,
     ESTIMATOR_MIXED,
     GLUM_PEERS,
     LARGE_SETS,
@@ -76,7 +77,8 @@ from zbound.bench.suites.logreg_large.runs import (
 )
 
 __all__ = [
-    "C_VALUES", "Config", "DENSE_HESSIAN_MAX_PARAMS", "Data", "ESTIMATOR", "ESTIMATOR_MIXED",
+    "C_VALUES", "Config", "DENSE_HESSIAN_MAX_PARAMS", "Data", "ESTIMATOR", "ESTIMATOR_LEAN",
+    "ESTIMATOR_MIXED",
     "GLUM_PEERS",
     "LARGE_SETS", "LIBRARY_METHODS", "LOWRANK_METHODS", "LOWRANK_MISSING", "Method", "OPTIONS",
     "PAPER_EPS", "PAPER_LAMBDA", "PAPER_RANKS", "PAPER_TABLE1", "PAPER_TABLE4", "PAPER_TO_OURS",

@@ -67,6 +67,8 @@ ESTIMATOR = "zbound-estimator"
 #: The same with ``precision="mixed"`` (float32 evaluations first, a float32 copy of X):
 #: reported beside it, the memory target is the default's.
 ESTIMATOR_MIXED = "zbound-estimator-mixed"
+#: ... and with ``precision="mixed-lean"`` (float32 from row blocks, no copy of X)
+ESTIMATOR_LEAN = "zbound-estimator-lean"
 #: Tolerances searched (loosest first) for the peers that cannot stop at a target: half
 #: decades from 1e-1 to 1e-12 (with decades only, a method whose tol reaches a target just
 #: past a decade, e.g. at 3e-3, paid for up to a decade more accuracy than it needed).

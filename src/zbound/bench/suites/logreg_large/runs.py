@@ -45,6 +45,7 @@ import numpy as np
 
 from zbound.bench.suites.logreg_large.config import (
     ESTIMATOR,
+    ESTIMATOR_LEAN,
     ESTIMATOR_MIXED,
     START_SCALE,
     Config,
@@ -167,6 +168,7 @@ def method_plan(cfg: Config, problem: Problem
     if cfg.estimator and not problem.paper:
         methods.append(Method(ESTIMATOR, "estimator", "double", False))
         methods.append(Method(ESTIMATOR_MIXED, "estimator", "mixed", False))
+        methods.append(Method(ESTIMATOR_LEAN, "estimator", "mixed-lean", False))
     methods = [m for m in methods if cfg.keep(m.name)]
     skipped = {k: v for k, v in skipped.items() if cfg.keep(k)}
     return methods, skipped, notes
