@@ -349,11 +349,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.solver == "auto":
             # the library's automatic choice for this objective (zbound.solvers.choose_method:
             # "lbfgs-precond" for large multiclass problems, else DEFAULT_METHOD)
-            solver = _solvers.choose_method(
-                model, constraints,
-                evaluation="double" if self.precision == "double" else "auto")
-            if self.precision == "mixed-lean" and getattr(model.loss, "k", 0) == 1:
-                solver = _solvers.DEFAULT_METHOD     # binary: blocks save nothing there
+            solver = _solvers.choose_method(model, constraints, evaluation=self.precision)
         options = {}
         if solver in _MIXED_SOLVERS:
             options["evaluation"] = self.precision

@@ -507,8 +507,7 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         """Per-row losses (t,) and residuals R = P - Y over the free classes, (k, t), float32
         (``at``: where the observed classes sit, from the chunk record)."""
         if self.free and self.k == 1:               # binary: loss log(1 + e^{-(2y - 1) s})
-            R = class_major_scores(X, theta.astype(np.float32).reshape(1, self.d),
-                                   self.fit_intercept)
+            R = self._binary_scores(theta.astype(np.float32), X)
             pos, sign = at
             s = R[0]
             # e = exp(-|s|) on float32 SIMD lanes (|s| capped at 80: past it e is below 2e-35,

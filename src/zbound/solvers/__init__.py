@@ -49,10 +49,11 @@ def choose_method(model, constraints: LinearConstraints | None = None, *,
     curvature, float32 evaluations first; :class:`~zbound.solvers.quasi_newton.
     PreconditionedLBFGS`) for unconstrained softmax / logistic objectives with at least 10^6
     rows x parameters whose preconditioner is cheap (d small enough against t): multiclass
-    always, two classes when float32 evaluation applies (``evaluation`` not "double"; they
-    finish with Newton steps); :data:`DEFAULT_METHOD` ("newton-bound") for everything else:
-    constraints, method options given, two classes in float64 (one (d, d) Hessian block makes
-    Newton cheap), d large against t, small problems, other models. Measured in
+    always, two classes when float32 evaluation from a copy applies (``evaluation`` "auto"
+    or "mixed"; they finish with Newton steps); :data:`DEFAULT_METHOD` ("newton-bound") for
+    everything else: constraints, method options given, two classes in float64 (one (d, d)
+    Hessian block makes Newton cheap), d large against t, small problems, other models.
+    Measured in
     docs/solvers.md (one BLAS thread, logreg-large's larger-data block): on KMNIST 2000 x 785
     x 10 the choice took 0.33x / 0.47x the time of newton-bound at the 1e-3 / 1e-8 targets
     in float64 alone, on digits at C = 100 0.66x / 0.66x; on Adult the float32 L-BFGS phase

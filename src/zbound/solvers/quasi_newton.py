@@ -300,8 +300,6 @@ FINISHES = ("lbfgs", "newton", "auto")
 # C = 0.01 / 1 / 100, against 88 / 128 / 151 ms with (1e-6, 1e-4) and 76 / 107 / 134 ms with
 # (1e-4, 1e-2), which left float32 before the 1e-3 target and doubled the time to it).
 _SINGLE_LEVELS = {"lbfgs": (1e-8, 1e-6), "newton": (1e-4, 1e-3)}
-# evaluation="auto" is "mixed" from this much work per gradient (rows x parameters) upwards
-_MIXED_MIN_WORK = 1_000_000
 # precision="auto": float32 pairs (and factor) once the float64 pairs would take more than this
 # (digits, p = 650, 40 pairs: 416 KB, double; KMNIST, p = 7850: 5 MB, single)
 _AUTO_SINGLE_BYTES = 2**20
@@ -599,7 +597,7 @@ class LBFGSBound(Solver):
     ``single_precision()`` form first, from a float32 copy of the data, see the module
     docstring; ValueError for a model without one), "mixed-lean" (the same converting row
     blocks of the data at every evaluation: no copy, one block's memory, slower than
-    "mixed") or "auto" ("mixed" from ``_MIXED_MIN_WORK`` rows x parameters where
+    "mixed") or "auto" ("mixed" from ``AUTO_MIN_WORK`` rows x parameters where
     available); ``finish`` after float32: "lbfgs" (default), "newton" (NewtonBound from that
     iterate, same stopping settings) or "auto" (Newton for a single weight vector). The
     inverse Hessian is kept in compact form (:class:`CompactMemory`). With a preconditioner
@@ -665,8 +663,9 @@ class LBFGSBound(Solver):
 
     def mixed(self, model) -> bool:
         """Whether the early iterations evaluate in float32 (``evaluation``; "auto": "mixed"
-        for a model with a float32 form, ``single_precision()``, from ``_MIXED_MIN_WORK`` rows
-        x parameters of work per gradient upwards)."""
+        for a model with a float32 form, ``single_precision()``, from ``AUTO_MIN_WORK`` rows
+        x parameters of work per gradient upwards, the size from which ``auto_method`` picks
+        this method)."""
         rule = self.opts["evaluation"]
         if rule == "double":
             return False
@@ -680,7 +679,7 @@ class LBFGSBound(Solver):
         if rule == "auto":
             loss = getattr(inner, "loss", inner)
             work = getattr(loss, "n_samples", 0) * int(model.n_params)
-            return work >= _MIXED_MIN_WORK
+            return work >= AUTO_MIN_WORK
         return True     # "mixed", "mixed-lean"
 
     def _single_model(self, model):
@@ -703,16 +702,14 @@ class LBFGSBound(Solver):
         values ("target", "other": they are only estimates, every stop is decided in
         float64), or float32 no longer resolves the progress ("other": the last decrease or
         the gradient at float32's noise)."""
-        f = state.f
-        scale = max(1.0, abs(f))
-        if self.target is not None and f <= self.target:
-            return "target"
+        stat = float(np.max(np.abs(state.g)))
+        status = self.stop_status(state, stat)
+        if status is not None:
+            return "target" if status is Status.TARGET else "other"
         min_decrease, min_grad = state.extra["levels"]
-        if float(np.max(np.abs(state.g))) <= max(self.tol * scale,
-                                                 min_grad * state.extra["g_first"]):
-            return "other"
-        if state.f_prev is not None and \
-                state.f_prev - f <= max(self.ftol, min_decrease) * scale:
+        if stat <= min_grad * state.extra["g_first"] or (
+                state.f_prev is not None
+                and state.f_prev - state.f <= min_decrease * max(1.0, abs(state.f))):
             return "other"
         return None
 
@@ -953,15 +950,16 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
     "lbfgs-precond" for a softmax objective with at least ``AUTO_MIN_WORK`` rows x
     parameters whose bound preconditioner is cheap (:func:`preconditioner_fits`): multiclass
     (k >= 2 weight vectors) always, binary (one weight vector) when it evaluates in float32
-    first (``evaluation`` not "double", and a model with a float32 form), finishing with
-    Newton steps; else ``default`` (binary in float64: one (d, d) Hessian block makes Newton
-    cheap from the start; d large against t: the preconditioner costs more than it saves;
-    small problems; other models)."""
+    from a copy of X first (``evaluation`` "auto" or "mixed", and a model with a float32
+    form), finishing with Newton steps; else ``default`` (binary in float64, or from row
+    blocks, "mixed-lean", which save nothing on binary rows: one (d, d) Hessian block makes
+    Newton cheap from the start; d large against t: the preconditioner costs more than it
+    saves; small problems; other models)."""
     loss, _ = _parts(model)
     k = getattr(loss, "k", 0)
     if k < 1 or not callable(getattr(loss, "bound_gram", None)):
         return default
-    if k == 1 and (evaluation == "double" or not has_single_form(model)):
+    if k == 1 and (evaluation not in ("auto", "mixed") or not has_single_form(model)):
         return default
     p = int(model.n_params)
     if loss.n_samples * p < AUTO_MIN_WORK:
