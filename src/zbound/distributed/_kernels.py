@@ -154,7 +154,8 @@ def binary_value_grad_hessian(loss, theta, m: int = 1, off: int = 0):
     f, g = 0.0, np.zeros(p)
     G = np.zeros((nf, nf), order="F")
     xh, hsum = np.zeros(nf), 0.0
-    for X, sw, observed in loss._chunks:
+    for c in loss._chunks:
+        X, sw, observed = c.X, c.sw, loss._observed(c)
         f -= float(theta @ observed)
         g -= observed
         rows = X.shape[0]
@@ -213,7 +214,7 @@ def value_grad_hessian(loss, theta, dense: bool, m: int = 1, off: int = 0):
         fc, gc, PT = loss._value_grad_p(theta, c)
         f += fc
         g += gc
-        X, sw, _ = c
+        X, sw = c.X, c.sw
         sl, scale = _row_sample(m, off, X.shape[0])
         P = PT.T
         if sl is not None:

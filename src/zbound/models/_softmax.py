@@ -33,7 +33,9 @@ def logsumexp_classes(ST: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     ST -= m
     np.exp(ST, out=ST)
     s = ST.sum(axis=0)
-    return m + np.log(s), s
+    lse = np.log(s)
+    lse += m
+    return lse, s
 
 
 def class_major_product(R: np.ndarray, X, intercept: bool = False) -> np.ndarray:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 
 from zbound._linalg import cache_block_rows, mirror_lower
 from zbound._validation import check_design
@@ -107,6 +106,20 @@ def _reduce_curvature(parts):
     if all(type(p) is DenseCurvature for p in parts):
         return DenseCurvature(sum(p.matrix for p in parts), sum(p.reg for p in parts))
     return SumCurvature(*parts)
+
+
+class Rows:
+    """A chunk record of :class:`SoftmaxLoss`: rows ``X``, weights ``sw`` (or None) and class
+    indices ``y`` (None for soft labels, whose ``observed`` is given); ``at`` and
+    ``observed`` are built on first use by the loss (:meth:`SoftmaxLoss._at`,
+    :meth:`SoftmaxLoss._observed`) and kept."""
+
+    __slots__ = ("X", "sw", "y", "at", "observed")
+
+    def __init__(self, X, sw, y, observed=None):
+        self.X, self.sw, self.y = X, sw, y
+        self.at = None
+        self.observed = observed
 
 
 class ChunkedLoss:
@@ -232,18 +245,41 @@ class SoftmaxLoss(ChunkedLoss):
         self._chunks = [self._chunk(a, min(t, a + self.chunk_size))
                         for a in range(0, t, self.chunk_size)]
 
-    def _chunk(self, a: int, b: int):
+    def _chunk(self, a: int, b: int) -> Rows:
         whole = a == 0 and b == self.n_samples
-        X = self.X if whole else self.X[a:b]
-        y = self.y if whole else self.y[a:b]
         sw = self.sample_weight
         if sw is not None and not whole:
             sw = sw[a:b]
-        Y = np.zeros((self.n_classes, b - a))
-        Y[y, np.arange(b - a)] = 1.0 if sw is None else sw
-        # sum_j s_j S_{j, y_j} = theta . vec(sum_j s_j e_{y_j} x_j^T) over the free classes
-        observed = class_major_product(Y[self.free:], X, self.fit_intercept).ravel()
-        return (X, sw, observed)
+        return Rows(self.X if whole else self.X[a:b], sw, self.y if whole else self.y[a:b])
+
+    def _at(self, c: Rows):
+        """Where the rows of chunk ``c`` observe their class (built on first use, kept):
+        binary (a reference class and one free class), the rows of class 1; else the flat
+        indices of S^T[y_j, j] in the class-major scores."""
+        if c.at is None:
+            c.at = self._positions_of(c.y)
+        return c.at
+
+    def _positions_of(self, y):
+        # intp: NumPy's fancy indexing converts other index types on every call (5x slower)
+        if self.free and self.k == 1:
+            return np.flatnonzero(y == 1)
+        at = y.astype(np.intp)
+        at *= y.shape[0]
+        at += np.arange(y.shape[0])
+        return at
+
+    def _observed(self, c: Rows) -> np.ndarray:
+        """sum_j s_j e_{y_j} (x) x_j over the free classes (= theta -> sum_j s_j S_{j, y_j}):
+        built on first use and kept. The value and gradient need none of it (they take the
+        residual form); the majorizers and the Hessian sweeps do."""
+        if c.observed is None:
+            X, sw, y = c.X, c.sw, c.y
+            rows = X.shape[0]
+            Y = np.zeros((self.n_classes, rows))
+            Y[y, np.arange(rows)] = 1.0 if sw is None else sw
+            c.observed = class_major_product(Y[self.free:], X, self.fit_intercept).ravel()
+        return c.observed
 
     # -- constructors of related losses --------------------------------------------------------
     def subset(self, rows) -> SoftmaxLoss:
@@ -274,47 +310,133 @@ class SoftmaxLoss(ChunkedLoss):
         need no (2, t) score matrix."""
         return class_major_scores(X, theta.reshape(1, self.d), self.fit_intercept)
 
+    def _residual_rows(self, theta, X, at, grad: bool = True, keep_p: bool = False):
+        """(row losses (t,), residuals R = P - Y over the free classes (k, t), restore), in
+        the dtype of the scores (float64 here; float32 in :class:`SingleSoftmaxLoss`); ``at``
+        from :meth:`_at`. Without ``grad`` R is None. With ``keep_p``, ``restore()`` gives
+        P^T of the free classes once R has been used (multiclass: R turned back into P^T in
+        place, exactly, with no (k, t) copy); else None.
+
+        The residual form: each row's loss is log sum_a exp(s_a - s_y) and the gradient
+        (P - Y) X, never a difference of large sums (sum log Z - theta^T Y X, P X - Y X). An
+        error in the scores of the row's own class then cancels, and the value and gradient
+        stay accurate relative to themselves when rows are fitted well (large weights, nearly
+        separable classes), where the differences lose digits; the (n_classes, t) one-hot Y
+        and its product with X are never formed."""
+        if self.free and self.k == 1:               # binary: loss log(1 + e^z), z = -+s
+            R = self._binary_scores(theta, X)
+            s = R[0]
+            one = s.dtype.type(1.0)
+            # e = exp(-|s|), |s| capped where e is far below the dtype's resolution but not
+            # denormal (a denormal e would slow every later pass); the loss log(1 + e^z) =
+            # max(z, 0) + log1p(e) with log1p(e) = log(u) e / (u - 1), u = 1 + e (exact to
+            # a few roundings; e itself where u rounds to 1); the residual dloss/ds =
+            # +-expit(z) = +-(1 or e) / u, the small one accurate to the last digit: one exp
+            # and one log per row, a third of the time of logaddexp and expit
+            e = np.abs(s)
+            np.minimum(e, s.dtype.type(80.0 if s.dtype == np.float32 else 700.0), out=e)
+            np.negative(e, out=e)
+            np.exp(e, out=e)
+            u = e + one
+            den = u - one
+            loss = np.log(u)
+            loss *= e
+            np.divide(loss, den, out=loss, where=den > 0)
+            np.copyto(loss, e, where=den <= 0)
+            z = s.copy()
+            z[at] *= -one                               # z = -s on rows of class 1
+            restore = None
+            if grad:
+                if keep_p:                              # p = expit(s)
+                    P = np.where(s >= 0, one, e)
+                    P /= u
+                    restore = lambda: P[None]           # noqa: E731
+                np.copyto(e, one, where=z >= 0)
+                np.divide(e, u, out=s)                  # expit(z)
+                s[at] *= -one                           # R = p - y
+            np.maximum(z, 0, out=z)
+            loss += z
+            return loss, (R if grad else None), restore
+        ST = self._scores_t(theta, X)
+        flat = ST.reshape(-1)
+        m = ST.max(axis=0)
+        sy = np.take(flat, at)
+        ST -= m
+        sy -= m                                         # s_y - max <= 0
+        del m
+        np.exp(ST, out=ST)                              # exp(S - max)
+        ey = np.take(flat, at)
+        flat[at] = 0.0
+        others = ST.sum(axis=0)                         # sum over a != y of exp(s_a - max)
+        py = ey / (ey + others) if grad and keep_p else None
+        top = sy == 0.0                                 # y has the largest score
+        ey += others                                    # the row sums
+        if grad:
+            ST /= ey                                    # P^T, 0 at the observed classes
+        others /= ey                                    # q = sum_{a != y} p_a = 1 - p_y
+        lse = np.log(ey, out=ey)
+        lse -= sy                                       # log sum_a exp(s_a - s_y)
+        del sy
+        np.negative(others, out=others)                 # -q = p_y - 1
+        # where y has the largest score the loss is -log1p(-q), accurate to the last digit
+        # when the row is fitted well (log of a row sum 1 + q, q below 1e-16, would give 0)
+        np.log1p(others, out=lse, where=top)
+        np.negative(lse, out=lse, where=top)
+        if not grad:
+            return lse, None, None
+        flat[at] = others                               # R = P - Y
+        restore = None
+        if keep_p:
+            def restore():
+                flat[at] = py                           # R -> P^T
+                return ST[self.free:]
+        return lse, ST[self.free:], restore
+
     def _value(self, theta, c):
-        X, sw, observed = c
-        if self.free and self.k == 1:
-            s = self._binary_scores(theta, X)[0]
-            lse = np.logaddexp(0.0, s, out=s)
-        else:
+        if c.y is None:                                 # soft labels: the observed form
+            X, sw, observed = c.X, c.sw, c.observed
             lse = logsumexp_classes(self._scores_t(theta, X))[0]
-        return self._data_value(theta, lse, sw, observed)
+            return self._data_value(theta, lse, sw, observed)
+        loss = self._residual_rows(theta, c.X, self._at(c), grad=False)[0]
+        return float(loss.sum()) if c.sw is None else float(c.sw @ loss)
 
     def _grad_from(self, PT, X, sw, observed):
         g = class_major_product(PT if sw is None else PT * sw, X, self.fit_intercept).ravel()
         g -= observed
         return g
 
-    def _value_grad_p(self, theta, c):
-        X, sw, observed = c
-        if self.free and self.k == 1:
-            PT = self._binary_scores(theta, X)
-            lse = np.logaddexp(0.0, PT[0])
-            expit(PT, out=PT)                               # P^T of the free class
-        else:
+    def _value_grad_p(self, theta, c, keep_p: bool = True):
+        """(value, gradient, P^T of the free classes or None without ``keep_p``)."""
+        X, sw = c.X, c.sw
+        if c.y is None:                                 # soft labels: the observed form
             ST = self._scores_t(theta, X)
             lse, s = logsumexp_classes(ST)
-            ST /= s                                         # P^T
+            ST /= s                                     # P^T
             PT = ST[self.free:]
-        return (self._data_value(theta, lse, sw, observed), self._grad_from(PT, X, sw, observed),
-                PT)
+            return (self._data_value(theta, lse, sw, c.observed),
+                    self._grad_from(PT, X, sw, c.observed), PT)
+        loss, R, restore = self._residual_rows(theta, X, self._at(c), keep_p=keep_p)
+        if sw is None:
+            f, Rw = float(loss.sum()), R
+        else:
+            f = float(sw @ loss)
+            Rw = R * sw if keep_p else np.multiply(R, sw, out=R)
+        g = class_major_product(Rw, X, self.fit_intercept).ravel()
+        return f, g, (restore() if keep_p else None)
 
     def _value_grad(self, theta, c):
-        f, g, _ = self._value_grad_p(theta, c)
+        f, g, _ = self._value_grad_p(theta, c, keep_p=False)
         return f, g
 
     def _value_grad_hessian(self, theta, c):
         """Exact Hessian sum_j s_j (diag p_j - p_j p_j^T) (x) x_j x_j^T (free classes)."""
         f, g, PT = self._value_grad_p(theta, c)
-        X, sw, _ = c
+        X, sw = c.X, c.sw
         H = SoftmaxCurvature(X, PT.T, 0.0, weights=sw, complete=not self.free)
         return f, g, H.with_intercept() if self.fit_intercept else H
 
     def _majorizer(self, theta, c, order):
-        X, sw, observed = c
+        X, sw, observed = c.X, c.sw, self._observed(c)
         S = np.ascontiguousarray(self._scores_t(theta, X).T)
         log_z, P, factors = label_bound_factors(S, order)
         f = self._data_value(theta, log_z, sw, observed)
@@ -336,7 +458,8 @@ class SoftmaxLoss(ChunkedLoss):
         acc = LowRankAccumulator(self.n_params, rank, rule)
         f = 0.0
         g = np.zeros(self.n_params)
-        for X, sw, observed in self._chunks:
+        for c in self._chunks:
+            X, sw, observed = c.X, c.sw, self._observed(c)
             S = np.ascontiguousarray(self._scores_t(theta, X).T)
             log_z, P, factors = label_bound_factors(S, order)
             f += self._data_value(theta, log_z, sw, observed)
@@ -390,10 +513,11 @@ class SoftmaxLoss(ChunkedLoss):
         if max_rows is not None and self.n_samples > max_rows:
             step = -(-self.n_samples // int(max_rows))
         if step == 1:
-            return [(X, sw) for X, sw, _ in self._chunks], 1.0
+            return [(c.X, c.sw) for c in self._chunks], 1.0
         chunks = []
         total = sampled = 0.0
-        for X, sw, _ in self._chunks:
+        for c in self._chunks:
+            X, sw = c.X, c.sw
             total += X.shape[0] if sw is None else float(sw.sum())
             X = X[::step]
             sw = None if sw is None else sw[::step]
@@ -472,74 +596,31 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         if not self.blocked:
             self.X = X32
         chunks = []
-        for a, (Xc, sw, _) in zip(range(0, loss.n_samples, loss.chunk_size), loss._chunks,
-                                  strict=True):
-            b = a + Xc.shape[0]
+        for a, c in zip(range(0, loss.n_samples, loss.chunk_size), loss._chunks, strict=True):
+            b = a + c.X.shape[0]
             whole = a == 0 and b == loss.n_samples
-            y = loss.y[a:b]
-            sw32 = None if sw is None else sw.astype(np.float32)
-            if self.blocked:                # the float64 rows and their labels
-                chunks.append((Xc, sw32, y))
-            else:
-                chunks.append((X32 if whole else X32[a:b], sw32, self._observed_at(y)))
+            sw32 = None if c.sw is None else c.sw.astype(np.float32)
+            # blocked: the float64 rows, converted block by block at every evaluation
+            X = c.X if self.blocked else (X32 if whole else X32[a:b])
+            rec = Rows(X, sw32, c.y)
+            rec.at = loss._at(c)                # shared with the float64 loss
+            chunks.append(rec)
         self._chunks = chunks
-
-    def _observed_at(self, y):
-        """Where rows ``y`` observe their class: binary, the rows of class 1 and the sign of s
-        in the loss; else the flat indices of S^T[y_j, j]."""
-        if self.free and self.k == 1:
-            return np.flatnonzero(y == 1), np.where(y == 1, -1.0, 1.0).astype(np.float32)
-        return y * y.shape[0] + np.arange(y.shape[0])
 
     def _pieces(self, c):
         """(float32 rows, float32 weights, observed positions) of a chunk: the chunk itself
         from the float32 copy, or (blocked) its row blocks converted one at a time."""
-        X, sw, rec = c
         if not self.blocked:
-            yield X, sw, rec
+            yield c.X, c.sw, self._at(c)
             return
+        X, sw, y = c.X, c.sw, c.y
         rows = self.block_rows
         for r in range(0, X.shape[0], rows):
             yield (X[r:r + rows].astype(np.float32), None if sw is None else sw[r:r + rows],
-                   self._observed_at(rec[r:r + rows]))
+                   self._positions_of(y[r:r + rows]))
 
-    def _residual_rows(self, theta, X, at):
-        """Per-row losses (t,) and residuals R = P - Y over the free classes, (k, t), float32
-        (``at``: where the observed classes sit, from the chunk record)."""
-        if self.free and self.k == 1:               # binary: loss log(1 + e^{-(2y - 1) s})
-            R = self._binary_scores(theta.astype(np.float32), X)
-            pos, sign = at
-            s = R[0]
-            # e = exp(-|s|) on float32 SIMD lanes (|s| capped at 80: past it e is below 2e-35,
-            # and a denormal e would slow every later pass); the loss log(1 + e^{sign s}) =
-            # max(sign s, 0) + log1p(e) with log1p(e) = log(u) e / (u - 1), u = 1 + e (exact
-            # to a few roundings; e itself where u rounds to 1), and p = expit(s) = (1 or e) / u:
-            # a third of the time of logaddexp and expit, which run scalar
-            e = np.abs(s)
-            np.minimum(e, np.float32(80.0), out=e)
-            np.negative(e, out=e)
-            np.exp(e, out=e)
-            u = e + np.float32(1.0)
-            den = u - np.float32(1.0)
-            loss = np.log(u)
-            loss *= e
-            np.divide(loss, den, out=loss, where=den > 0)
-            np.copyto(loss, e, where=den <= 0)
-            z = s * sign
-            np.maximum(z, np.float32(0.0), out=z)
-            loss += z
-            np.copyto(e, np.float32(1.0), where=s >= 0)
-            np.divide(e, u, out=s)                  # R = P^T of class 1
-            R[0, pos] -= 1.0
-            return loss, R
-        ST = self._scores_t(theta, X)
-        flat = ST.reshape(-1)
-        sy = np.take(flat, at)
-        lse, total = logsumexp_classes(ST)          # ST: exp(S - max)
-        ST /= total
-        flat[at] -= 1.0
-        lse -= sy
-        return lse, ST[self.free:]
+    def _binary_scores(self, theta, X):
+        return super()._binary_scores(theta.astype(np.float32), X)
 
     def _scores_t(self, theta, X):
         return super()._scores_t(theta.astype(np.float32), X)
@@ -550,7 +631,7 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         total = 0.0
         with np.errstate(over="ignore", invalid="ignore"):
             for X, sw, at in self._pieces(c):
-                loss, _ = self._residual_rows(theta, X, at)
+                loss = self._residual_rows(theta, X, at, grad=False)[0]
                 total += float((loss if sw is None else sw * loss).sum(dtype=np.float64))
         return total
 
@@ -558,7 +639,7 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         total, g = 0.0, None
         with np.errstate(over="ignore", invalid="ignore"):
             for X, sw, at in self._pieces(c):
-                loss, R = self._residual_rows(theta, X, at)
+                loss, R, _ = self._residual_rows(theta, X, at)
                 if sw is not None:
                     loss = sw * loss
                     R *= sw

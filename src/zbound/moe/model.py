@@ -33,7 +33,7 @@ import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 
 from zbound.models._softmax import class_major_product
-from zbound.models.loss import SoftmaxLoss, check_sample_weight
+from zbound.models.loss import Rows, SoftmaxLoss, check_sample_weight
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 EXPERTS = ("linear", "logistic")
@@ -78,7 +78,7 @@ class SoftLabelSoftmaxLoss(SoftmaxLoss):
         Y = R.T if sw is None else R.T * sw
         observed = class_major_product(np.ascontiguousarray(Y[self.free:]), X,
                                        self.fit_intercept).ravel()
-        return (X, sw, observed)
+        return Rows(X, sw, None, observed)
 
     def subset(self, rows) -> SoftLabelSoftmaxLoss:
         sw = None if self.sample_weight is None else self.sample_weight[rows]
