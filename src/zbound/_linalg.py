@@ -250,11 +250,40 @@ def pcg(matvec, rhs: np.ndarray, precond, rtol: float, maxiter: int) -> tuple[np
     return x, k
 
 
+def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
+                acc: np.ndarray | None = None) -> np.ndarray:
+    """sum_j w_j xa_j xa_j^T for dense X (xa_j = [x_j, 1] with ``intercept``, the column of
+    ones implicit; w = 1 without ``weights``), accumulated in float32 by ssyrk on float32
+    copies of row blocks of about 512 KB into ``acc`` (a Fortran-ordered float32 (b, b)
+    array, its lower triangle; new when None), which is returned. For preconditioners'
+    metrics: a third of the time of float64 products where d is large (KMNIST 2000 x 785,
+    one thread: 11 ms against 35 ms; adult, d = 109: 9.5 ms against 10.5 ms for X^T X) and
+    no copy of X; :func:`mirror_lower` completes the result."""
+    from scipy.linalg.blas import ssyrk
+
+    dx = X.shape[1]
+    b = dx + bool(intercept)
+    if acc is None:
+        acc = np.zeros((b, b), dtype=np.float32, order="F")
+    rows = cache_block_rows(b) // 2
+    for r in range(0, X.shape[0], rows):
+        Xb = X[r:r + rows]
+        Z = np.empty((Xb.shape[0], b), dtype=np.float32)
+        Z[:, :dx] = Xb
+        if intercept:
+            Z[:, dx] = 1.0
+        if weights is not None:
+            Z *= np.sqrt(weights[r:r + rows]).astype(np.float32)[:, None]
+        acc = ssyrk(1.0, Z.T, beta=1.0, c=acc, lower=1, overwrite_c=1)
+    return acc
+
+
 def factor_gram(factors) -> np.ndarray:
     """sum_k Xa_k^T Xa_k over the triples (X_k, C_k, intercept_k) of a curvature's
     ``block_factors`` (dense X_k; Xa_k = [X_k, 1] when flagged): the unweighted Gram matrix,
     (b, b). Built once per data set by callers that reuse it (one m-th of a block-Jacobi
-    build)."""
+    build). In float64: exact, it makes the first PCG solve at constant weights exact (a
+    float32 Gram, ``single_gram``, cost adult at C = 100 more products than it saved)."""
     G = None
     for X, _, icpt in factors:
         dx = X.shape[1]
