@@ -156,3 +156,29 @@ def test_building_the_loss_forms_no_one_hot_matrix():
     assert loss._chunks[0].observed is not None
     assert m.value == pytest.approx(f, rel=1e-12)
     np.testing.assert_allclose(m.grad, g, rtol=1e-9, atol=1e-9 * np.abs(g).max())
+
+
+@pytest.mark.parametrize("single", [False, True])
+def test_binary_rows_over_several_blocks_match_brute_force(single):
+    """Binary rows run in blocks of 8192 (their temporaries stay small): a data set of
+    three blocks and a part, labels unsorted, weights with zeros, float64 and float32."""
+    rng = np.random.default_rng(4)
+    t = 3 * 8192 + 123
+    X = rng.standard_normal((t, 3))
+    y = rng.integers(0, 2, t)
+    sw = np.where(rng.random(t) < 0.2, 0.0, rng.uniform(0.5, 2.0, t))
+    loss = SoftmaxLoss(X, y, 2, sw, reference_class=True, fit_intercept=True)
+    theta = rng.standard_normal(loss.n_params) * 5.0
+    fb, gb, _ = _brute(X, y, 2, sw, True, True, theta)
+    ev = loss.single_precision() if single else loss
+    f, g = ev.value_and_grad(theta)
+    rel = 1e-5 if single else 1e-12
+    assert f == pytest.approx(fb, rel=rel)
+    np.testing.assert_allclose(g, gb, rtol=rel * 10, atol=rel * np.abs(gb).max())
+    if not single:
+        _, _, H = loss.value_grad_hessian(theta)
+        p = loss.predict_proba(theta)[:, 1]
+        v = rng.standard_normal(loss.n_params)
+        Xa = np.hstack([X, np.ones((t, 1))])
+        want = Xa.T @ (sw * p * (1 - p) * (Xa @ v))
+        np.testing.assert_allclose(H.matvec(v), want, rtol=1e-10, atol=1e-10)

@@ -58,6 +58,8 @@ _MAX_SINGLE_ROWS_TIMES_MAGNITUDE = 1e30
 #: SingleSoftmaxLoss without a copy of X converts row blocks of about this many bytes (float32)
 _SINGLE_BLOCK_BYTES = 1 << 19
 _SINGLE_MIN_BLOCK_ROWS = 64
+# rows per block of the binary kernel's temporaries (64 KB in float64)
+_BINARY_BLOCK = 8192
 
 
 def _design(X, magnitude: bool = False):
@@ -310,6 +312,53 @@ class SoftmaxLoss(ChunkedLoss):
         need no (2, t) score matrix."""
         return class_major_scores(X, theta.reshape(1, self.d), self.fit_intercept)
 
+    def _binary_rows(self, s, at, grad: bool, keep_p: bool):
+        """The binary rows' losses log(1 + e^z), z = s on rows of class 0 and -s on rows of
+        class 1 (``at``, sorted), and, with ``grad``, the residuals p - y written over ``s``;
+        (losses, P or None), P = expit(s) with ``keep_p``.
+
+        e = exp(-|s|) once per row, |s| capped where e is far below the dtype's resolution
+        but not denormal (a denormal e would slow every later pass); the loss is max(z, 0) +
+        log1p(e) with log1p(e) = log(u) e / (u - 1), u = 1 + e (exact to a few roundings; e
+        itself where u rounds to 1), and the residual +-expit(z) = +-(1 or e) / u, the small
+        one accurate to the last digit: one exp and one log per row, a third of the time of
+        logaddexp and expit, which run scalar. Blocks of ``_BINARY_BLOCK`` rows keep the
+        temporaries in cache and the peak memory at the losses and the scores (the fit's peak
+        on adult is a few such arrays)."""
+        one = s.dtype.type(1.0)
+        cap = s.dtype.type(80.0 if s.dtype == np.float32 else 700.0)
+        t = s.shape[0]
+        loss = np.empty_like(s)
+        P = np.empty_like(s) if keep_p else None
+        cuts = np.searchsorted(at, np.arange(0, t + _BINARY_BLOCK, _BINARY_BLOCK))
+        for i, a in enumerate(range(0, t, _BINARY_BLOCK)):
+            sb, lb = s[a:a + _BINARY_BLOCK], loss[a:a + _BINARY_BLOCK]
+            pos = at[cuts[i]:cuts[i + 1]] - a           # rows of class 1 in the block
+            e = np.abs(sb)
+            np.minimum(e, cap, out=e)
+            np.negative(e, out=e)
+            np.exp(e, out=e)
+            u = e + one
+            z = u - one
+            np.log(u, out=lb)
+            lb *= e
+            np.divide(lb, z, out=lb, where=z > 0)
+            np.copyto(lb, e, where=z <= 0)
+            np.copyto(z, sb)
+            z[pos] *= -one                              # z = -s on rows of class 1
+            if grad:
+                if keep_p:                              # p = expit(s)
+                    Pb = P[a:a + _BINARY_BLOCK]
+                    np.copyto(Pb, e)
+                    np.copyto(Pb, one, where=sb >= 0)
+                    Pb /= u
+                np.copyto(e, one, where=z >= 0)
+                np.divide(e, u, out=sb)                 # expit(z)
+                sb[pos] *= -one                         # R = p - y
+            np.maximum(z, 0, out=z)
+            lb += z
+        return loss, P
+
     def _residual_rows(self, theta, X, at, grad: bool = True, keep_p: bool = False):
         """(row losses (t,), residuals R = P - Y over the free classes (k, t), restore), in
         the dtype of the scores (float64 here; float32 in :class:`SingleSoftmaxLoss`); ``at``
@@ -325,37 +374,8 @@ class SoftmaxLoss(ChunkedLoss):
         and its product with X are never formed."""
         if self.free and self.k == 1:               # binary: loss log(1 + e^z), z = -+s
             R = self._binary_scores(theta, X)
-            s = R[0]
-            one = s.dtype.type(1.0)
-            # e = exp(-|s|), |s| capped where e is far below the dtype's resolution but not
-            # denormal (a denormal e would slow every later pass); the loss log(1 + e^z) =
-            # max(z, 0) + log1p(e) with log1p(e) = log(u) e / (u - 1), u = 1 + e (exact to
-            # a few roundings; e itself where u rounds to 1); the residual dloss/ds =
-            # +-expit(z) = +-(1 or e) / u, the small one accurate to the last digit: one exp
-            # and one log per row, a third of the time of logaddexp and expit
-            e = np.abs(s)
-            np.minimum(e, s.dtype.type(80.0 if s.dtype == np.float32 else 700.0), out=e)
-            np.negative(e, out=e)
-            np.exp(e, out=e)
-            u = e + one
-            den = u - one
-            loss = np.log(u)
-            loss *= e
-            np.divide(loss, den, out=loss, where=den > 0)
-            np.copyto(loss, e, where=den <= 0)
-            z = s.copy()
-            z[at] *= -one                               # z = -s on rows of class 1
-            restore = None
-            if grad:
-                if keep_p:                              # p = expit(s)
-                    P = np.where(s >= 0, one, e)
-                    P /= u
-                    restore = lambda: P[None]           # noqa: E731
-                np.copyto(e, one, where=z >= 0)
-                np.divide(e, u, out=s)                  # expit(z)
-                s[at] *= -one                           # R = p - y
-            np.maximum(z, 0, out=z)
-            loss += z
+            loss, P = self._binary_rows(R[0], at, grad, keep_p)
+            restore = (lambda: P[None]) if keep_p else None     # noqa: E731
             return loss, (R if grad else None), restore
         ST = self._scores_t(theta, X)
         flat = ST.reshape(-1)
