@@ -15,6 +15,8 @@ rows (mini-batches), ``reweighted(s)`` the same rows with other weights (EM resp
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -379,28 +381,57 @@ class SoftmaxLoss(ChunkedLoss):
             return loss, (R if grad else None), restore
         ST = self._scores_t(theta, X)
         flat = ST.reshape(-1)
-        m = ST.max(axis=0)
         sy = np.take(flat, at)
-        ST -= m
-        sy -= m                                         # s_y - max <= 0
-        del m
-        np.exp(ST, out=ST)                              # exp(S - max)
+        ST -= sy                                        # s_a - s_y
+        del sy
+        one = ST.dtype.type(1.0)
+        if ST.size and ST.max() > (80.0 if ST.dtype == np.float32 else 700.0) - \
+                math.log(self.n_classes):
+            # a row scores another class so far above its own that e^(s_a - s_y) could
+            # overflow: the same with the largest score as the pivot
+            return self._residual_rows_by_max(ST, flat, at, grad, keep_p)
+        flat[at] = -np.inf
+        np.exp(ST, out=ST)                              # e^(s_a - s_y), 0 at a = y
+        others = ST.sum(axis=0)
+        # log(1 + sum_{a != y} e^(s_a - s_y)) by log1p: accurate to the last digit when the
+        # row is fitted well (the sum below 1e-16, where log of a row sum would give 0)
+        lse = np.log1p(others)
+        if not grad:
+            return lse, None, None
+        total = others + one                            # the row sums
+        ST /= total                                     # P^T, 0 at the observed classes
+        py = np.divide(one, total) if keep_p else None  # p_y
+        others /= total
+        np.negative(others, out=others)                 # p_y - 1 = -sum_{a != y} p_a
+        del total
+        flat[at] = others                               # R = P - Y
+        restore = None
+        if keep_p:
+            def restore():
+                flat[at] = py                           # R -> P^T
+                return ST[self.free:]
+        return lse, ST[self.free:], restore
+
+    def _residual_rows_by_max(self, D, flat, at, grad, keep_p):
+        """:meth:`_residual_rows` from D = S - s_y (rows of ``flat``), pivoting on each row's
+        largest entry instead of its own class (no overflow at any score)."""
+        m = D.max(axis=0)                               # max_a s_a - s_y >= 0
+        D -= m
+        np.exp(D, out=D)                                # e^(s_a - max)
         ey = np.take(flat, at)
         flat[at] = 0.0
-        others = ST.sum(axis=0)                         # sum over a != y of exp(s_a - max)
+        others = D.sum(axis=0)                          # sum over a != y
         py = ey / (ey + others) if grad and keep_p else None
-        top = sy == 0.0                                 # y has the largest score
+        top = m == 0.0                                  # y has the largest score
         ey += others                                    # the row sums
         if grad:
-            ST /= ey                                    # P^T, 0 at the observed classes
+            D /= ey                                     # P^T, 0 at the observed classes
         others /= ey                                    # q = sum_{a != y} p_a = 1 - p_y
         lse = np.log(ey, out=ey)
-        lse -= sy                                       # log sum_a exp(s_a - s_y)
-        del sy
+        lse += m                                        # log sum_a exp(s_a - s_y)
+        del m
         np.negative(others, out=others)                 # -q = p_y - 1
-        # where y has the largest score the loss is -log1p(-q), accurate to the last digit
-        # when the row is fitted well (log of a row sum 1 + q, q below 1e-16, would give 0)
-        np.log1p(others, out=lse, where=top)
+        np.log1p(others, out=lse, where=top)            # -log1p(-q) where y is on top
         np.negative(lse, out=lse, where=top)
         if not grad:
             return lse, None, None
@@ -409,8 +440,8 @@ class SoftmaxLoss(ChunkedLoss):
         if keep_p:
             def restore():
                 flat[at] = py                           # R -> P^T
-                return ST[self.free:]
-        return lse, ST[self.free:], restore
+                return D[self.free:]
+        return lse, D[self.free:], restore
 
     def _value(self, theta, c):
         if c.y is None:                                 # soft labels: the observed form
