@@ -206,6 +206,23 @@ def test_single_precision_pairs_halve_the_pair_memory():
     assert mem.SZ.dtype == np.float32 and mem.SZ.shape == (6, obj.n_params)
 
 
+def test_auto_memory_keeps_80_pairs_while_they_fit_in_a_megabyte():
+    """memory="auto" (the default of lbfgs-precond): 80 float64 pairs up to p = 819, where
+    they take 1 MB, then 40; an explicit memory is kept; anything else is a ValueError."""
+    from zbound.solvers.base import CountedModel
+    from zbound.solvers.quasi_newton import PreconditionedLBFGS
+
+    auto = PreconditionedLBFGS()
+    assert auto.opts["memory"] == "auto"
+    assert auto.memory_size(819) == 80 and auto.memory_size(820) == 40
+    assert PreconditionedLBFGS(memory=7).memory_size(10) == 7
+    with pytest.raises(ValueError, match="memory"):
+        PreconditionedLBFGS(memory="many")
+    obj, _ = _softmax_objective(2, 4, True, t=200, C=100.0)
+    state = auto.init(CountedModel(obj), np.zeros(obj.n_params))
+    assert state.extra["memory"].m == 80
+
+
 def test_bound_gram_equals_the_explicit_gram():
     obj, (X, sw, pen, center, k, d) = _softmax_objective(3, 3, True, False, True)
     Xa = np.hstack([X, np.ones((X.shape[0], 1))])

@@ -91,6 +91,8 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 #: solvers that evaluate in float32 first with precision="mixed" / "mixed-lean"
 _MIXED_SOLVERS = ("lbfgs-precond", "lbfgs-bound")
 _PRECISIONS = ("double", "mixed", "mixed-lean")
+#: L-BFGS pairs of the estimator's "lbfgs-precond" fits (peak memory within 2x scikit-learn's)
+_ESTIMATOR_PAIRS = 40
 
 
 class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
@@ -353,6 +355,10 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         options = {}
         if solver in _MIXED_SOLVERS:
             options["evaluation"] = self.precision
+        if solver == "lbfgs-precond":
+            # 40 curvature pairs, not the solver's 80 for small p ("auto"): the pairs would be
+            # the fit's largest arrays (digits: 832 KB, scikit-learn's whole peak 0.55 MB)
+            options["memory"] = _ESTIMATOR_PAIRS
         elif self.precision != "double" and self.solver != "auto":
             raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
                              f"({', '.join(_MIXED_SOLVERS)}) or 'auto', got {solver!r}")

@@ -285,6 +285,14 @@ _MAX_GRAM_BYTES = 256 * 2**20
 _GRAM_MIN_ROWS = 4096
 _GRAM_ROWS_PER_COLUMN = 20
 PRECONDITIONERS = ("none", "bound", "auto")
+# memory="auto" (lbfgs-precond): 80 pairs where they fit in 1 MB as float64 (p <= 819), else
+# 40. Measured, medians over 5 starts, ms to the 1e-3 / 1e-8 targets with 40 / 60 / 80 / 120
+# pairs: digits C = 100 30 / 28 / 29 / 29 and 97 / 84 / 79 / 96 (208 / 184 / 173 / 210
+# iterations); digits C = 1 13 / 13 / 14 / 13 and 33 / 32 / 32 / 32; synthetic 50k, adult
+# and digits C = 0.01 the same at 40 and 80. Large p keeps 40: the pairs are the fit's
+# largest arrays after the data's (KMNIST 2000 x 785: 40 float32 pairs are 2.5 MB).
+_AUTO_MEMORY = (40, 80)
+_AUTO_MEMORY_BYTES = 1 << 20
 PRECISIONS = ("double", "single", "auto")
 EVALUATIONS = ("double", "mixed", "mixed-lean", "auto")
 FINISHES = ("lbfgs", "newton", "auto")
@@ -639,8 +647,9 @@ class LBFGSBound(Solver):
             raise ValueError(f"first_step must be 'gradient', 'hessian' or 'bound', got "
                              f"{self.opts['first_step']!r}")
         k = self.opts["memory"]
-        if isinstance(k, bool) or not isinstance(k, int | np.integer) or k < 1:
-            raise ValueError(f"memory must be an integer >= 1, got {k!r}")
+        if k != "auto" and (isinstance(k, bool) or not isinstance(k, int | np.integer)
+                            or k < 1):
+            raise ValueError(f"memory must be an integer >= 1 or 'auto', got {k!r}")
 
     def init(self, model, x):
         fast = self._single_model(model)
@@ -652,7 +661,7 @@ class LBFGSBound(Solver):
         single = self.single_precision(x.shape[0])
         h0 = self._preconditioner(model, single)
         dtype = np.float32 if single else np.float64
-        mem = CompactMemory(x.shape[0], self.opts["memory"], dtype, h0)
+        mem = CompactMemory(x.shape[0], self.memory_size(x.shape[0]), dtype, h0)
         mem.start(g)
         state.extra.update(memory=mem, unit_steps=0, bound_steps=0, interpolated_steps=0,
                            initial_steps=0, h0=h0, fast=fast, single_iterations=0,
@@ -660,6 +669,15 @@ class LBFGSBound(Solver):
                            levels=_SINGLE_LEVELS["newton" if self.newton_finish(model)
                                                  else "lbfgs"])
         return state
+
+    def memory_size(self, p: int) -> int:
+        """Pairs kept: ``memory``; "auto": ``_AUTO_MEMORY[1]`` where that many float64 pairs
+        take at most ``_AUTO_MEMORY_BYTES``, else ``_AUTO_MEMORY[0]``."""
+        k = self.opts["memory"]
+        if k != "auto":
+            return int(k)
+        small, large = _AUTO_MEMORY
+        return large if 2 * large * int(p) * 8 <= _AUTO_MEMORY_BYTES else small
 
     def mixed(self, model) -> bool:
         """Whether the early iterations evaluate in float32 (``evaluation``; "auto": "mixed"
@@ -772,7 +790,7 @@ class LBFGSBound(Solver):
         ``memory`` float64 vectors of length p would exceed 1 MB)."""
         rule = self.opts["precision"]
         if rule == "auto":
-            return 2 * self.opts["memory"] * p * 8 > _AUTO_SINGLE_BYTES
+            return 2 * self.memory_size(p) * p * 8 > _AUTO_SINGLE_BYTES
         return rule == "single"
 
     def _preconditioner(self, model, single: bool = False):
@@ -919,9 +937,10 @@ class PreconditionedLBFGS(LBFGSBound):
     s^T y / y^T B^{-1} y of the last pair; the first step goes along the minimizer of that
     bound (at x = 0 with the exact model's length, Armijo-tested). Other models, or a
     preconditioner costing more than 40 gradients (d large against t: SRBCT, Text), get plain
-    L-BFGS with the bound safeguard. ``memory`` defaults to 40 pairs here (measured on digits
-    at C = 100: 567 iterations to the 1e-8 target with 10 pairs, 283 with 20, 214 with 40;
-    KMNIST 87, 79, 76), ``precision`` to "auto": float32 pairs and factor for large p (the
+    L-BFGS with the bound safeguard. ``memory`` defaults to "auto" here: 80 pairs where they
+    fit in 1 MB as float64, else 40 (measured on digits at C = 100: 567 iterations to the
+    1e-8 target with 10 pairs, 283 with 20, 214 with 40, 173 with 80; KMNIST 87, 79, 76 with
+    10, 20, 40), ``precision`` to "auto": float32 pairs and factor for large p (the
     fit's peak memory on KMNIST 2000 x 785 fell from 10.4 MB to 4.5 MB, 40 float32 pairs
     taking what 20 float64 ones would), float64 below 1 MB of pairs (on digits at C = 100,
     nearly separable, float32 pairs in the compact form took 240-300 iterations to the 1e-8
@@ -934,7 +953,7 @@ class PreconditionedLBFGS(LBFGSBound):
         needs=("majorizer",),
         description="L-BFGS with the fixed Boehning bound curvature (shrunk) as its initial "
                     "inverse Hessian, unit step under Armijo, bound safeguard; monotone")
-    options = {**LBFGSBound.options, "precondition": "auto", "memory": 40,
+    options = {**LBFGSBound.options, "precondition": "auto", "memory": "auto",
                "precision": "auto", "evaluation": "auto", "finish": "auto"}
 
 
@@ -964,7 +983,7 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
     p = int(model.n_params)
     if loss.n_samples * p < AUTO_MIN_WORK:
         return default
-    if 2 * PreconditionedLBFGS.options["memory"] * p * 8 > AUTO_MAX_PAIR_BYTES:
+    if 2 * _AUTO_MEMORY[0] * p * 8 > AUTO_MAX_PAIR_BYTES:     # at its fewest pairs
         return default
     return "lbfgs-precond" if preconditioner_fits(model) else default
 
