@@ -404,13 +404,19 @@ class SoftmaxLoss(ChunkedLoss):
         others /= total
         np.negative(others, out=others)                 # p_y - 1 = -sum_{a != y} p_a
         del total
-        flat[at] = others                               # R = P - Y
+        return (lse, *self._residuals(ST, flat, at, others, py))
+
+    def _residuals(self, P, flat, at, r_y, py):
+        """(R, restore): R = P - Y over the free classes from P^T (the rows of ``flat``,
+        0 at the observed classes) and r_y = p_y - 1; with ``py`` (p_y), ``restore()`` puts
+        it back and gives P^T; else restore is None."""
+        flat[at] = r_y
         restore = None
-        if keep_p:
+        if py is not None:
             def restore():
-                flat[at] = py                           # R -> P^T
-                return ST[self.free:]
-        return lse, ST[self.free:], restore
+                flat[at] = py
+                return P[self.free:]
+        return P[self.free:], restore
 
     def _residual_rows_by_max(self, D, flat, at, grad, keep_p):
         """:meth:`_residual_rows` from D = S - s_y (rows of ``flat``), pivoting on each row's
@@ -435,13 +441,7 @@ class SoftmaxLoss(ChunkedLoss):
         np.negative(lse, out=lse, where=top)
         if not grad:
             return lse, None, None
-        flat[at] = others                               # R = P - Y
-        restore = None
-        if keep_p:
-            def restore():
-                flat[at] = py                           # R -> P^T
-                return D[self.free:]
-        return lse, D[self.free:], restore
+        return (lse, *self._residuals(D, flat, at, others, py))
 
     def _value(self, theta, c):
         if c.y is None:                                 # soft labels: the observed form
