@@ -252,9 +252,10 @@ def test_binary_reference_class_kernels_match_the_softmax_over_two_scores(interc
 
 
 def test_design_check_without_a_copy_still_rejects_non_finite_values():
-    """The finite-sum shortcut of SoftmaxLoss's input check: NaN / inf still raise; finite
-    values whose sum overflows go through the full check and then fail the magnitude check
-    (their gradient would overflow); large values within it are accepted without a copy."""
+    """The sum-of-squares shortcut of SoftmaxLoss's input check: NaN / inf still raise;
+    finite values whose squares overflow go through the full check and then fail the
+    magnitude check (their gradient would overflow); large values within it are accepted
+    without a copy, and the refusal is decided on the exact magnitude, not the bound."""
     from zbound.models.loss import SoftmaxLoss
 
     y = np.array([0, 1, 0, 1])
@@ -267,7 +268,14 @@ def test_design_check_without_a_copy_still_rejects_non_finite_values():
     with pytest.raises(ValueError, match="magnitude 6e\\+307.*rescale"):
         SoftmaxLoss(X, y)
     X = np.full((4, 8), 1e140)                             # large, but its sums stay finite
-    assert SoftmaxLoss(X, y).X is X
+    loss = SoftmaxLoss(X, y)
+    assert loss.X is X and loss.magnitude == 1e140
+    # sqrt(sum x^2) x rows = 1.6e150 is over the limit, the exact magnitude x rows is not
+    X = np.full((4, 400), 1e148)
+    assert SoftmaxLoss(X, y).magnitude == 1e148
+    X[1, 7] = -3e149                                      # now 4 rows x 3e149 is over it
+    with pytest.raises(ValueError, match="magnitude 3e\\+149"):
+        SoftmaxLoss(X, y)
     X = np.ones((4, 2))
     assert SoftmaxLoss(X, y).X is X                        # no copy of a valid X
     with pytest.raises(ValueError, match="non-empty"):

@@ -64,33 +64,41 @@ _SINGLE_MIN_BLOCK_ROWS = 64
 _BINARY_BLOCK = 8192
 
 
-def _design(X, magnitude: bool = False):
-    """``check_design(X, nonempty=True)`` without its (t, d) boolean temporary for a dense
-    C-contiguous float64 X (as large as an eighth of X: 3.4 MB on Adult): a finite largest
-    and smallest entry mean finite entries (both propagate NaN), and only a non-finite one
-    runs the full check with its error message. They also give the magnitude (two passes
-    over X, no temporary): entries so large that the gradient or the curvature would
-    overflow are a ValueError, not a silent inf."""
-    m = None
+def _magnitude(X) -> float:
+    """The largest |entry| of a finite dense or CSR X, with no (t, d) temporary."""
+    if sp.issparse(X):
+        return float(np.max(np.abs(X.data))) if X.nnz else 0.0
+    return max(float(X.max()), -float(X.min()))
+
+
+def _design(X):
+    """(X, bound): ``check_design(X, nonempty=True)`` and an upper bound on its largest
+    |entry|. For a dense C-contiguous float64 X, one pass over it: the sum of squares by one
+    dot, finite exactly when every entry is (NaN and inf propagate; it overflows only for
+    entries beyond 1e154, which then take the full check), its square root the bound; no
+    (t, d) boolean temporary (as large as an eighth of X: 3.4 MB on Adult). Otherwise the
+    full check and the exact magnitude. Entries so large that the gradient or the curvature
+    would overflow are a ValueError, not a silent inf (decided on the exact magnitude)."""
+    bound = None
     if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.size \
             and X.flags.c_contiguous:
-        with np.errstate(invalid="ignore"):
-            hi, lo = float(X.max()), float(X.min())
-        if np.isfinite(hi) and np.isfinite(lo):
-            m = max(hi, -lo)
-    if m is None:
+        r = X.reshape(-1)
+        with np.errstate(over="ignore", invalid="ignore"):
+            ss = float(np.dot(r, r))
+        if math.isfinite(ss):
+            bound = math.sqrt(ss)
+    if bound is None:
         X = check_design(X, nonempty=True)
-        if sp.issparse(X):
-            m = float(np.max(np.abs(X.data))) if X.nnz else 0.0
-        else:
-            m = max(float(X.max()), -float(X.min()))        # no (t, d) temporary
-    if m * X.shape[0] > _MAX_ROWS_TIMES_MAGNITUDE:
-        raise ValueError(
-            f"X has entries of magnitude {m:.3g}: over its {X.shape[0]} rows the loss's "
-            f"gradient and curvature sums would overflow float64 (rows x magnitude must stay "
-            f"below {_MAX_ROWS_TIMES_MAGNITUDE:.0e}); rescale the features, e.g. with "
-            "sklearn.preprocessing.StandardScaler")
-    return (X, m) if magnitude else X
+        bound = _magnitude(X)
+    if bound * X.shape[0] > _MAX_ROWS_TIMES_MAGNITUDE:
+        bound = _magnitude(X)
+        if bound * X.shape[0] > _MAX_ROWS_TIMES_MAGNITUDE:
+            raise ValueError(
+                f"X has entries of magnitude {bound:.3g}: over its {X.shape[0]} rows the "
+                f"loss's gradient and curvature sums would overflow float64 (rows x magnitude "
+                f"must stay below {_MAX_ROWS_TIMES_MAGNITUDE:.0e}); rescale the features, "
+                "e.g. with sklearn.preprocessing.StandardScaler")
+    return X, bound
 
 
 def check_chunk_size(chunk_size, t: int, per_row: int) -> int:
@@ -220,7 +228,8 @@ class SoftmaxLoss(ChunkedLoss):
     def __init__(self, X, y, n_classes: int | None = None, sample_weight=None,
                  reference_class: bool = False, chunk_size: int | None = None,
                  fit_intercept: bool = False):
-        X, self.magnitude = _design(X, magnitude=True)
+        X, self._magnitude_bound = _design(X)
+        self._magnitude = None
         y = np.asarray(y)
         t = X.shape[0]
         if y.shape != (t,):
@@ -284,6 +293,13 @@ class SoftmaxLoss(ChunkedLoss):
             Y[y, np.arange(rows)] = 1.0 if sw is None else sw
             c.observed = class_major_product(Y[self.free:], X, self.fit_intercept).ravel()
         return c.observed
+
+    @property
+    def magnitude(self) -> float:
+        """The largest |entry| of X (computed on first use)."""
+        if self._magnitude is None:
+            self._magnitude = _magnitude(self.X)
+        return self._magnitude
 
     # -- constructors of related losses --------------------------------------------------------
     def subset(self, rows) -> SoftmaxLoss:
@@ -594,7 +610,8 @@ class SoftmaxLoss(ChunkedLoss):
         row blocks of X converted at every evaluation (one block's memory, each block's
         scores and gradient from the same cached rows); None where float32 cannot hold X
         (entries beyond its range)."""
-        if self.magnitude * self.n_samples > _MAX_SINGLE_ROWS_TIMES_MAGNITUDE:
+        if self._magnitude_bound * self.n_samples > _MAX_SINGLE_ROWS_TIMES_MAGNITUDE and \
+                self.magnitude * self.n_samples > _MAX_SINGLE_ROWS_TIMES_MAGNITUDE:
             return None
         return SingleSoftmaxLoss(self, self.X.astype(np.float32) if copy else None)
 
