@@ -209,10 +209,15 @@ def fit_call(problem: Problem, m: Method, tol: float, max_iter: int,
         start = None
         if problem.paper and x0 is not None:
             start = problem.theta_to_glum_start(x0)
-        clf = GeneralizedLinearRegressor(
-            family="binomial", alpha=problem.glum_alpha(), l1_ratio=0.0,
-            fit_intercept=problem.fit_intercept, solver=m.spec, gradient_tol=tol,
-            max_iter=max_iter, start_params=start).fit(X, y)
+        with warnings.catch_warnings():
+            # glum's own call of SciPy's L-BFGS-B passes options SciPy deprecates: the
+            # peer's business, not the bench's output
+            warnings.filterwarnings("ignore", message=".*`disp` and `iprint`.*",
+                                    category=DeprecationWarning)
+            clf = GeneralizedLinearRegressor(
+                family="binomial", alpha=problem.glum_alpha(), l1_ratio=0.0,
+                fit_intercept=problem.fit_intercept, solver=m.spec, gradient_tol=tol,
+                max_iter=max_iter, start_params=start).fit(X, y)
         total = time.perf_counter() - t0
         theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
         n_iter = int(np.max(clf.n_iter_))
