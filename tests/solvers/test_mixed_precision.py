@@ -285,3 +285,7 @@ def test_estimator_precision_mixed():
         BoundLogisticRegression(precision="half").fit(X, y)
     with pytest.raises(ValueError, match="precision='mixed' needs"):
         BoundLogisticRegression(precision="mixed", solver="newton-bound").fit(X, y)
+    named = BoundLogisticRegression(tol=1e-8, precision="mixed", solver="lbfgs-precond").fit(X, y)
+    assert named.solver_result_.method == "lbfgs-precond"   # the L-BFGS solver named
+    assert named.solver_result_.info["single_iterations"] >= 1
+    assert named.objective_ == pytest.approx(double.objective_, rel=1e-9)

@@ -88,8 +88,9 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 
 # -- the estimator -----------------------------------------------------------------------------
 
-#: solvers that evaluate in float32 first with precision="mixed" / "mixed-lean"
-_MIXED_SOLVERS = ("lbfgs-precond", "lbfgs-bound")
+#: solvers that evaluate in float32 first with precision="mixed" / "mixed-lean" (the
+#: registered ones; LBFGSBound itself is not in the method registry)
+_MIXED_SOLVERS = ("lbfgs-precond",)
 _PRECISIONS = ("double", "mixed", "mixed-lean")
 #: L-BFGS pairs of the estimator's "lbfgs-precond" fits (peak memory within 2x scikit-learn's)
 _ESTIMATOR_PAIRS = 40
@@ -143,10 +144,10 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         Start the next ``fit`` from the previous solution (coef_ and intercept_ of the same
         shape, projected onto the bounds if any) instead of zero.
     precision : {"double", "mixed", "mixed-lean"}, default "double"
-        "mixed": the L-BFGS solvers ("lbfgs-precond", "lbfgs-bound"; with solver="auto",
-        chosen for problems of at least 10^6 rows x parameters, two classes included) take
-        their early iterations with the loss evaluated in float32, from a float32 copy of X
-        (half X's memory more), then finish in float64 (binary: with Newton steps); the
+        "mixed": the preconditioned L-BFGS solver ("lbfgs-precond"; with solver="auto",
+        chosen for problems of at least 10^6 rows x parameters, two classes included) takes
+        its early iterations with the loss evaluated in float32, from a float32 copy of X
+        (half X's memory more), then finishes in float64 (binary: with Newton steps); the
         result, its objective and the convergence test are float64's. 1.5-2x faster on large
         dense data (docs/solvers.md); "mixed-lean": the same converting 512 KB row blocks of
         X at every evaluation instead of copying it (multiclass evaluations 1.3-1.7x faster
@@ -355,13 +356,13 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         options = {}
         if solver in _MIXED_SOLVERS:
             options["evaluation"] = self.precision
+        elif self.precision != "double" and self.solver != "auto":
+            raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
+                             f"({', '.join(_MIXED_SOLVERS)}) or 'auto', got {solver!r}")
         if solver == "lbfgs-precond":
             # 40 curvature pairs, not the solver's 80 for small p ("auto"): the pairs would be
             # the fit's largest arrays (digits: 832 KB, scikit-learn's whole peak 0.55 MB)
             options["memory"] = _ESTIMATOR_PAIRS
-        elif self.precision != "double" and self.solver != "auto":
-            raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
-                             f"({', '.join(_MIXED_SOLVERS)}) or 'auto', got {solver!r}")
         result = minimize(model, x0, method=solver, constraints=constraints, tol=float(self.tol),
                           max_iter=int(self.max_iter), order=self.order, callback=callback,
                           **options)

@@ -460,10 +460,6 @@ class SoftmaxLoss(ChunkedLoss):
         return (lse, *self._residuals(D, flat, at, others, py))
 
     def _value(self, theta, c):
-        if c.y is None:                                 # soft labels: the observed form
-            X, sw, observed = c.X, c.sw, c.observed
-            lse = logsumexp_classes(self._scores_t(theta, X))[0]
-            return self._data_value(theta, lse, sw, observed)
         loss = self._residual_rows(theta, c.X, self._at(c), grad=False)[0]
         return float(loss.sum()) if c.sw is None else float(c.sw @ loss)
 
@@ -475,13 +471,6 @@ class SoftmaxLoss(ChunkedLoss):
     def _value_grad_p(self, theta, c, keep_p: bool = True):
         """(value, gradient, P^T of the free classes or None without ``keep_p``)."""
         X, sw = c.X, c.sw
-        if c.y is None:                                 # soft labels: the observed form
-            ST = self._scores_t(theta, X)
-            lse, s = logsumexp_classes(ST)
-            ST /= s                                     # P^T
-            PT = ST[self.free:]
-            return (self._data_value(theta, lse, sw, c.observed),
-                    self._grad_from(PT, X, sw, c.observed), PT)
         loss, R, restore = self._residual_rows(theta, X, self._at(c), keep_p=keep_p)
         if sw is None:
             f, Rw = float(loss.sum()), R

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 
-from zbound.models._softmax import class_major_product
+from zbound.models._softmax import class_major_product, logsumexp_classes
 from zbound.models.loss import Rows, SoftmaxLoss, check_sample_weight
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -79,6 +79,20 @@ class SoftLabelSoftmaxLoss(SoftmaxLoss):
         observed = class_major_product(np.ascontiguousarray(Y[self.free:]), X,
                                        self.fit_intercept).ravel()
         return Rows(X, sw, None, observed)
+
+    # value and gradient in the observed form, log Z - theta . observed (soft labels have no
+    # single observed class for the residual form of SoftmaxLoss)
+    def _value(self, theta, c):
+        lse = logsumexp_classes(self._scores_t(theta, c.X))[0]
+        return self._data_value(theta, lse, c.sw, c.observed)
+
+    def _value_grad_p(self, theta, c, keep_p: bool = True):
+        ST = self._scores_t(theta, c.X)
+        lse, s = logsumexp_classes(ST)
+        ST /= s                                         # P^T
+        PT = ST[self.free:]
+        return (self._data_value(theta, lse, c.sw, c.observed),
+                self._grad_from(PT, c.X, c.sw, c.observed), PT)
 
     def subset(self, rows) -> SoftLabelSoftmaxLoss:
         sw = None if self.sample_weight is None else self.sample_weight[rows]
