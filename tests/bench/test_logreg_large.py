@@ -90,7 +90,7 @@ def test_tiny_run(tmp_path):
                      for t in ("loose", "tight")}
     names = {r["method"] for r in recs}
     expected = set(cfg.library_methods) | set(cfg.solver_peers) | set(cfg.sklearn_peers) \
-        | {L.ESTIMATOR, L.ESTIMATOR_MIXED, L.ESTIMATOR_LEAN}
+        | {L.ESTIMATOR, L.ESTIMATOR_MIXED, L.ESTIMATOR_DOUBLE}
     if L.lowrank_available():
         expected |= set(cfg.lowrank_methods)
     assert expected <= names
@@ -112,7 +112,7 @@ def test_tiny_run(tmp_path):
             assert by[(d, f"C=1 {t}", "newton-bound")]["reached"]
             assert by[(d, f"C=1 {t}", "scipy-lbfgsb")]["reached"]
     for d in ("digits", "synthetic-binary"):          # the estimator in both precisions
-        for name in (L.ESTIMATOR, L.ESTIMATOR_MIXED, L.ESTIMATOR_LEAN):
+        for name in (L.ESTIMATOR, L.ESTIMATOR_MIXED, L.ESTIMATOR_DOUBLE):
             assert by[(d, "C=1 loose", name)]["reached"]
     md = (tmp_path / "logreg-large.md").read_text()
     assert "Verdicts against the issue's targets" in md

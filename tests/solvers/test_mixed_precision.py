@@ -265,7 +265,7 @@ def test_estimator_precision_mixed():
     rng = np.random.default_rng(8)
     X = rng.standard_normal((20000, 60))
     y = np.argmax(X[:, :4] @ rng.standard_normal((4, 3)) + rng.gumbel(size=(20000, 3)), axis=1)
-    double = BoundLogisticRegression(tol=1e-8).fit(X, y)
+    double = BoundLogisticRegression(tol=1e-8, precision="double").fit(X, y)
     mixed = BoundLogisticRegression(tol=1e-8, precision="mixed").fit(X, y)
     assert mixed.solver_result_.method == "lbfgs-precond"
     assert mixed.solver_result_.info["single_iterations"] >= 1
@@ -273,7 +273,8 @@ def test_estimator_precision_mixed():
     assert mixed.objective_ == pytest.approx(double.objective_, rel=1e-9)
     np.testing.assert_allclose(mixed.coef_, double.coef_, atol=1e-4)
     yb = (y == 0).astype(int)
-    assert BoundLogisticRegression().fit(X, yb).solver_result_.method == DEFAULT_METHOD
+    assert BoundLogisticRegression(precision="double").fit(X, yb).solver_result_.method == \
+        DEFAULT_METHOD
     fit = BoundLogisticRegression(precision="mixed").fit(X, yb)
     assert fit.solver_result_.method == "lbfgs-precond"
     lean = BoundLogisticRegression(tol=1e-8, precision="mixed-lean").fit(X, y)
@@ -289,3 +290,34 @@ def test_estimator_precision_mixed():
     assert named.solver_result_.method == "lbfgs-precond"   # the L-BFGS solver named
     assert named.solver_result_.info["single_iterations"] >= 1
     assert named.objective_ == pytest.approx(double.objective_, rel=1e-9)
+
+
+def test_estimator_precision_auto():
+    """The default, precision="auto": float32 from row blocks (no copy of X) where the fit runs
+    lbfgs-precond on at least 10^6 rows x parameters, float64 below that, for binary data
+    (newton-bound) and for a named solver without a float32 phase; always float64's optimum."""
+    from zbound import BoundLogisticRegression
+    from zbound.estimators.logistic import _auto_evaluation
+    from zbound.solvers.quasi_newton import AUTO_MIN_WORK
+
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((20000, 60))
+    y = np.argmax(X[:, :4] @ rng.standard_normal((4, 3)) + rng.gumbel(size=(20000, 3)), axis=1)
+    assert BoundLogisticRegression().precision == "auto"
+    auto = BoundLogisticRegression(tol=1e-8).fit(X, y)
+    double = BoundLogisticRegression(tol=1e-8, precision="double").fit(X, y)
+    assert 20000 * 3 * 61 >= AUTO_MIN_WORK
+    assert auto.solver_result_.method == "lbfgs-precond"
+    assert auto.solver_result_.info["single_iterations"] >= 1
+    assert auto.objective_ == pytest.approx(double.objective_, rel=1e-9)
+    np.testing.assert_allclose(auto.coef_, double.coef_, atol=1e-4)
+    small = BoundLogisticRegression(tol=1e-8).fit(X[:2000], y[:2000])     # 3.7e5 < 1e6
+    assert "single_iterations" not in small.solver_result_.info
+    yb = (y == 0).astype(int)
+    assert BoundLogisticRegression().fit(X, yb).solver_result_.method == DEFAULT_METHOD
+    named = BoundLogisticRegression(solver="newton-bound").fit(X, y)      # no error
+    assert named.solver_result_.method == "newton-bound"
+
+    class NoSingle:                                     # a model without a float32 form
+        n_params = 10**9
+    assert _auto_evaluation(NoSingle()) == "double"

@@ -91,9 +91,23 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 #: solvers that evaluate in float32 first with precision="mixed" / "mixed-lean" (the
 #: registered ones; LBFGSBound itself is not in the method registry)
 _MIXED_SOLVERS = ("lbfgs-precond",)
-_PRECISIONS = ("double", "mixed", "mixed-lean")
+_PRECISIONS = ("auto", "double", "mixed", "mixed-lean")
 #: L-BFGS pairs of the estimator's "lbfgs-precond" fits (peak memory within 2x scikit-learn's)
 _ESTIMATOR_PAIRS = 40
+
+
+def _auto_evaluation(model) -> str:
+    """``precision="auto"`` for an L-BFGS fit: float32 from row blocks ("mixed-lean": no copy
+    of X, so the fit's memory stays the float64 fit's) from the work at which the solver
+    itself would evaluate in float32 (:data:`zbound.solvers.quasi_newton.AUTO_MIN_WORK` rows
+    x parameters), for a model with a float32 form; else "double"."""
+    from zbound.solvers.quasi_newton import AUTO_MIN_WORK, has_single_form
+
+    if not has_single_form(model):
+        return "double"
+    loss = getattr(model, "loss", model)
+    work = getattr(loss, "n_samples", 0) * int(model.n_params)
+    return "mixed-lean" if work >= AUTO_MIN_WORK else "double"
 
 
 class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
@@ -143,7 +157,9 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     warm_start : bool, default False
         Start the next ``fit`` from the previous solution (coef_ and intercept_ of the same
         shape, projected onto the bounds if any) instead of zero.
-    precision : {"double", "mixed", "mixed-lean"}, default "double"
+    precision : {"auto", "double", "mixed", "mixed-lean"}, default "auto"
+        "auto": "mixed-lean" where the fit runs "lbfgs-precond" on at least 10^6 rows x
+        parameters (large multiclass data: 1.2-1.5x faster, no copy of X), else "double".
         "mixed": the preconditioned L-BFGS solver ("lbfgs-precond"; with solver="auto",
         chosen for problems of at least 10^6 rows x parameters, two classes included) takes
         its early iterations with the loss evaluated in float32, from a float32 copy of X
@@ -172,7 +188,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
 
     def __init__(self, C=1.0, fit_intercept=True, solver="auto", tol=1e-4, max_iter=1000,
                  order="descending", coef_bounds=None, intercept_bounds=None,
-                 class_weight=None, warm_start=False, precision="double", verbose=0):
+                 class_weight=None, warm_start=False, precision="auto", verbose=0):
         self.C = C
         self.fit_intercept = fit_intercept
         self.solver = solver
@@ -349,14 +365,17 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                 print(f"[BoundLogisticRegression] iter {counter[0]}: objective {f:.12g}")
                 return False
 
+        precision = self.precision
         if self.solver == "auto":
             # the library's automatic choice for this objective (zbound.solvers.choose_method:
-            # "lbfgs-precond" for large multiclass problems, else DEFAULT_METHOD)
-            solver = _solvers.choose_method(model, constraints, evaluation=self.precision)
+            # "lbfgs-precond" for large multiclass problems, else DEFAULT_METHOD); "auto"
+            # never copies X, so binary data keeps newton-bound as with "mixed-lean"
+            solver = _solvers.choose_method(
+                model, constraints, evaluation="mixed-lean" if precision == "auto" else precision)
         options = {}
         if solver in _MIXED_SOLVERS:
-            options["evaluation"] = self.precision
-        elif self.precision != "double" and self.solver != "auto":
+            options["evaluation"] = _auto_evaluation(model) if precision == "auto" else precision
+        elif precision not in ("auto", "double") and self.solver != "auto":
             raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
                              f"({', '.join(_MIXED_SOLVERS)}) or 'auto', got {solver!r}")
         if solver == "lbfgs-precond":

@@ -28,7 +28,7 @@ from __future__ import annotations
 from zbound.bench.suites.logreg_large.config import (
     C_VALUES,
     ESTIMATOR,
-    ESTIMATOR_LEAN,
+    ESTIMATOR_DOUBLE,
     ESTIMATOR_MIXED,
     GLUM_PEERS,
     LARGE_SETS,
@@ -77,7 +77,7 @@ from zbound.bench.suites.logreg_large.runs import (
 )
 
 __all__ = [
-    "C_VALUES", "Config", "DENSE_HESSIAN_MAX_PARAMS", "Data", "ESTIMATOR", "ESTIMATOR_LEAN",
+    "C_VALUES", "Config", "DENSE_HESSIAN_MAX_PARAMS", "Data", "ESTIMATOR", "ESTIMATOR_DOUBLE",
     "ESTIMATOR_MIXED",
     "GLUM_PEERS",
     "LARGE_SETS", "LIBRARY_METHODS", "LOWRANK_METHODS", "LOWRANK_MISSING", "Method", "OPTIONS",

@@ -62,13 +62,15 @@ SKLEARN_PEERS = {"sklearn-lbfgs": "lbfgs", "sklearn-newton-cg": "newton-cg",
                  "sklearn-newton-cholesky": "newton-cholesky", "sklearn-saga": "saga"}
 #: glum ``GeneralizedLinearRegressor(family="binomial")`` peers (two classes only).
 GLUM_PEERS = {"glum-irls-cd": "irls-cd", "glum-lbfgs": "lbfgs"}
-#: The library's estimator, fitted like scikit-learn's (whole ``fit``, tol searched).
+#: The library's estimator with its defaults (``precision="auto"``), fitted like
+#: scikit-learn's (whole ``fit``, tol searched).
 ESTIMATOR = "zbound-estimator"
 #: The same with ``precision="mixed"`` (float32 evaluations first, a float32 copy of X):
 #: reported beside it, the memory target is the default's.
 ESTIMATOR_MIXED = "zbound-estimator-mixed"
-#: ... and with ``precision="mixed-lean"`` (float32 from row blocks, no copy of X)
-ESTIMATOR_LEAN = "zbound-estimator-lean"
+#: ... and with ``precision="double"`` (float64 throughout: the float64 reference of the
+#: default, which on large data evaluates in float32 from row blocks first)
+ESTIMATOR_DOUBLE = "zbound-estimator-double"
 #: Tolerances searched (loosest first) for the peers that cannot stop at a target: half
 #: decades from 1e-1 to 1e-12 (with decades only, a method whose tol reaches a target just
 #: past a decade, e.g. at 3e-3, paid for up to a decade more accuracy than it needed).

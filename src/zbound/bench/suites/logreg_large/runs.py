@@ -45,7 +45,7 @@ import numpy as np
 
 from zbound.bench.suites.logreg_large.config import (
     ESTIMATOR,
-    ESTIMATOR_LEAN,
+    ESTIMATOR_DOUBLE,
     ESTIMATOR_MIXED,
     START_SCALE,
     Config,
@@ -166,9 +166,9 @@ def method_plan(cfg: Config, problem: Problem
         notes.update({n: "glum has no multinomial family: left out of multiclass cells"
                       for n in cfg.glum_peers})
     if cfg.estimator and not problem.paper:
-        methods.append(Method(ESTIMATOR, "estimator", "double", False))
+        methods.append(Method(ESTIMATOR, "estimator", "auto", False))
         methods.append(Method(ESTIMATOR_MIXED, "estimator", "mixed", False))
-        methods.append(Method(ESTIMATOR_LEAN, "estimator", "mixed-lean", False))
+        methods.append(Method(ESTIMATOR_DOUBLE, "estimator", "double", False))
     methods = [m for m in methods if cfg.keep(m.name)]
     skipped = {k: v for k, v in skipped.items() if cfg.keep(k)}
     return methods, skipped, notes
