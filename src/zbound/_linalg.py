@@ -193,6 +193,94 @@ def woodbury_block_jacobi(factors, extra: np.ndarray):
     return apply
 
 
+#: :func:`softmax_woodbury` builds its (t n, t n) system up to this size (t rows, n classes)
+SOFTMAX_WOODBURY_MAX = 1500
+
+
+def softmax_woodbury(X, P: np.ndarray, weights, intercept: bool, extra: np.ndarray,
+                     gram: np.ndarray | None = None):
+    """v -> H^{-1} v for the softmax Hessian over few rows plus a diagonal that is the same
+    for every class, H = sum_j w_j (diag p_j - p_j p_j^T) (x) xa_j xa_j^T + I_n (x) diag(e),
+    xa_j = [x_j, 1] with ``intercept`` (an implicit ones column) else x_j, all class blocks
+    and their coupling included (the block-Jacobi forms drop the coupling).
+
+    Each row's block factors as F_j F_j^T, F_j = sqrt(w_j) (diag(sqrt p_j) - c_j p_j
+    sqrt(p_j)^T) with c_j = 1 / (1 + sqrt(1 - s_j)), s_j = sum_a p_ja (<= 1: P may hold the
+    free classes of a model with a reference class), so H = diag + Z Z^T with Z of t n
+    columns, and by Woodbury
+
+        H^{-1} = E^{-1} - E^{-1} Z M^{-1} Z^T E^{-1},  M = I + Z^T E^{-1} Z,
+        M[(j, c), (k, d)] = K_jk (F_j^T F_k)_cd,   K = Xa diag(1/e) Xa^T  (t, t),
+
+    one Cholesky of a (t n, t n) matrix; an application costs one product with Xa and one
+    with Xa^T, as one Hessian product does. ``X`` dense (t, d), ``P`` (t, n), ``weights``
+    (t,) or None, ``extra`` (n, b) > 0 with equal rows (b = d + intercept), ``gram`` X X^T if
+    known. None where that does not hold, for t n above :data:`SOFTMAX_WOODBURY_MAX`, or if M
+    is not positive definite."""
+    t, n = P.shape
+    if sp.issparse(X) or t * n > SOFTMAX_WOODBURY_MAX or extra.shape[0] != n:
+        return None
+    e = np.asarray(extra[0], dtype=np.float64)
+    if not (np.all(e > 0) and np.all(extra == e) and np.isfinite(e).all()):
+        return None
+    einv = 1.0 / e
+    bx = e.size - bool(intercept)
+    if gram is not None and np.all(einv[:bx] == einv[0]):
+        K = gram * einv[0]                                              # X X^T / e
+    else:
+        K = (X * einv[:bx]) @ X.T
+    if intercept:
+        K = K + einv[-1]
+    Pc = np.clip(np.asarray(P, dtype=np.float64), 0.0, 1.0)
+    s = np.minimum(Pc.sum(axis=1), 1.0)
+    # q = sqrt(1 - s), the mass of a reference class; 0 where the rows sum to 1 up to their
+    # rounding (a full softmax: a q of 1e-8 from a rounded sum would add 1e-16 to every
+    # p_a (1 - p_a), all of the small ones)
+    gap = 1.0 - s
+    q = np.where(gap > 4.0 * n * np.finfo(np.float64).eps, np.sqrt(gap), 0.0)
+    c = 1.0 / (1.0 + q)
+    r = np.sqrt(Pc)
+    F = -(c[:, None, None] * Pc[:, :, None]) * r[:, None, :]            # (t, n, n): F[j, a, c]
+    # the diagonal sqrt(p_a) (1 - c p_a) = sqrt(p_a) (q + q^2 + sum_{b != a} p_b) / (1 + q),
+    # the sums over the other classes by prefix and suffix sums: no cancellation where p_a
+    # is near 1 (sqrt(p_a) - c p_a sqrt(p_a) would lose every digit of a small 1 - p_a)
+    cs = np.cumsum(Pc, axis=1)
+    rs = np.cumsum(Pc[:, ::-1], axis=1)[:, ::-1]
+    others = np.zeros_like(Pc)
+    others[:, 1:] += cs[:, :-1]
+    others[:, :-1] += rs[:, 1:]
+    idx = np.arange(n)
+    F[:, idx, idx] = r * ((q + q * q)[:, None] + others) * c[:, None]
+    if weights is not None:
+        F *= np.sqrt(np.maximum(np.asarray(weights, dtype=np.float64), 0.0))[:, None, None]
+    M = np.einsum("jac,kad->jckd", F, F)
+    M *= K[:, None, :, None]
+    M = M.reshape(t * n, t * n)
+    M.flat[:: t * n + 1] += 1.0
+    if not np.isfinite(M).all():
+        return None
+    L, info = _potrf(M, lower=1, overwrite_a=1, clean=0)
+    if info != 0:
+        return None
+
+    def apply(v):
+        U = v.reshape(n, -1) * einv                                     # E^{-1} v, (n, b)
+        S = U[:, :bx] @ X.T                                             # (n, t)
+        if intercept:
+            S += U[:, -1:]
+        Y = np.einsum("jac,aj->jc", F, S).reshape(-1)                   # Z^T E^{-1} v
+        w, _ = _potrs(L, Y, lower=1)
+        R = np.einsum("jac,jc->aj", F, w.reshape(t, n))                 # (n, t)
+        out = U
+        corr = R @ X                                                    # (n, d)
+        out[:, :bx] -= corr * einv[:bx]
+        if intercept:
+            out[:, -1] -= R.sum(axis=1) * einv[-1]
+        return out.reshape(-1)
+
+    return apply
+
+
 def cache_block_rows(d: int) -> int:
     """Rows of a dense (rows, d) float64 block of about 1 MB (a typical L2 cache), at least 256:
     two matrix-vector products over the same rows (X v, then X^T r) run block by block, so

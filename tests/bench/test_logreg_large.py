@@ -136,6 +136,32 @@ def test_table1_text_cell(tmp_path):
     assert r["target_objective"] == pytest.approx(ref["f_lbfgs_paper"] * (1 + L.PAPER_EPS))
 
 
+@needs_data
+def test_estimator_cell_on_srbct(tmp_path):
+    """Task "estimator": SRBCT under scikit-learn's objective, the estimator against
+    scikit-learn only (no library solver, no default record); both reach the targets and the
+    estimator table and verdicts count the cell; newton-cholesky's dense 9236 x 9236 Hessian
+    is skipped with its reason."""
+    cfg = L.tiny(large_sets=(), estimator_sets=("srbct",), estimator_C=(1.0,),
+                 methods=(L.ESTIMATOR, "sklearn-lbfgs", "sklearn-newton-cholesky"))
+    doc = run_suite("logreg-large", out=tmp_path, show_progress=False, options={"config": cfg})
+    recs = doc["records"]
+    assert {r["task"] for r in recs} == {"estimator"}
+    by = {(r["setting"], r["method"]): r for r in recs}
+    for target in ("loose", "tight"):
+        assert by[(f"C=1 {target}", L.ESTIMATOR)]["reached"]
+        assert by[(f"C=1 {target}", "sklearn-lbfgs")]["reached"]
+        assert by[(f"C=1 {target}", "sklearn-newton-cholesky")]["metrics"]["skipped"]
+        assert not by[(f"C=1 {target}", L.ESTIMATOR)]["default"]
+    assert by[("C=1 loose", L.ESTIMATOR)]["metrics"]["n_params"] == 4 * 2309
+    from zbound.bench.suites.logreg_large.report import estimator_rows
+    rows = estimator_rows(recs)
+    assert [r["dataset"] for r in rows] == ["srbct", "srbct"]
+    assert all(r["time_ratio"] is not None and r["mem_ratio"] is not None for r in rows)
+    md = (tmp_path / "logreg-large.md").read_text()
+    assert "srbct C=1 loose" in md
+
+
 def test_verdicts_logic():
     def rec(task, setting, method, t, peer, default=False, **m):
         return {"task": task, "dataset": "d", "setting": setting, "method": method,

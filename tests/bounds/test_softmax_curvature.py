@@ -212,3 +212,75 @@ def test_one_weight_vector_product_by_row_blocks(monkeypatch, intercept, weighte
     wt = P[:, 0] * (1.0 - P[:, 0]) * (1.0 if w is None else w)
     want = Xa.T @ (wt * (Xa @ v)) + 0.7 * v
     np.testing.assert_allclose(C.matvec(v), want, rtol=1e-12, atol=1e-12 * np.abs(want).max())
+
+
+@settings(max_examples=300, deadline=None)
+@given(t=st.integers(1, 10), n=st.integers(2, 5), d=st.integers(1, 30),
+       scale=st.sampled_from([0.0, 1.0, 30.0, 800.0]), seed=st.integers(0, 2**31 - 1),
+       intercept=st.booleans(), reference=st.booleans(), weighted=st.booleans(),
+       pen=st.sampled_from([1e-6, 1e-2, 1.0, 1e4]))
+def test_softmax_woodbury_is_the_exact_inverse(t, n, d, scale, seed, intercept, reference,
+                                              weighted, pen):
+    """softmax_woodbury applies H^{-1} for the whole softmax Hessian (class coupling
+    included) plus a diagonal equal over classes: against a dense solve of the np.kron
+    matrix, for probabilities of a full softmax or of the free classes beside a reference
+    class (rows summing below 1), saturated scores, zero and unit weights, strong and weak
+    penalties."""
+    from zbound._linalg import softmax_woodbury
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(t, d))
+    S = scale * rng.normal(size=(t, n + reference))
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    full = E / E.sum(axis=1, keepdims=True)
+    P = full[:, reference:]
+    w = rng.choice([0.0, 0.5, 1.0, 3.0], size=t) if weighted else None
+    Xa = np.hstack([X, np.ones((t, 1))]) if intercept else X
+    b = Xa.shape[1]
+    e = pen * rng.uniform(0.5, 2.0, b)
+    # the reference matrix with each diagonal p_a (1 - p_a) as p_a times the other classes'
+    # probabilities (incl. a reference class): p_a - p_a^2 loses every digit near p_a = 1
+    A = np.diag(np.tile(e, n))
+    for j in range(t):
+        B = -np.outer(P[j], P[j])
+        for a in range(n):
+            B[a, a] = P[j, a] * np.delete(full[j], reference + a).sum()
+        A += (1.0 if w is None else w[j]) * np.kron(B, np.outer(Xa[j], Xa[j]))
+    v = rng.normal(size=n * b)
+    pre = softmax_woodbury(X, P, w, intercept, np.tile(e, (n, 1)))
+    got = pre(v.copy())
+    # backward error of the solve: A got = v up to rounding, which Woodbury amplifies by the
+    # ratio of the data's curvature to the diagonal (its two terms are of size ||E^-1 v||
+    # and cancel); a wrong formula, e.g. without the class coupling, misses by O(1)
+    normA = np.linalg.norm(A, 2)
+    amp = 1.0 + normA / e.min()
+    norm = normA * np.linalg.norm(got) + np.linalg.norm(v)
+    slack = 0.0
+    if reference:   # P alone gives the reference class's mass 1 - sum(p) to n eps absolute:
+        # H's data part is determined to n eps x ||x||^2 entrywise, no better
+        wmax = 1.0 if w is None else max(float(w.max()), 1.0)
+        slack = 100 * n * np.finfo(float).eps * wmax * float((Xa * Xa).sum()) * \
+            np.linalg.norm(got)
+    assert np.linalg.norm(A @ got - v) <= 1e-13 * amp * norm + slack
+    if amp < 1e3 and not reference:     # well-scaled: also close to a dense solve
+        want = np.linalg.solve(A, v)
+        np.testing.assert_allclose(got, want, rtol=0,
+                                   atol=1e-11 * np.linalg.cond(A) * np.abs(want).max())
+
+
+def test_softmax_woodbury_refuses_what_it_cannot_invert():
+    from zbound._linalg import SOFTMAX_WOODBURY_MAX, softmax_woodbury
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(6, 8))
+    P = rng.dirichlet(np.ones(3), size=6)
+    e = np.ones((3, 8))
+    assert softmax_woodbury(X, P, None, False, e) is not None
+    assert softmax_woodbury(sp.csr_matrix(X), P, None, False, e) is None   # sparse X
+    bad = e.copy()
+    bad[1, 0] = 2.0
+    assert softmax_woodbury(X, P, None, False, bad) is None              # classes differ
+    bad = e.copy()
+    bad[:, 0] = 0.0
+    assert softmax_woodbury(X, P, None, False, bad) is None              # a zero penalty
+    t = SOFTMAX_WOODBURY_MAX // 3 + 1
+    big = rng.dirichlet(np.ones(3), size=t)
+    assert softmax_woodbury(rng.normal(size=(t, 8)), big, None, False, e) is None

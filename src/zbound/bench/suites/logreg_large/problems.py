@@ -10,7 +10,8 @@ Table 1 cells (task ``table1``)
     objective is on the 90%. Target: the objective of SciPy L-BFGS-B's solution from 0 under
     the paper's termination rule (relative change of f below 1e-6) plus 1e-4 of its magnitude.
 
-Larger-data cells (task ``large``)
+Larger-data cells (task ``large``; task ``estimator``: the same objective on SRBCT, the estimator
+against scikit-learn only)
     scikit-learn's convention, ``BoundLogisticRegression``'s objective
     (``zbound.models.multinomial.logistic_objective``): sum of log-losses + 1/(2C) ||W||^2,
     intercepts unpenalized (binary: one weight vector, class 0 the reference; multiclass:
@@ -314,8 +315,10 @@ def paper_problem(data: Data) -> Problem:
     return Problem("table1", data.name, f"lambda={lam:g}", data, _with_bias(data.X), lam=lam)
 
 
-def large_problem(data: Data, C: float) -> Problem:
-    return Problem("large", data.name, f"C={C:g}", data, _with_bias(data.X), C=float(C))
+def large_problem(data: Data, C: float, task: str = "large") -> Problem:
+    """A cell of scikit-learn's objective at ``C``: task "large" (the larger-data block) or
+    "estimator" (``BoundLogisticRegression.fit`` against ``LogisticRegression.fit`` only)."""
+    return Problem(task, data.name, f"C={C:g}", data, _with_bias(data.X), C=float(C))
 
 
 def start_points(dataset: str, n_starts: int, p: int) -> np.ndarray:

@@ -368,7 +368,7 @@ def estimator_rows(records: list[dict]) -> list[dict[str, Any]]:
     rows = []
     for (task, dataset, setting), recs in _index(records).items():
         est = recs.get(ESTIMATOR)
-        if task != "large" or est is None:
+        if task not in ("large", "estimator") or est is None:
             continue
         sk = {n: r for n, r in recs.items() if n.startswith("sklearn-")}
         best, best_t = fastest(sk)
@@ -522,6 +522,11 @@ def _large_md(doc: dict, idx) -> list[str]:
         lines.append(f"| {k[1]} C={any_r['metrics'].get('C'):g} | " + " | ".join(cells) + " |")
     lines.append("")
     lines += _probe_md(doc)
+    return lines
+
+
+def _estimator_md(doc: dict) -> list[str]:
+    lines: list[str] = []
     er = estimator_rows(doc["records"])
     if er:
         lines += ["## BoundLogisticRegression.fit against LogisticRegression.fit", "",
@@ -608,5 +613,6 @@ def report(doc: dict, out) -> str:
     lines += _table1_md(doc, idx)
     lines += _table4_md(doc, idx, out)
     lines += _large_md(doc, idx)
+    lines += _estimator_md(doc)
     lines += _curve_plots(doc, out)
     return "\n".join(lines) + "\n"

@@ -47,6 +47,7 @@ from zbound.bench.suites.logreg_large.config import (
     ESTIMATOR,
     ESTIMATOR_DOUBLE,
     ESTIMATOR_MIXED,
+    PAPER_LAMBDA,
     START_SCALE,
     Config,
     config,
@@ -111,6 +112,38 @@ class Method:
         return self.kind != "solver"
 
 
+def _sklearn_methods(cfg: Config, problem: Problem, skipped: dict[str, str]) -> list[Method]:
+    """The scikit-learn peers of a cell; newton-cholesky above ``DENSE_HESSIAN_MAX_PARAMS``
+    goes to ``skipped`` with the reason."""
+    methods = []
+    for n, s in cfg.sklearn_peers.items():
+        p = problem.n_params if problem.n_classes > 2 else problem.X.shape[1]
+        if s == "newton-cholesky" and p > DENSE_HESSIAN_MAX_PARAMS:
+            skipped[n] = (f"skipped: newton-cholesky forms and factors a dense {p} x {p} "
+                          f"Hessian ({8 * p * p / 2**20:.0f} MB, O(p^3) per iteration; "
+                          f"limit {DENSE_HESSIAN_MAX_PARAMS} parameters), far beyond the "
+                          "time budget")
+            continue
+        methods.append(Method(n, "sklearn", s, True))
+    return methods
+
+
+def _estimator_methods(cfg: Config) -> list[Method]:
+    if not cfg.estimator:
+        return []
+    return [Method(ESTIMATOR, "estimator", "auto", False),
+            Method(ESTIMATOR_MIXED, "estimator", "mixed", False),
+            Method(ESTIMATOR_DOUBLE, "estimator", "double", False)]
+
+
+def _estimator_plan(cfg: Config, problem: Problem):
+    """An estimator-only cell: the estimator's variants and scikit-learn's solvers."""
+    skipped: dict[str, str] = {}
+    methods = _estimator_methods(cfg) + _sklearn_methods(cfg, problem, skipped)
+    methods = [m for m in methods if cfg.keep(m.name)]
+    return methods, {k: v for k, v in skipped.items() if cfg.keep(k)}, {}
+
+
 def cell_default(problem: Problem) -> str:
     """What ``minimize`` runs on this cell's objective when no method is named
     (``zbound.solvers.choose_method``: "lbfgs-precond" on the large multiclass cells, else
@@ -124,6 +157,8 @@ def method_plan(cfg: Config, problem: Problem
                 ) -> tuple[list[Method], dict[str, str], dict[str, str]]:
     """(methods to run, skipped methods with a record: name -> reason, notes: methods left out
     of this cell without a record: name -> reason)."""
+    if problem.task == "estimator":     # the estimator against scikit-learn only
+        return _estimator_plan(cfg, problem)
     default = cell_default(problem)
     own = list(cfg.library_methods) + ([default] if default not in cfg.library_methods else [])
     methods = [Method(m, "solver", m, False, m == default) for m in own]
@@ -140,15 +175,7 @@ def method_plan(cfg: Config, problem: Problem
     if problem.paper:
         peers.update(cfg.paper_solver_peers)
     methods += [Method(n, "solver", m, True) for n, m in peers.items()]
-    for n, s in cfg.sklearn_peers.items():
-        p = problem.n_params if problem.n_classes > 2 else problem.X.shape[1]
-        if s == "newton-cholesky" and p > DENSE_HESSIAN_MAX_PARAMS:
-            skipped[n] = (f"skipped: newton-cholesky forms and factors a dense {p} x {p} "
-                          f"Hessian ({8 * p * p / 2**20:.0f} MB, O(p^3) per iteration; "
-                          f"limit {DENSE_HESSIAN_MAX_PARAMS} parameters), far beyond the "
-                          "time budget")
-            continue
-        methods.append(Method(n, "sklearn", s, True))
+    methods += _sklearn_methods(cfg, problem, skipped)
     if problem.n_classes == 2:
         reason = glum_status()
         p = problem.X.shape[1]
@@ -165,10 +192,8 @@ def method_plan(cfg: Config, problem: Problem
     else:
         notes.update({n: "glum has no multinomial family: left out of multiclass cells"
                       for n in cfg.glum_peers})
-    if cfg.estimator and not problem.paper:
-        methods.append(Method(ESTIMATOR, "estimator", "auto", False))
-        methods.append(Method(ESTIMATOR_MIXED, "estimator", "mixed", False))
-        methods.append(Method(ESTIMATOR_DOUBLE, "estimator", "double", False))
+    if not problem.paper:
+        methods += _estimator_methods(cfg)
     methods = [m for m in methods if cfg.keep(m.name)]
     skipped = {k: v for k, v in skipped.items() if cfg.keep(k)}
     return methods, skipped, notes
@@ -699,6 +724,7 @@ def run(ctx) -> None:
     cell_seconds: dict[str, Any] = {}
     todo = [("paper", d, None) for d in cfg.paper_sets]
     todo += [("large", d, C) for d in cfg.large_sets for C in cfg.Cs(d)]
+    todo += [("estimator", d, C) for d in cfg.estimator_sets for C in cfg.estimator_C]
     ctx.start("logreg-large", total=len(todo) + (1 if "srbct" in cfg.paper_sets else 0))
     t_run = time.perf_counter()
     loaded: dict[str, Any] = {}
@@ -712,7 +738,7 @@ def run(ctx) -> None:
                 continue
             if name not in loaded:
                 try:
-                    loaded[name] = load_paper(name, cfg.seed) if kind == "paper" else \
+                    loaded[name] = load_paper(name, cfg.seed) if name in PAPER_LAMBDA else \
                         load_large(name, cfg.synthetic_rows, cfg.kmnist_rows, cfg.seed)
                 except (FileNotFoundError, OSError, ValueError) as exc:
                     skipped_sets[name] = str(exc)
@@ -723,7 +749,8 @@ def run(ctx) -> None:
                 datasets[name] = loaded[name].note
                 writer.set_extra("datasets", datasets)
             data = loaded[name]
-            problem = paper_problem(data) if kind == "paper" else large_problem(data, C)
+            problem = paper_problem(data) if kind == "paper" else \
+                large_problem(data, C, "estimator" if kind == "estimator" else "large")
             problem = build(problem, 2 * cfg.time_budget_s)
             references[problem.group] = {"f_star": problem.f_star, "targets": problem.targets,
                                          "shape": list(problem.X.shape),
