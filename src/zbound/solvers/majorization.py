@@ -27,6 +27,7 @@ import scipy.sparse as sp
 
 from zbound._linalg import (
     EIGEN_MAX_ELEMS,
+    SOFTMAX_WOODBURY_MAX,
     block_jacobi,
     block_preconditioner_kind,
     eigen_block_preconditioner,
@@ -34,7 +35,6 @@ from zbound._linalg import (
     factor_gram,
     gram_block_jacobi,
     gram_eigenbasis,
-    SOFTMAX_WOODBURY_MAX,
     ridged_cholesky_solve,
     softmax_woodbury,
 )
