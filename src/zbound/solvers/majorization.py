@@ -300,8 +300,10 @@ class _NewtonDirection:
     approximated by w_a X^T X + D_a, X^T X formed once: exact at theta = 0, a refresh costs
     m b^3), "eigen" (each block's exact diagonal in the eigenbasis of X^T X: one (b, b)
     array for all classes, a refresh one pass over the rows) or "auto": "eigen" for m >= 2
-    dense blocks over at least b rows once m b^2 > ``_BLOCKS_MAX_ELEMS`` (KMNIST), the
-    operator's own (Woodbury) form with fewer rows than b (SRBCT, Text), else the Gram form
+    dense blocks over at least b rows once m b^2 > ``_BLOCKS_MAX_ELEMS`` (KMNIST); with
+    fewer rows than b the whole softmax Hessian by Woodbury (:func:`zbound._linalg.
+    softmax_woodbury`, rebuilt every step; dense X, t n <= 1500: SRBCT) or else the
+    operator's own per-class Woodbury form (Text, sparse); otherwise the Gram form
     first and true blocks from the first refresh on; see docs/solvers.md for the
     measurements. ``auto``: ``by_shape`` at the first Hessian.
     Forcing term min(0.3, 30 sqrt(||g|| / ||g0||)): a constant 0.3 through
