@@ -318,6 +318,13 @@ def test_estimator_precision_auto():
     named = BoundLogisticRegression(solver="newton-bound").fit(X, y)      # no error
     assert named.solver_result_.method == "newton-bound"
 
+    # digits' shape: enough work, but X in float32 (438 KB) is less than four 512 KB blocks
+    from zbound.models.multinomial import logistic_objective
+    digits = logistic_objective(np.ones((1797, 61)), np.arange(1797) % 10, 10,
+                                np.ones(10 * 62), None, 0.0, fit_intercept=True)
+    assert 1797 * digits.n_params >= AUTO_MIN_WORK
+    assert _auto_evaluation(digits) == "double"
+
     class NoSingle:                                     # a model without a float32 form
         n_params = 10**9
     assert _auto_evaluation(NoSingle()) == "double"

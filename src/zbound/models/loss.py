@@ -619,6 +619,13 @@ class SoftmaxLoss(ChunkedLoss):
         return ST.T
 
 
+def single_block_bytes(loss) -> int:
+    """Bytes of the float32 row blocks that :class:`SingleSoftmaxLoss` converts per evaluation
+    without a copy of X (``loss``: its float64 :class:`SoftmaxLoss`)."""
+    return max(_SINGLE_BLOCK_BYTES,
+               min(_SINGLE_MAX_BLOCK_BYTES, 4 * loss.n_samples * max(1, loss.k)))
+
+
 class SingleSoftmaxLoss(SoftmaxLoss):
     """:class:`SoftmaxLoss` evaluated in single precision, for the cheap early iterations of
     a mixed-precision solver (``LBFGSBound(evaluation="mixed")``): scores, the log-sum-exp,
@@ -640,10 +647,8 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         self.double = loss
         #: no float32 copy of X: row blocks of ``block_rows`` converted at every evaluation
         self.blocked = X32 is None
-        size = max(_SINGLE_BLOCK_BYTES,
-                   min(_SINGLE_MAX_BLOCK_BYTES, 4 * loss.n_samples * max(1, loss.k)))
         self.block_rows = int(block_rows) if block_rows else \
-            max(_SINGLE_MIN_BLOCK_ROWS, size // (4 * max(1, self.d)))
+            max(_SINGLE_MIN_BLOCK_ROWS, single_block_bytes(loss) // (4 * max(1, self.d)))
         if not self.blocked:
             self.X = X32
         chunks = []
