@@ -180,6 +180,33 @@ def test_verdicts_logic():
     lines = L.verdicts({"records": records})
     assert lines[1].startswith("FAIL") and "worst 2.00x" in lines[1]
     assert lines[2].startswith("PASS")
+    # no peer reaches a target within the 15 s budget, the default in 1.5 s: at most 0.1x;
+    # neither reaches: unknown (the "every cell" verdict fails)
+    slow = [rec("large", "C=100 loose", "lbfgs-precond", 1.5, False, True, time_budget_s=15.0),
+            rec("large", "C=100 loose", "scipy-lbfgsb", None, True, time_budget_s=15.0),
+            rec("large", "C=100 tight", "lbfgs-precond", None, False, True, time_budget_s=15.0),
+            rec("large", "C=100 tight", "scipy-lbfgsb", None, True, time_budget_s=15.0)]
+    rows = large_rows(slow)
+    assert rows[0]["ratio"] == pytest.approx(0.1) and rows[0]["bound"]
+    assert rows[0]["peer"] == "none within the budget"
+    assert rows[1]["ratio"] is None and not rows[1]["bound"]
+    lines = L.verdicts({"records": slow})
+    assert lines[1].startswith("FAIL") and "1 of 2" in lines[1] and "upper bound" in lines[1]
+    assert lines[2].startswith("PASS") and "1 of 2" in lines[2]
+    # the estimator's verdicts: the same rule against scikit-learn's fits
+    est = [rec("estimator", "C=1 loose", L.ESTIMATOR, 0.2, False, time_budget_s=5.0,
+               peak_memory_mb=1.0),
+           rec("estimator", "C=1 loose", "sklearn-lbfgs", None, True, time_budget_s=5.0,
+               peak_memory_mb=1.0),
+           rec("estimator", "C=1 tight", L.ESTIMATOR, 0.6, False, time_budget_s=5.0,
+               peak_memory_mb=1.0),
+           rec("estimator", "C=1 tight", "sklearn-lbfgs", 0.5, True, time_budget_s=5.0,
+               peak_memory_mb=1.0)]
+    lines = L.verdicts({"records": est})
+    assert any(v.startswith("FAIL: BoundLogisticRegression.fit at matched") and "1 of 2" in v
+               and "worst 1.20x" in v for v in lines)
+    assert any(v.startswith("PASS: BoundLogisticRegression.fit <= 0.5x") and "1 of 2" in v
+               for v in lines)
 
 
 def test_tol_search_with_a_stride_finds_what_a_full_search_finds(monkeypatch):
