@@ -325,6 +325,19 @@ def test_estimator_precision_auto():
     assert 1797 * digits.n_params >= AUTO_MIN_WORK
     assert _auto_evaluation(digits) == "double"
 
+    # sparse X: float64 (index-bound products; converting CSR blocks saved nothing)
+    import scipy.sparse as sp
+    Xs = sp.random(20000, 200, density=0.05, format="csr", random_state=0)
+    ys = np.arange(20000) % 3
+    sparse = BoundLogisticRegression(solver="lbfgs-precond").fit(Xs, ys)
+    assert "single_iterations" not in sparse.solver_result_.info
+    # its row blocks, where asked for, hold the stored entries of ~512 KB, not d columns
+    from zbound.models.loss import SingleSoftmaxLoss, SoftmaxLoss, single_block_bytes
+    loss = SoftmaxLoss(Xs, ys, 3)
+    lean = SingleSoftmaxLoss(loss, None)
+    assert lean.block_rows == int(single_block_bytes(loss) // (4 * (Xs.nnz / 20000)))
+    assert lean.block_rows > single_block_bytes(loss) // (4 * 200)
+
     class NoSingle:                                     # a model without a float32 form
         n_params = 10**9
     assert _auto_evaluation(NoSingle()) == "double"

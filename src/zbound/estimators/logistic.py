@@ -16,6 +16,7 @@ import numbers
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
@@ -110,9 +111,10 @@ def _auto_evaluation(model) -> str:
     from zbound.models.loss import single_block_bytes
     from zbound.solvers.quasi_newton import AUTO_MIN_WORK, has_single_form
 
-    if not has_single_form(model):
-        return "double"
     loss = getattr(model, "loss", model)
+    if not has_single_form(model) or sp.issparse(getattr(loss, "X", None)):
+        # sparse X: the products are index-bound, float32 values save little there
+        return "double"
     t = getattr(loss, "n_samples", 0)
     if t * int(model.n_params) < AUTO_MIN_WORK:
         return "double"
