@@ -172,9 +172,10 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     precision : {"auto", "double", "mixed", "mixed-lean"}, default "auto"
         "auto": "mixed-lean" where the fit runs "lbfgs-precond" on at least 10^6 rows x
         parameters and a dense X in float32 spans at least four row blocks (large multiclass
-        data), else "double" (sparse X too). Measured against "double" at the same peak memory: the synthetic
-        200 000 x 50 x 10 set 1.5-1.7x faster, KMNIST 8000 x 784 1.1-1.5x, KMNIST 2000 1.14x
-        to a tight target and 0.83x to a loose one (docs/benchmarks.md).
+        data), else "double" (sparse X too). Measured against "double" at the same peak
+        memory: the synthetic 200 000 x 50 x 10 set 1.5-1.7x faster, KMNIST 8000 x 784
+        1.1-1.5x, KMNIST 2000 1.14x to a tight target and 0.83x to a loose one
+        (docs/benchmarks.md).
         "mixed": the preconditioned L-BFGS solver ("lbfgs-precond"; with solver="auto",
         chosen for problems of at least 10^6 rows x parameters, two classes included) takes
         its early iterations with the loss evaluated in float32, from a float32 copy of X
