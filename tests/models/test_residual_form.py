@@ -10,6 +10,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _rows import sample_weights
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp, softmax
@@ -53,11 +54,7 @@ def test_value_and_gradient_match_brute_force(seed, n_classes, fit_intercept, we
     if sparse:
         X[rng.random(X.shape) < 0.5] = 0.0
     y = rng.integers(0, n_classes, t)
-    sw = None
-    if weights == "random":
-        sw = rng.uniform(0.0, 3.0, t)
-    elif weights == "zeros":
-        sw = np.where(rng.random(t) < 0.5, 0.0, 1.0)
+    sw = sample_weights(rng, weights, t)
     reference = reference or n_classes == 2
     loss = SoftmaxLoss(sp.csr_matrix(X) if sparse else X, y, n_classes, sw,
                        reference_class=reference, chunk_size=chunk,

@@ -8,6 +8,7 @@ import warnings
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _rows import sample_weights
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,11 +50,7 @@ def test_float32_value_and_gradient_track_float64(seed, n_classes, fit_intercept
         X[rng.random(X.shape) < 0.5] = 0.0
         X = sp.csr_matrix(X)
     y = rng.integers(0, n_classes, t)
-    sw = None
-    if weights == "random":
-        sw = rng.uniform(0.0, 3.0, t)
-    elif weights == "zeros":
-        sw = np.where(rng.random(t) < 0.5, 0.0, 1.0)
+    sw = sample_weights(rng, weights, t)
     loss = SoftmaxLoss(X, y, n_classes, sw, reference_class=reference or n_classes == 2,
                        chunk_size=chunk, fit_intercept=fit_intercept)
     if block_rows is None:                          # a float32 copy of X

@@ -109,16 +109,15 @@ def _auto_evaluation(model) -> str:
     ``_AUTO_MIN_BLOCKS`` blocks (on smaller X a block is nearly a copy: digits, 1797 x 61,
     fits one 512 KB block, which took the fit's peak to 2.1x scikit-learn's); else "double"."""
     from zbound.models.loss import single_block_bytes
-    from zbound.solvers.quasi_newton import AUTO_MIN_WORK, has_single_form
+    from zbound.solvers.quasi_newton import AUTO_MIN_WORK, gradient_work, has_single_form
 
     loss = getattr(model, "loss", model)
     if not has_single_form(model) or sp.issparse(getattr(loss, "X", None)):
         # sparse X: the products are index-bound, float32 values save little there
         return "double"
-    t = getattr(loss, "n_samples", 0)
-    if t * int(model.n_params) < AUTO_MIN_WORK:
+    if gradient_work(model) < AUTO_MIN_WORK:
         return "double"
-    x32 = 4 * t * int(getattr(loss, "d", 0))
+    x32 = 4 * getattr(loss, "n_samples", 0) * int(getattr(loss, "d", 0))
     return "mixed-lean" if x32 >= _AUTO_MIN_BLOCKS * single_block_bytes(loss) else "double"
 
 

@@ -695,9 +695,7 @@ class LBFGSBound(Solver):
                                  "not have; use evaluation='auto' or 'double'")
             return False
         if rule == "auto":
-            loss = getattr(inner, "loss", inner)
-            work = getattr(loss, "n_samples", 0) * int(model.n_params)
-            return work >= AUTO_MIN_WORK
+            return gradient_work(model) >= AUTO_MIN_WORK
         return True     # "mixed", "mixed-lean"
 
     def _single_model(self, model):
@@ -964,6 +962,13 @@ AUTO_MIN_WORK = 1_000_000
 AUTO_MAX_PAIR_BYTES = 64 * 2**20
 
 
+def gradient_work(model) -> int:
+    """Rows x parameters of a model's loss: the work of one gradient, the size that
+    ``AUTO_MIN_WORK`` is compared with."""
+    loss, _ = _parts(model)
+    return int(getattr(loss, "n_samples", 0)) * int(model.n_params)
+
+
 def auto_method(model, default: str, evaluation: str = "auto") -> str:
     """The method ``minimize`` runs when none is named (no constraints, no method options):
     "lbfgs-precond" for a softmax objective with at least ``AUTO_MIN_WORK`` rows x
@@ -981,7 +986,7 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
     if k == 1 and (evaluation not in ("auto", "mixed") or not has_single_form(model)):
         return default
     p = int(model.n_params)
-    if loss.n_samples * p < AUTO_MIN_WORK:
+    if gradient_work(model) < AUTO_MIN_WORK:
         return default
     if 2 * _AUTO_MEMORY[0] * p * 8 > AUTO_MAX_PAIR_BYTES:     # at its fewest pairs
         return default
@@ -989,4 +994,5 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
 
 
 __all__ = ["LBFGSBound", "PreconditionedLBFGS", "BoundPreconditioner", "bound_preconditioner",
-           "preconditioner_cost", "preconditioner_fits", "auto_method", "two_loop"]
+           "preconditioner_cost", "preconditioner_fits", "auto_method", "gradient_work",
+           "two_loop"]

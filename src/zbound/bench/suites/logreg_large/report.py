@@ -371,13 +371,9 @@ def _peer_ratio(t, peer_t, ran: bool, budget) -> tuple[float | None, bool]:
     (ours did not run, or neither reached): None."""
     if not ran:
         return None, False
-    if peer_t is None:
-        if t is not None and budget:
-            return t / float(budget), True
-        return None, False
-    if t is None:
-        return math.inf, False
-    return t / peer_t, False
+    if peer_t is None and t is not None and budget:
+        return t / float(budget), True
+    return _ratio(t, peer_t), False
 
 
 def _bounds_note(rows: list[dict]) -> str:
