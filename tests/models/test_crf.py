@@ -223,9 +223,10 @@ def test_scaled_path_matches_logspace_path(seed, m, n_jobs, chunk, scale):
 
 
 def test_scaled_path_when_rows_span_too_far():
-    """One token whose scores are 900 nats above the others: the chunk's shared shift
-    underflows every other row, the chunk is redone with row-by-row shifts (exact), and with
-    transitions spanning > 600 nats as well the log-space path answers."""
+    """One token whose scores are 900 nats above the others (its own row spans about 300):
+    the chunk's shared shift underflows every other row, the chunk is redone with row-by-row
+    shifts (exact), and with transitions spanning > 600 nats as well the log-space path
+    answers."""
     rng = np.random.default_rng(5)
     X, lengths, y = random_problem(rng, n_seq=3, m=3, max_len=3)
     X = X.tolil()
@@ -233,7 +234,7 @@ def test_scaled_path_when_rows_span_too_far():
     X = X.tocsr()
     loss = ChainCRFLoss(X, lengths, y, 3)
     theta = rng.normal(size=loss.n_params)
-    theta[:3] = [900.0, 0.0, -5.0]
+    theta[:3] = [900.0, 600.0, 595.0]
     fb, gb = brute_nll(X, lengths, y, 3, theta)
     c = loss.layout.chunks[0]
     S = loss._Xc[0] @ loss.split(theta)[0]

@@ -37,6 +37,25 @@ from zbound.bounds.junction import alg1_gershgorin
 from zbound.bounds.scalar import beta
 
 _LOGSPACE_RANGE = 600.0
+# Floor on every unnormalized message entry of the scaled recursion. A product or sum term that
+# underflows is below 2.3e-308 (absolute rounding error of subnormals: 5e-324), so where every
+# entry it belongs to exceeds this floor, what was lost is relatively below 1e-18: the
+# recursion is exact to rounding. Where an entry is below it, the log-space recursion is used.
+_TINY = 1e-290
+
+
+def _entries_above(M: np.ndarray, s: np.ndarray) -> bool:
+    """Whether every entry of the unnormalized rows ``M * s[:, None]`` exceeds ``_TINY``
+    (``M`` rows normalized by their sums ``s``): one pass over M when the product of the
+    minima already clears it, else row by row."""
+    if M.size == 0:
+        return True
+    lo = float(M.min())
+    if not lo > 0.0:
+        return False
+    if lo * float(s.min()) > _TINY:
+        return True
+    return bool((M.min(axis=1) * s).min() > _TINY)
 
 
 class Chunk:
@@ -203,8 +222,10 @@ def scaled_chunk(c: Chunk, pot: Potentials, A: np.ndarray, B: np.ndarray | None)
     normalized messages in linear space, position-major and contiguous (the sequences at
     position t are rows off[t]..off[t] + counts[t] of the chunk, the first ones of position
     t - 1 their predecessors), the log scales summed along each sequence afterwards; written
-    to A, B in log space. False (nothing written) where a scale underflows: then the
-    log-space recursion is needed."""
+    to A, B in log space. False (nothing written) where an unnormalized message entry falls
+    below ``_TINY`` (an entry, not only a row sum: a state whose score lies hundreds of nats
+    below its row's maximum can still carry the mass of a later position through a strong
+    transition): then the log-space recursion is needed."""
     S = pot.S[c.tokens]
     mx = S.max(axis=1)
     E = np.exp(S - mx[:, None])
@@ -222,7 +243,7 @@ def scaled_chunk(c: Chunk, pot: Potentials, A: np.ndarray, B: np.ndarray | None)
         u *= E[r:r + k]
         np.sum(u, axis=1, out=sc[r:r + k])
         np.divide(u, sc[r:r + k, None], out=al[r:r + k])
-    if not sc.min() > 1e-280:
+    if not _entries_above(al, sc):
         return False
     lsc = np.log(sc) + mx
     lsc[counts[0]:] += pot.tmax
@@ -240,7 +261,7 @@ def scaled_chunk(c: Chunk, pot: Potentials, A: np.ndarray, B: np.ndarray | None)
         has_next = np.zeros(E.shape[0], dtype=bool)
         for t in range(1, c.T):
             has_next[off[t - 1]:off[t - 1] + counts[t]] = True
-        if not dd[has_next].min(initial=1.0) > 1e-280:
+        if not _entries_above(be[has_next], dd[has_next]):
             return False
         ld = np.zeros(E.shape[0])
         nxt = c.next_row[has_next]
@@ -268,9 +289,11 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     sums are products with a vector of ones (a BLAS call; numpy's reduction along a short
     axis costs 5x more).
     ``row_shift``: shift every row by its own maximum instead (slower; for chunks whose
-    scores span more than ~650 nats, where the shared shift underflows). Returns None where a
-    scale underflows: the caller retries with ``row_shift``, then uses the log-space
-    recursion."""
+    scores span more than ~650 nats, where the shared shift underflows). Returns None where an
+    unnormalized forward or backward message entry, a row sum of the marginals or a pairwise
+    normalizer s_t r_t falls below ``_TINY`` (the test is per entry: a state far below its
+    row's maximum can carry a later position's mass through a strong transition): the caller
+    retries with ``row_shift``, then uses the log-space recursion."""
     off, counts = c.off, c.counts
     n, m = S.shape
     if row_shift:                    # each row by its own maximum: E never underflows
@@ -296,7 +319,7 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         s = sc[r:r + k]
         np.dot(u, one, out=s)
         u /= s[:, None]
-    if not sc.min() > 1e-290:
+    if not _entries_above(al, sc):
         return None
     log_z = float(np.log(sc).sum()) + (float(mxr.sum()) if row_shift else mx * n) + \
         tmax * (n - int(counts[0]))
@@ -304,6 +327,7 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         return log_z, None
     be = P
     EB = np.empty_like(E)
+    bs = np.ones(n)                                     # row sums of the unnormalized be
     be[off[c.T - 1]:] = 1.0
     expTt = expT.T
     for t in range(c.T - 1, 0, -1):
@@ -315,15 +339,23 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         np.multiply(E[r:r + k], be[r:r + k], out=w)
         b = be[p:p + k]
         np.dot(w, expTt, out=b)
-        b /= np.dot(b, one)[:, None]
+        s = bs[p:p + k]
+        np.dot(b, one, out=s)
+        b /= s[:, None]
+    if not _entries_above(be, bs):
+        return None
     P *= al
     rs = P @ one
-    if not rs.min() > 1e-290:
+    if not rs.min() > _TINY:
         return None
     P /= rs[:, None]
     if c.T < 2:
         return log_z, np.zeros_like(expT)
     r1 = off[1]
+    # the pairwise terms of position t sum to s_t r_t: above the floor, what E * be lost to
+    # underflow is negligible against it
+    if not (sc[r1:] * rs[r1:]).min() > _TINY:
+        return None
     w = EB[r1:]
     w /= (sc[r1:] * rs[r1:])[:, None]
     pair = al[c.prev_row].T @ w
