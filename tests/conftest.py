@@ -10,8 +10,20 @@ of at the line of pytest, scikit-learn or the conftest that raised them.
 
 Slow tests are marked ``slow``; ``pytest -m "not slow"`` is the fast lane for development.
 CI runs everything.
+
+Tests that read the benchmark data are marked ``data``: they skip, with the reason, unless
+``ZBOUND_DATA`` names a directory. Every other test runs with ``ZBOUND_DATA`` removed from the
+environment, as on a new user's machine, so a test that reads the data without the marker fails
+in CI instead of only on machines without the data.
+
+Tests marked ``numerics`` are the ones whose outcome depends on rounding (factorizations of
+singular or ill-conditioned matrices, float32 against float64, tolerances near the solvers'
+stopping rules, underflow). CI runs the whole suite under one OpenBLAS kernel family and these
+again under another (``OPENBLAS_CORETYPE``). Their tolerances follow the rule of
+``tests/_tolerance.py``.
 """
 
+import os
 from pathlib import Path
 
 import pytest
@@ -41,3 +53,23 @@ def pytest_runtest_makereport(item, call):
             report.longrepr = (str(item.path), (lineno or 0) + 1,
                                f"{item.name}: {reason}")
     return report
+
+
+def _data_problem() -> str | None:
+    value = os.environ.get("ZBOUND_DATA", "").strip()
+    if not value:
+        return "ZBOUND_DATA is not set (CI sets it to the data directory)"
+    if not Path(value).is_dir():
+        return f"ZBOUND_DATA={value!r} is not a directory"
+    return None
+
+
+@pytest.fixture(autouse=True)
+def _benchmark_data(request, monkeypatch):
+    """Skip ``data`` tests without the data; hide the data from every other test."""
+    if request.node.get_closest_marker("data") is not None:
+        problem = _data_problem()
+        if problem is not None:
+            pytest.skip(f"needs the benchmark data: {problem}")
+    else:
+        monkeypatch.delenv("ZBOUND_DATA", raising=False)

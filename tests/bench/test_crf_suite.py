@@ -8,6 +8,7 @@ pytest.importorskip("pycrfsuite", reason="the crf suite compares with python-crf
 
 
 @pytest.mark.slow
+@pytest.mark.data
 def test_crf_suite_tiny(tmp_path, monkeypatch):
     from zbound.bench import suites  # noqa: F401
     from zbound.bench.runner import run_suite

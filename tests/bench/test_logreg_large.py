@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import numpy as np
 import pytest
 
 from zbound.bench.records import REQUIRED_FIELDS, read_suite
 from zbound.bench.runner import run_suite
 from zbound.bench.suites import logreg_large as L
-
-_DATA = os.environ.get("ZBOUND_DATA", "").strip()
-needs_data = pytest.mark.skipif(
-    not _DATA or not Path(_DATA).is_dir(),
-    reason="needs the benchmark data: set ZBOUND_DATA to the data directory")
 
 
 def _binary(t: int = 400, d: int = 6, seed: int = 0) -> L.Data:
@@ -121,7 +113,7 @@ def test_tiny_run(tmp_path):
     assert L.verdicts(doc)
 
 
-@needs_data
+@pytest.mark.data
 def test_table1_text_cell(tmp_path):
     """Text, Table 1 objective: the paper's target from L-BFGS, a few methods, records valid."""
     cfg = L.tiny(paper_sets=("ssl-text",), large_sets=(),
@@ -136,7 +128,7 @@ def test_table1_text_cell(tmp_path):
     assert r["target_objective"] == pytest.approx(ref["f_lbfgs_paper"] * (1 + L.PAPER_EPS))
 
 
-@needs_data
+@pytest.mark.data
 def test_estimator_cell_on_srbct(tmp_path):
     """Task "estimator": SRBCT under scikit-learn's objective, the estimator against
     scikit-learn only (no library solver, no default record); both reach the targets and the

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,11 +12,6 @@ from zbound.bench.records import REQUIRED_FIELDS, read_suite
 from zbound.bench.runner import run_suite
 from zbound.bench.suites import logreg_small as L
 from zbound.solvers import MethodInfo, Solver, State, register, unregister
-
-_DATA = os.environ.get("ZBOUND_DATA", "").strip()
-needs_data = pytest.mark.skipif(
-    not _DATA or not Path(_DATA).is_dir(),
-    reason="needs the benchmark data: set ZBOUND_DATA to the data directory")
 
 
 def _wine(binary: bool):
@@ -292,7 +285,7 @@ def test_report_reads_cell_numbers_from_metrics(tmp_path):
     assert "| wine | 100 | Bound < Newton" in text
 
 
-@needs_data
+@pytest.mark.data
 def test_table3_design_dimensions():
     for name, dim in L.PAPER_DIMS.items():
         X, y, K = L.load_design(name)
@@ -302,7 +295,7 @@ def test_table3_design_dimensions():
     assert L.load_design("spect")[0].shape[0] == 187
 
 
-@needs_data
+@pytest.mark.data
 def test_squarem_count_check_decides_without_running_to_the_end():
     """Plain Alg. 2 on wine, C = 10, needs several hundred bound evaluations: capped at 5x a
     small count it stops unreached (pass, factor a lower bound); capped above its true count it
