@@ -17,35 +17,92 @@ _potrs = scipy.linalg.lapack.dpotrs
 _potri = scipy.linalg.lapack.dpotri
 
 
+_EPS = float(np.finfo(np.float64).eps)
+
+
+def singular_rtol(p: int) -> float:
+    """The one threshold that decides rank deficiency, ``10 p eps`` for a matrix of order
+    ``p``: a symmetric PSD matrix is numerically singular when LAPACK's estimate of its
+    reciprocal condition number in the 1-norm (``pocon`` on the Cholesky factor: the smallest
+    eigenvalue relative to the largest, within a factor p) is at most this, and in the
+    minimum-norm solve a singular value at most this times the largest counts as zero.
+
+    An exactly singular matrix comes out of floating point with eigenvalues of about
+    ``p eps`` times its scale as rounding noise, of either sign depending on the BLAS kernels
+    (OpenBLAS's AVX-512 and AVX2 builds round differently), so whether ``potrf`` raises on it
+    is luck; this test is not. (The pivots of an unpivoted Cholesky factorization do not
+    reveal rank: the last one overestimates the smallest eigenvalue by 1 / v_p^2, v the null
+    vector.)"""
+    return 10.0 * max(int(p), 1) * _EPS
+
+
+_pocon = scipy.linalg.lapack.dpocon
+
+
+def pd_cholesky(matrix: np.ndarray, overwrite: bool = False):
+    """Lower Cholesky factor of the symmetric ``matrix`` (LAPACK potrf; ``overwrite`` factors
+    in place where the layout allows; the strict upper triangle is not cleared), or None when
+    it is not numerically positive definite: potrf fails, or the reciprocal condition
+    estimate is at or below :func:`singular_rtol`."""
+    p = matrix.shape[0]
+    if p == 0:
+        return matrix
+    anorm = float(np.abs(matrix).sum(axis=0).max())
+    if not (anorm > 0.0 and np.isfinite(anorm)):
+        return None
+    c, info = _potrf(matrix, lower=1, overwrite_a=int(overwrite), clean=0)
+    if info != 0:
+        return None
+    rcond, info = _pocon(c, anorm, uplo="L")
+    if info != 0 or not rcond > singular_rtol(p):
+        return None
+    return c
+
+
 def cholesky_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
-    """Solve matrix x = rhs for symmetric positive definite ``matrix``; None if not PD.
+    """Solve matrix x = rhs for symmetric positive definite ``matrix``; None where it is not
+    numerically positive definite (the condition test of :func:`singular_rtol`).
 
     Raw LAPACK potrf/potrs: on the tiny systems of small problems (p ~ 10-70) the wrappers'
     checks cost more than the factorization.
     """
-    c, info = _potrf(matrix, lower=1, clean=0)
-    if info != 0:
+    c = pd_cholesky(matrix)
+    if c is None:
         return None
+    if matrix.shape[0] == 0:
+        return np.zeros_like(rhs)
     x, info = _potrs(c, rhs, lower=1)
     return x if info == 0 else None
 
 
+def min_norm_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """The minimum-norm least-squares solution of matrix x = rhs (LAPACK gelsd, an SVD),
+    singular values at or below :func:`singular_rtol` times the largest taken as zero."""
+    p = matrix.shape[0]
+    return scipy.linalg.lstsq(matrix, rhs, cond=singular_rtol(p), check_finite=False,
+                              lapack_driver="gelsd")[0]
+
+
 def psd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve for a PSD matrix; least-squares (minimum-norm) answer when it is singular.
+    """Solve for a symmetric PSD matrix: Cholesky where it is numerically positive definite
+    (:func:`singular_rtol`), else the minimum-norm least-squares solution
+    (:func:`min_norm_solve`).
 
     The bound curvature without regularization can be singular along directions the features
-    never vary in; the minimum-norm step still minimizes the majorizer.
+    never vary in; the minimum-norm step still minimizes the majorizer (over the span of the
+    kept eigenvectors, which holds 0: the majorizer still decreases).
     """
     x = cholesky_solve(matrix, rhs)
     if x is None:
-        x = scipy.linalg.lstsq(matrix, rhs, check_finite=False, lapack_driver="gelsy")[0]
+        x = min_norm_solve(matrix, rhs)
     return x
 
 
 def ridged_cholesky_solve(matrix: np.ndarray, rhs: np.ndarray, first: float = 1e-10,
                           factor: float = 100.0, tries: int = 4) -> np.ndarray | None:
     """Cholesky solve, adding a growing ridge ``first * max(1, max diag)`` (times ``factor``
-    per retry) while the matrix is not numerically positive definite; None if it never is."""
+    per retry) while the matrix is not numerically positive definite (the condition test
+    of :func:`singular_rtol`); None if it never is."""
     x = cholesky_solve(matrix, rhs)
     if x is not None:
         return x
@@ -67,15 +124,16 @@ def jacobi(diag: np.ndarray):
 
 def block_jacobi(blocks: np.ndarray):
     """Preconditioner from symmetric diagonal blocks (m, b, b): v -> blockdiag^{-1} v, or None
-    when a block is not positive definite. ``blocks`` is overwritten by the inverses, one block
-    at a time (LAPACK potrf + potri in place: no second (m, b, b) array)."""
+    when a block is not numerically positive definite (the condition test
+    of :func:`singular_rtol`). ``blocks`` is overwritten by the inverses, one block at a time
+    (LAPACK potrf + potri in place: no second (m, b, b) array)."""
     m, b, _ = blocks.shape
     blocks = np.ascontiguousarray(blocks, dtype=np.float64)
     for a in range(m):
         # blocks[a].T is Fortran-ordered: LAPACK works on the very memory of the block
         A = blocks[a].T
-        c, info = _potrf(A, lower=1, overwrite_a=1, clean=0)
-        if info != 0:
+        c = pd_cholesky(A, overwrite=True)
+        if c is None:
             return None
         c, info = _potri(c, lower=1, overwrite_c=1)
         if info != 0:
@@ -91,23 +149,40 @@ def block_jacobi(blocks: np.ndarray):
     return lambda v: np.matmul(blocks, v.reshape(m, b, 1)).reshape(-1)
 
 
-# Largest m b^2 of dense (b, b) diagonal blocks (and of their inverses) a preconditioner builds:
-# 2^25 float64 = 256 MB each; beyond it (and beyond the Woodbury form's reach) Jacobi.
+# Largest number of float64 entries a block preconditioner holds (m b^2 of dense (b, b) blocks,
+# or m T^2 of the Woodbury form's (T, T) systems): 2^25 = 256 MB; beyond it, Jacobi.
 MAX_BLOCK_ELEMS = 1 << 25
+# Floor of a block preconditioner's budget: 2^22 float64 = 32 MB, whatever the data's size.
+MIN_BLOCK_ELEMS = 1 << 22
+
+
+def block_budget(factors) -> int:
+    """Float64 entries a block preconditioner may hold for the curvature of ``factors`` (the
+    triples (X_k, C_k, intercept_k) of ``block_factors``): as many as the data it is built
+    from stores (the entries of every X_k, its stored entries when sparse, and the weights C_k),
+    at least ``MIN_BLOCK_ELEMS`` and at most ``MAX_BLOCK_ELEMS``. A fit then holds at most
+    about twice its data, as an L-BFGS fit does (scikit-learn's peak on sparse wide data)."""
+    n = 0
+    for X, C, _ in factors:
+        n += X.nnz if sp.issparse(X) else X.size
+        n += np.size(C)
+    return int(min(MAX_BLOCK_ELEMS, max(MIN_BLOCK_ELEMS, n)))
 # Relative floor on a zero extra diagonal entry of a Woodbury block (an unpenalized intercept):
 # D_i >= this times the data part's own diagonal entry.
 _WOODBURY_FLOOR = 1e-4
 
 
-def block_preconditioner_kind(rows: int, b: int, m: int) -> str:
+def block_preconditioner_kind(rows: int, b: int, m: int, budget: int = MAX_BLOCK_ELEMS) -> str:
     """Which block-Jacobi form to build for m diagonal blocks of size (b, b) that are Gram
-    matrices over ``rows`` rows plus a diagonal: "woodbury" when rows < b (setup
+    matrices over ``rows`` rows plus a diagonal, holding at most ``budget`` float64 entries
+    (:func:`block_budget`): "woodbury" when rows < b and its m (rows, rows) systems fit (setup
     m (rows^2 b + rows^3) instead of m (rows b^2 + b^3), and no (b, b) array: SRBCT, 66 rows
-    and b = 2309, 12 s and 600 MB -> 10 ms), "dense" while the blocks fit in
-    ``MAX_BLOCK_ELEMS``, else "jacobi"."""
-    if rows < b:
+    and b = 2309, 12 s and 600 MB -> 10 ms), "dense" when the m (b, b) blocks fit, else
+    "jacobi" (b entries per block). Sparse text data, 5000 x 8000 with 10 classes: the
+    Woodbury form would hold 10 systems of 5000 x 5000 (2 GB); the budget is 32 MB."""
+    if rows < b and m * rows * rows <= budget:
         return "woodbury"
-    if m * b * b <= MAX_BLOCK_ELEMS:
+    if m * b * b <= budget:
         return "dense"
     return "jacobi"
 
@@ -163,6 +238,8 @@ def woodbury_block_jacobi(factors, extra: np.ndarray):
     # 1350 x 1350 systems: 2.1 s -> about 0.3 s) and no second (m, T, T) array.
     if not np.isfinite(K).all():
         return None
+    # K_a = I + PSD: every pivot is at least 1, so with finite entries potrf cannot meet a
+    # singular matrix (info != 0 is a guard, not a rank test)
     for a in range(m):
         c, info = _potrf(K[a].T, lower=1, overwrite_a=1, clean=0)
         if info != 0:
@@ -259,6 +336,7 @@ def softmax_woodbury(X, P: np.ndarray, weights, intercept: bool, extra: np.ndarr
     M.flat[:: t * n + 1] += 1.0
     if not np.isfinite(M).all():
         return None
+    # M = I + Z^T E^{-1} Z: pivots at least 1 (info != 0 is a guard, not a rank test)
     L, info = _potrf(M, lower=1, overwrite_a=1, clean=0)
     if info != 0:
         return None

@@ -10,8 +10,9 @@ qpsolvers).
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
 import scipy.sparse as sp
+
+from zbound._linalg import min_norm_solve, ridged_cholesky_solve
 
 _FEAS_TOL = 1e-9
 
@@ -201,18 +202,12 @@ class LinearConstraints:
 
 
 def _spd_solve_ridged(P: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Solve P x = rhs, adding a tiny ridge if P is singular: along a flat direction with a
-    nonzero linear term the answer is then huge, and the ratio test of :func:`box_qp` stops at
-    the bound, which is where the QP's minimizer lies."""
-    ridge = 0.0
-    scale = max(1.0, float(np.max(np.abs(np.diagonal(P)), initial=0.0)))
-    for _ in range(6):
-        try:
-            L = np.linalg.cholesky(P + ridge * np.eye(P.shape[0]) if ridge else P)
-            return scipy.linalg.cho_solve((L, True), rhs, check_finite=False)
-        except np.linalg.LinAlgError:
-            ridge = 1e-12 * scale if ridge == 0.0 else 100.0 * ridge
-    return scipy.linalg.lstsq(P, rhs, check_finite=False)[0]
+    """Solve P x = rhs, adding a tiny ridge where P is numerically singular (the condition test of
+    :func:`zbound._linalg.singular_rtol`): along a flat direction with a nonzero linear term
+    the answer is then huge, and the ratio test of :func:`box_qp` stops at the bound, which is
+    where the QP's minimizer lies. The minimum-norm solution if no ridge helps."""
+    x = ridged_cholesky_solve(P, rhs, first=1e-12, factor=100.0, tries=5)
+    return min_norm_solve(P, rhs) if x is None else x
 
 
 def box_qp(P: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray,

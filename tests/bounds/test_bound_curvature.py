@@ -154,6 +154,7 @@ def test_dense_identity_and_sum():
         Dc.solve(v, method="lu")
 
 
+@pytest.mark.numerics
 def test_singular_cholesky_falls_back_to_least_squares():
     u = np.array([1.0, 2.0, -1.0])
     C = DenseCurvature(np.outer(u, u))             # rank one, no regularization

@@ -49,6 +49,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
+from zbound._linalg import pd_cholesky
 from zbound.bounds.curvature import SOLVE_METHODS, Curvature
 from zbound.bounds.enumerate import _check_inputs, alg1_terms
 from zbound.bounds.scalar import ordering
@@ -218,11 +219,15 @@ class LowRankCurvature(Curvature):
                 WD = W * Dinv
                 K = WD @ W.T
                 K.flat[:: K.shape[0] + 1] += 1.0
-                try:
-                    c = scipy.linalg.cho_factor(K, lower=True, check_finite=True)
-                except (np.linalg.LinAlgError, ValueError):
+                # K = I + W D^-1 W^T is positive definite, but where D is tiny its condition
+                # (and its entries, up to overflow) explode and the formula loses every digit:
+                # Woodbury only while K passes the condition test of singular_rtol
+                if not np.isfinite(K).all():
                     return None
-                y = y - WD.T @ scipy.linalg.cho_solve(c, W @ y)
+                c = pd_cholesky(K)
+                if c is None:
+                    return None
+                y = y - WD.T @ scipy.linalg.cho_solve((c, True), W @ y, check_finite=False)
         if pos.all():
             return y
         x[pos] = y

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
+from zbound._linalg import pd_cholesky
+
 MAX_PARAMS = 2000
 
 
@@ -66,12 +68,17 @@ def _fd_hessian(grad, theta: np.ndarray, h: float) -> np.ndarray:
 def _pencil(complete: np.ndarray, missing: np.ndarray) -> MissingInformation:
     complete = 0.5 * (complete + complete.T)
     missing = 0.5 * (missing + missing.T)
-    try:
-        ev = scipy.linalg.eigh(missing, complete, eigvals_only=True)
-    except np.linalg.LinAlgError:
+    L = pd_cholesky(complete)
+    if L is None:
         raise ValueError("the complete-data information I_{x,z,y} is singular at theta (an "
                          "expert with no responsibility, or a saturated gate); M(theta) is "
-                         "undefined") from None
+                         "undefined (its condition estimate falls below the threshold of "
+                         "zbound._linalg.singular_rtol)")
+    # eigenvalues of the pencil (missing, complete) = those of L^-1 missing L^-T
+    L = np.tril(L)
+    W = scipy.linalg.solve_triangular(L, missing, lower=True, check_finite=False)
+    W = scipy.linalg.solve_triangular(L, W.T, lower=True, check_finite=False)
+    ev = np.linalg.eigvalsh(0.5 * (W + W.T))
     return MissingInformation(complete, missing, np.sort(ev))
 
 

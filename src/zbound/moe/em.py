@@ -29,6 +29,7 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
+from zbound._linalg import psd_solve
 from zbound.models.loss import SoftmaxLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
@@ -171,11 +172,9 @@ class MStep:
             A = (Xb * w[:, None]).T @ Xb
             A[np.diag_indices_from(A)] += ridge * s2
             b = Xb.T @ (w * y)
-            scale = max(float(np.trace(A)) / pb.p, 1e-300)
-            try:
-                c = np.linalg.solve(A + 1e-13 * scale * np.eye(pb.p), b)
-            except np.linalg.LinAlgError:
-                c = np.linalg.lstsq(A, b, rcond=None)[0]
+            # Cholesky where A is numerically positive definite, else the minimum-norm
+            # solution (an expert with no responsibility, collinear columns)
+            c = psd_solve(A, b)
             P.coef[j] = c
             if pb.fit_var:
                 mass = float(w.sum())

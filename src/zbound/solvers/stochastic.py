@@ -47,7 +47,7 @@ import scipy.linalg
 import scipy.linalg.lapack
 from scipy.linalg.blas import dger
 
-from zbound._linalg import jacobi, pcg
+from zbound._linalg import jacobi, pcg, pd_cholesky, singular_rtol
 from zbound.bounds.curvature import DiagonalCurvature, RankOneCurvature
 from zbound.bounds.lowrank import LowRankCurvature
 from zbound.models.base import Majorizer
@@ -702,10 +702,12 @@ class SPFB(_BoundStep):
                 else:
                     A += q.weight * np.outer(q.u, q.u)
             A = self._mix(ex, "avg_dense", A)
-            try:
-                return ("chol", scipy.linalg.cho_factor(A, lower=True))
-            except np.linalg.LinAlgError:
-                return ("pinv", np.linalg.pinv(A, hermitian=True))
+            c = pd_cholesky(A)
+            if c is not None:
+                return ("chol", (c, True))
+            # numerically singular (the condition test of singular_rtol): the minimum-norm
+            # inverse, singular values below the same threshold dropped
+            return ("pinv", np.linalg.pinv(A, rtol=singular_rtol(p), hermitian=True))
         lam = float(diag.max()) if diag.size and diag.max() > 0 else 1e-12
         kron = None
         if self.opts["curvature"] == "average" or self.opts["precond"] == "kron":

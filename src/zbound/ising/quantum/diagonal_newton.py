@@ -41,6 +41,7 @@ import numpy as np
 import scipy.linalg.lapack
 from scipy.linalg.blas import dsyrk, ssyrk
 
+from zbound._linalg import cholesky_solve
 from zbound.ising.features import FeatureSet
 from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import dual_value, feasible_primal, primal_value
@@ -160,11 +161,10 @@ class DiagonalDualNewton:
         for reg in (1e-12, 1e-8, 1e-4, 1e-1):
             Hr = H.copy()
             Hr[np.diag_indices(n)] += reg * mu
-            c, info = scipy.linalg.lapack.dpotrf(Hr, lower=1, clean=0, overwrite_a=1)
-            if info == 0:
-                delta, info = scipy.linalg.lapack.dpotrs(c, -grad, lower=1)
-                if info == 0 and np.all(np.isfinite(delta)):
-                    return delta - delta.mean()
+            # the smallest ridge at which Hr passes the condition test of singular_rtol
+            delta = cholesky_solve(Hr, -grad)
+            if delta is not None and np.all(np.isfinite(delta)):
+                return delta - delta.mean()
         return -grad * (eps / n)
 
     def _stage(self, w, eps, max_steps, final, tol, best, history, step0):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg.lapack
 
+from zbound._linalg import psd_solve
 from zbound.ising.features import FeatureSet
 from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import feasible_primal, primal_value
@@ -128,11 +129,9 @@ class DualNewton:
                 return PolishResult(D, W, best_P, best_S, step,
                                     self.eigendecompositions - start)
             mu = 1e-12 * max(float(np.max(np.diag(H))), 1e-300)
-            c, info = scipy.linalg.lapack.dpotrf(H + mu * np.eye(self.p), lower=1, clean=0)
-            if info == 0:
-                delta, info = scipy.linalg.lapack.dpotrs(c, -g, lower=1)
-            if info != 0:
-                delta = np.linalg.lstsq(H, -g, rcond=None)[0]
+            # Cholesky where H + mu I is numerically positive definite, else the minimum-norm
+            # step (the pivot and singular-value threshold of zbound._linalg.singular_rtol)
+            delta = psd_solve(H + mu * np.eye(self.p), -g)
             slope = float(g @ delta)
             if not slope < 0:
                 break
