@@ -15,6 +15,8 @@ from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.structured.chain import chunk_value_grad
 
+pytestmark = pytest.mark.numerics
+
 
 def random_problem(rng, n_seq=3, m=3, n_feat=4, max_len=4, density=0.6, scale=1.0):
     lengths = rng.integers(1, max_len + 1, size=n_seq)

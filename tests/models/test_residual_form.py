@@ -18,6 +18,8 @@ from scipy.special import logsumexp, softmax
 from zbound.bench.timing import traced_peak
 from zbound.models.loss import SoftmaxLoss
 
+pytestmark = pytest.mark.numerics
+
 
 def _brute(X, y, n_classes, sw, reference, fit_intercept, theta):
     """Value and gradient row by row from the full (t, n_classes) scores."""

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from zbound.models.loss import SingleSoftmaxLoss, SoftmaxLoss
 from zbound.models.multinomial import logistic_objective
 
+pytestmark = pytest.mark.numerics
+
 
 def _scales(loss, theta):
     """What float32 errors are relative to: per row 1 + the largest |score| (the value), and

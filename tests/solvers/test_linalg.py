@@ -9,6 +9,8 @@ import pytest
 from zbound._linalg import cholesky_solve, jacobi, pcg
 from zbound.bounds.curvature import DenseCurvature, KroneckerCurvature
 
+pytestmark = pytest.mark.numerics
+
 
 def _kron(seed, t=40, n=3, d=5, reg=0.3):
     rng = np.random.default_rng(seed)
