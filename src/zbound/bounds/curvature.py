@@ -37,6 +37,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from zbound._linalg import (
+    block_budget,
     block_jacobi,
     block_preconditioner_kind,
     cache_block_rows,
@@ -105,13 +106,15 @@ class Curvature:
         has them (the coupling between classes is what CG then resolves), else Jacobi on
         ``diagonal()``. The form follows the shape (``_linalg.block_preconditioner_kind``):
         with T rows of data and blocks of size b, Woodbury through T x T systems when T < b
-        (never a (b, b) array), dense inverses of ``diagonal_blocks()`` while m b^2 fits in
-        ``MAX_BLOCK_ELEMS``, else Jacobi."""
+        (never a (b, b) array), dense inverses of ``diagonal_blocks()``, each while it fits in
+        the memory budget of ``_linalg.block_budget`` (the data's own size, 32 MB to 256 MB),
+        else Jacobi."""
         factors = self.block_factors()
         if factors is not None:
             pairs, extra = factors
             rows = sum(f[0].shape[0] for f in pairs)
-            kind = block_preconditioner_kind(rows, extra.shape[1], extra.shape[0])
+            kind = block_preconditioner_kind(rows, extra.shape[1], extra.shape[0],
+                                             block_budget(pairs))
             if kind == "woodbury":
                 pre = woodbury_block_jacobi(pairs, extra)
                 if pre is not None:

@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from zbound._linalg import (
     EIGEN_MAX_ELEMS,
     SOFTMAX_WOODBURY_MAX,
+    block_budget,
     block_jacobi,
     block_preconditioner_kind,
     eigen_block_preconditioner,
@@ -453,7 +454,8 @@ def _block_preconditioner(H):
     if fac is not None:
         pairs, extra = fac
         rows = sum(f[0].shape[0] for f in pairs)
-        if block_preconditioner_kind(rows, extra.shape[1], extra.shape[0]) == "dense":
+        if block_preconditioner_kind(rows, extra.shape[1], extra.shape[0],
+                                     block_budget(pairs)) == "dense":
             blocks = factor_blocks(pairs, extra)
             del pairs, fac
             if blocks is not None:
