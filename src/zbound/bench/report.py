@@ -22,6 +22,11 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def num(value: Any, spec: str = ".3g") -> str:
+    """``format(value, spec)``, or "-" where the value was not measured (None)."""
+    return "-" if value is None else format(value, spec)
+
+
 def method_table(records: list[dict[str, Any]]) -> str:
     """One table per (task, dataset, setting): every method, its time ratio to the fastest peer."""
     groups: dict[tuple, list[dict]] = defaultdict(list)
@@ -52,7 +57,12 @@ def method_table(records: list[dict[str, Any]]) -> str:
 
 def write_report(doc: dict[str, Any], out: Path,
                  extra: Callable[[dict[str, Any], Path], str] | None = None) -> Path:
-    """Write ``out/SUITE.md``: the suite's own sections first (if any), then the method tables."""
+    """Write ``out/SUITE.md``: the data sets skipped for want of data, the suite's own sections
+    (if any), then the method tables. Should the suite's own sections fail on some record,
+    the file is written without them (saying so) before the error propagates: a long run
+    never ends without its tables."""
+    from zbound.bench.runner import skipped_data_message
+
     out = Path(out)
     parts = [f"# Benchmark suite `{doc['suite']}`" + (" (quick)" if doc["quick"] else ""), ""]
     m = doc["machine"]
@@ -61,12 +71,23 @@ def write_report(doc: dict[str, Any], out: Path,
         f"NumPy {m.get('numpy')}, SciPy {m.get('scipy')}, scikit-learn {m.get('sklearn')}."
     )
     parts.append("")
+    skipped = doc.get("extra", {}).get("skipped_datasets")
+    if skipped:
+        parts += ["## Data sets not run\n", skipped_data_message(skipped), ""]
+    failure = None
     if extra is not None:
-        parts.append(extra(doc, out))
+        try:
+            parts.append(extra(doc, out))
+        except Exception as exc:      # re-raised below, after the tables
+            failure = exc
+            parts.append(f"(The suite's own sections could not be written: "
+                         f"{type(exc).__name__}: {exc}.)")
         parts.append("")
     if doc["records"]:
         parts.append("## All records\n")
         parts.append(method_table(doc["records"]))
     path = out / f"{doc['suite']}.md"
     path.write_text("\n".join(parts))
+    if failure is not None:
+        raise failure
     return path

@@ -59,7 +59,25 @@ class SuiteContext:
     #: suite-specific options (names in the suite's ``OPTIONS``)
     options: dict[str, Any] = field(default_factory=dict)
     console: Console = field(default_factory=lambda: Console(stderr=True))
+    #: data sets skipped because their benchmark data is missing or corrupted: name -> reason
+    skipped_data: dict[str, str] = field(default_factory=dict)
     _task: Any = None
+
+    def load(self, dataset: str, loader, *args, **kwargs):
+        """``loader(*args, **kwargs)``, or None where the benchmark data it reads is missing
+        or fails its checksum: the data set is then recorded in ``skipped_data`` (and in the
+        JSON's ``skipped_datasets``), the suite goes on with the rest, and the runner says once,
+        at the end, what was skipped and how to get the data."""
+        from zbound.datasets import DataChecksumError
+
+        if dataset in self.skipped_data:
+            return None
+        try:
+            return loader(*args, **kwargs)
+        except (FileNotFoundError, DataChecksumError) as exc:
+            self.skipped_data[dataset] = _first_sentence(str(exc))
+            self.writer.set_extra("skipped_datasets", dict(self.skipped_data))
+            return None
 
     def start(self, description: str, total: int) -> None:
         """Begin a progress bar of ``total`` steps (replaces the previous one)."""
@@ -82,6 +100,21 @@ class SuiteContext:
             self.progress.console.print(message)
         else:
             self.console.print(message)
+
+
+def _first_sentence(text: str) -> str:
+    head = text.split(". ")[0].strip()
+    return head if head.endswith(".") else head + "."
+
+
+def skipped_data_message(skipped: dict[str, str]) -> str:
+    """The one message about data sets a run skipped for want of benchmark data."""
+    from zbound.datasets import HOW_TO_GET
+
+    reasons = sorted(set(skipped.values()))
+    why = reasons[0] if len(reasons) == 1 else "; ".join(f"{k}: {v}" for k, v in skipped.items())
+    return (f"Skipped {len(skipped)} data set(s) without benchmark data "
+            f"({', '.join(skipped)}): {why} {HOW_TO_GET}")
 
 
 def load_suite(name: str):
@@ -155,4 +188,7 @@ def run_suite(name: str, quick: bool = False, out: str | Path = "bench-out",
     writer.set_extra("elapsed_s", time.perf_counter() - start)
     doc = writer.to_dict()
     write_report(doc, out, extra=getattr(suite, "report", None))
+    if ctx.skipped_data:
+        ctx.console.print(f"[yellow]{skipped_data_message(ctx.skipped_data)}[/yellow]",
+                          highlight=False)
     return doc

@@ -21,7 +21,16 @@ Wine 178 x 14, Heart (SPECT test file) 187 x 23, Ion 351 x 34 (constant column a
 Hepatitis 155 x 20 (mean-imputed); see :mod:`zbound.datasets.preprocessing`.
 """
 
-from ._base import ENV_VAR, SHA256, Dataset, DataUnavailableError, data_dir, data_file
+from ._base import (
+    ENV_VAR,
+    HOW_TO_GET,
+    SHA256,
+    DataChecksumError,
+    Dataset,
+    DataUnavailableError,
+    data_dir,
+    data_file,
+)
 from .bundled import load_breast_cancer, load_digits, load_iris, load_wine
 from .highdim import load_srbct, load_ssl_text
 from .images import (
@@ -38,8 +47,10 @@ from .uci import load_adult, load_bupa, load_hepatitis, load_ionosphere, load_sp
 
 __all__ = [
     "ENV_VAR",
+    "HOW_TO_GET",
     "SHA256",
     "TABLE3",
+    "DataChecksumError",
     "DataUnavailableError",
     "Dataset",
     "DesignTransform",

@@ -83,6 +83,17 @@ SHA256: dict[str, str] = {
 _VERIFIED: dict[tuple[str, int, int], str] = {}
 
 
+#: How to get the benchmark data, for every message about missing data.
+HOW_TO_GET = (
+    f"Benchmark data sets are not bundled: put them in one directory and set {ENV_VAR} to it "
+    f"(docs/benchmarks.md, section 'Data', lists every set with its public source)."
+)
+
+
+class DataChecksumError(ValueError):
+    """Raised for a data file whose sha256 differs from the registered one."""
+
+
 class DataUnavailableError(FileNotFoundError):
     """Raised for data that the benchmark data directory (ZBOUND_DATA) does not hold at all.
 
@@ -167,9 +178,8 @@ def data_dir() -> Path:
     value = os.environ.get(ENV_VAR, "").strip()
     if not value:
         raise FileNotFoundError(
-            f"Environment variable {ENV_VAR} is not set. Set it to the benchmark data "
-            f"directory (the one holding SOURCES.md), "
-            f"e.g. `export {ENV_VAR}=/path/to/data`."
+            f"Environment variable {ENV_VAR} is not set, so no benchmark data can be read. "
+            f"{HOW_TO_GET}"
         )
     path = Path(value).expanduser()
     if not path.is_dir():
@@ -202,15 +212,16 @@ def data_file(relpath: str, *, verify: bool = True) -> Path:
     ------
     FileNotFoundError
         The file is missing (the message names it and ``ZBOUND_DATA``).
-    ValueError
-        The file's sha256 differs from the one in SOURCES.md (corrupted or replaced).
+    DataChecksumError
+        A ``ValueError``: the file's sha256 differs from the registered one (corrupted or
+        replaced).
     """
     root = data_dir()
     path = root / relpath
     if not path.is_file():
         raise FileNotFoundError(
             f"Data file {relpath!r} not found in {ENV_VAR}={str(root)!r} (looked for {path}). "
-            f"See SOURCES.md in the data directory for where it comes from."
+            f"{HOW_TO_GET}"
         )
     if not verify:
         return path
@@ -226,10 +237,10 @@ def data_file(relpath: str, *, verify: bool = True) -> Path:
         if actual == expected:
             _VERIFIED[key] = actual
     if actual != expected:
-        raise ValueError(
+        raise DataChecksumError(
             f"Checksum mismatch for data file {relpath!r} in {ENV_VAR}={str(root)!r}: "
-            f"sha256 is {actual}, SOURCES.md gives {expected}. The file is corrupted or was "
-            f"replaced; restore it from the source named in SOURCES.md."
+            f"sha256 is {actual}, expected {expected}. The file is corrupted or was "
+            f"replaced; restore it from its source (docs/benchmarks.md, section 'Data')."
         )
     return path
 

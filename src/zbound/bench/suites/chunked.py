@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from zbound.bench.report import num
 from zbound.bench.timing import time_alternating, traced_peak
 
 SUITE = "chunked"
@@ -144,16 +145,17 @@ def report(doc: dict[str, Any], out) -> str:
         bound = m.get("bound_mb")
         lines.append(
             f"| {r['method']} | {m['chunk_size']} | {m['n_chunks']} | "
-            f"{m['peak_memory_mb']:.0f} | {'' if bound is None else f'{bound:.0f}'} | "
+            f"{num(m['peak_memory_mb'], '.0f')} | {'' if bound is None else f'{bound:.0f}'} | "
             f"{'' if bound is None else ('yes' if m['within_bound'] else 'NO')} | "
-            f"{r['time_to_target_s']:.3f} | {m['product_s']:.4f} |")
+            f"{num(r['time_to_target_s'], '.3f')} | {num(m['product_s'], '.4f')} |")
     vg = [r for r in recs if r["task"] == "value-and-grad"]
     if vg:
         lines += ["", "## Value and gradient: whole data against row chunks", "",
                   "| method | chunk | median s | peak MB |", "| --- | --- | --- | --- |"]
         for r in vg:
             m = r["metrics"]
+            times = m.get("times_s") or None
             lines.append(f"| {r['method']} | {m['chunk_size']} | "
-                         f"{statistics.median(m['times_s']):.4f} | "
-                         f"{m['peak_memory_mb']:.1f} |")
+                         f"{num(times and statistics.median(times), '.4f')} | "
+                         f"{num(m['peak_memory_mb'], '.1f')} |")
     return "\n".join(lines) + "\n"

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zbound.bench.report import num
+
+
+def _ms(seconds) -> str:
+    return "-" if seconds is None else f"{1e3 * seconds:.1f} ms"
+
 # Jebara & Choromanska (2012), Table 1, CRF columns: time (s) and iterations to within 1e-4
 PAPER_TABLE1 = {
     "CoNLL (m=9, t=1000, d=33615)": {"LBFGS": (25661.54, 17), "SD": (93821.72, 12),
@@ -82,9 +88,9 @@ def report(doc: dict, out: Path) -> str:
         lines += [""] + _verdicts(rows, cs)
         if fb:
             lines += ["", "Threads: one value and gradient " + ", ".join(
-                f"{r['method']} {1e3 * r['metrics']['value_and_grad_s']:.1f} ms"
-                for r in fb) + f" (2 threads: {fb[-1]['metrics']['speedup']:.2f}x the speed of "
-                "one, on a 2-core machine shared with other jobs)"]
+                f"{r['method']} {_ms(r['metrics']['value_and_grad_s'])}"
+                for r in fb) + f" (2 threads: {num(fb[-1]['metrics']['speedup'], '.2f')}x the "
+                "speed of one, on a 2-core machine shared with other jobs)"]
             one = next((r for r in rows if r["method"] == "zbound-lbfgs-bound"), None)
             two = next((r for r in rows if r["method"] == "zbound-lbfgs-bound-2threads"), None)
             if one and two and one["time_to_target_s"] and two["time_to_target_s"]:
@@ -97,7 +103,8 @@ def report(doc: dict, out: Path) -> str:
             lines += ["", "Peak memory of training, each in a fresh process (above the loaded "
                       "corpus; the table's column is the increase inside the bench's process, "
                       "which reuses memory freed by earlier runs and undercounts): " + ", ".join(
-                          f"{r['method']} {r['metrics']['peak_memory_mb']:.0f} MB" for r in mem)
+                          f"{r['method']} {num(r['metrics']['peak_memory_mb'], '.0f')} MB"
+                          for r in mem)
                       + "."]
         lines.append("")
     png = convergence_plot(recs, Path(out))
@@ -159,7 +166,8 @@ def _done_when(recs) -> list:
     else:
         out.append("- CoNLL-2000 time and F1 against CRFsuite: **not met** (no time to target).")
     fb = {r["method"]: r["metrics"]["value_and_grad_s"] for r in recs
-          if r["dataset"] == "conll2000" and r["task"] == "forward-backward"}
+          if r["dataset"] == "conll2000" and r["task"] == "forward-backward"
+          and r["metrics"].get("value_and_grad_s")}
     two = get("conll2000", "zbound-lbfgs-bound-2threads")
     if len(fb) == 2 and zb and two and zb["time_to_target_s"] and two["time_to_target_s"]:
         sp_fb = fb["n_jobs=1"] / fb["n_jobs=2"]
@@ -176,14 +184,16 @@ def _done_when(recs) -> list:
     if fit and pf and fit["metrics"].get("f1") is not None:
         d = 100 * (pf["metrics"]["f1"] - fit["metrics"]["f1"])
         mem = {r["method"]: r["metrics"]["peak_memory_mb"] for r in recs
-               if r["dataset"] == "conll2000" and r["task"] == "memory"}
+               if r["dataset"] == "conll2000" and r["task"] == "memory"
+               and r["metrics"].get("peak_memory_mb") is not None}
         if mem:
             m_txt = (f"peak memory (fresh processes) {mem.get('zbound-partial_fit', 0):.0f} MB "
                      f"streaming, {mem.get('zbound-lbfgs-bound', 0):.0f} MB `fit`, "
                      f"{mem.get('crfsuite-lbfgs', 0):.0f} MB CRFsuite L-BFGS (reported)")
         else:
-            m_txt = (f"peak memory {pf['metrics']['peak_memory_mb']:.0f} MB streaming against "
-                     f"{cs['metrics']['peak_memory_mb']:.0f} MB for CRFsuite L-BFGS (reported)")
+            cs_mb = cs["metrics"].get("peak_memory_mb") if cs else None
+            m_txt = (f"peak memory {num(pf['metrics'].get('peak_memory_mb'), '.0f')} MB "
+                     f"streaming against {num(cs_mb, '.0f')} MB for CRFsuite L-BFGS (reported)")
         out.append(f"- `partial_fit` over a generator on CoNLL-2000: F1 {d:+.2f} points against "
                    f"`fit` (goal within 1): **{'met' if abs(d) <= 1.0 else 'not met'}**; "
                    + m_txt + ".")
@@ -200,7 +210,7 @@ def convergence_plot(recs, out: Path):
         rows = [r for r in recs if r["dataset"] == ds and r["task"] == "train"
                 and r["metrics"].get("trace")]
         cs = next((r for r in rows if r["method"] == "crfsuite-lbfgs"), None)
-        if cs is None:
+        if cs is None or not cs["final_objective"]:
             continue
         f_ref = cs["final_objective"]
         series = []

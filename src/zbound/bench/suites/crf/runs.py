@@ -242,7 +242,10 @@ def run_corpus(ctx, name, cfg: Config):
     from zbound.structured.features import attributes, token_features
 
     n_train, n_test = cfg.corpora[name]
-    train, test = load(name, n_train, n_test)
+    data = ctx.load(name, load, name, n_train, n_test)
+    if data is None:                                # no benchmark data: skipped, said once
+        return
+    train, test = data
     chunked = name != "treebank"
     t0 = time.perf_counter()
     feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1 else None)

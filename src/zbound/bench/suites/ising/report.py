@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from zbound.bench.report import num
 from zbound.bench.suites.ising.config import EXACT_MAX_D
 from zbound.bench.suites.ising.figures import (
     ERROR_NOTE,
@@ -199,7 +200,8 @@ def report(doc: dict[str, Any], out: Path) -> str:
         parts.append("| graph | method | error mean | violations |\n|---|---|---|---|")
         for r in zero:
             parts.append(f"| {r['dataset']} | {r['method']} | "
-                         f"{r['metrics']['error_bound_mean']:.2e} | {r['metrics']['violations']} |")
+                         f"{num(r['metrics']['error_bound_mean'], '.2e')} | "
+                         f"{r['metrics']['violations']} |")
         parts.append("")
 
     speed = [r for r in recs if r["task"] == "speed"]
@@ -257,10 +259,11 @@ def _scale_section(recs: list[dict], out: Path, doc) -> str:
         def f(v, fmt="{}"):
             return "-" if v is None else fmt.format(v)
 
-        parts.append(f"| {m['d']} | {r['method']} | {m['seconds']:.3g} | {m['converged']} | "
+        parts.append(f"| {m['d']} | {r['method']} | {num(m['seconds'])} | {m['converged']} | "
                      f"{f(m['iterations'])} | {f(m['newton_steps'])} | "
                      f"{f(m['eigendecompositions'])} | {m['bound']:.6f} | {m['gap']:.1e} |")
-    q = {r["metrics"]["d"]: r["metrics"]["seconds"] for r in recs if r["method"] == "quantum"}
+    q = {r["metrics"]["d"]: r["metrics"]["seconds"] for r in recs
+         if r["method"] == "quantum" and r["metrics"]["seconds"] is not None}
     # the growth rate at large d: the top three sizes (the solver changes path at n = 129)
     ds = sorted(q)[-3:]
     if len(ds) >= 2 and all(q[d] > 0 for d in ds):

@@ -83,8 +83,9 @@ def _table5(records) -> tuple[list[str], dict]:
         best = {}
         for m in ms:
             vals = {meth: idx[("table5", ds, m, meth)]["metrics"]["test_loglik"]
-                    for meth in methods if ("table5", ds, m, meth) in idx}
-            best[m] = max(vals, key=vals.get)
+                    for meth in methods if ("table5", ds, m, meth) in idx
+                    and idx[("table5", ds, m, meth)]["metrics"]["test_loglik"] is not None}
+            best[m] = max(vals, key=vals.get) if vals else None
             wins[(ds, m)] = (best[m], vals)
         for meth in methods:
             cells = []
@@ -112,9 +113,11 @@ def _status_lines(records) -> list[str]:
             continue
         mt = r["metrics"]
         ends = ", ".join(f"{k} {v}" for k, v in sorted(mt["status_counts"].items()))
-        lines.append(f"| {r['dataset']} | {mt['m']} | {r['method']} | {mt['iterations']:.0f} | "
-                     f"{mt['seconds_median']:.3f} | {mt['theta_norm_mean']:.3g} | "
-                     f"{mt['train_objective_mean']:.3g} | {mt['test_accuracy']:.3f} | {ends} |")
+        n = lambda key, spec, mt=mt: "-" if mt.get(key) is None else format(mt[key], spec)  # noqa: E731
+        lines.append(f"| {r['dataset']} | {mt['m']} | {r['method']} | {n('iterations', '.0f')} "
+                     f"| {n('seconds_median', '.3f')} | {n('theta_norm_mean', '.3g')} | "
+                     f"{n('train_objective_mean', '.3g')} | {n('test_accuracy', '.3f')} | "
+                     f"{ends} |")
     return lines
 
 
@@ -197,7 +200,9 @@ def report(doc: dict[str, Any], out: Path) -> str:
         for (d, m), (b, _) in wins.items():
             norms = {meth: idx[("table5", d, m, meth)]["metrics"]["theta_norm_mean"]
                      for meth in methods if ("table5", d, m, meth) in idx}
-            small += norms[b] <= min(norms.values()) * 1.5
+            norms = {k: v for k, v in norms.items() if v is not None}
+            if b in norms:
+                small += norms[b] <= min(norms.values()) * 1.5
         parts.append(
             f"In {small} of {all_cells} cells the winner is a run with (near) the smallest mean "
             "||theta|| of the cell (within 1.5x). The next section tests what that suggests.\n")
@@ -242,7 +247,7 @@ def _toy_section(records, out: Path) -> list[str]:
         acc[r["method"]] = per or [mt["test_accuracy"]]
         ends = ", ".join(f"{k} {v}" for k, v in sorted(mt["status_counts"].items()))
         lines.append(f"| {_NAMES.get(r['method'], r['method'])} | {_f(mt['test_loglik'])} | "
-                     f"{mt['test_accuracy']:.3f} | {' '.join(f'{a:.2f}' for a in per)} | "
+                     f"{_f(mt['test_accuracy'], 3)} | {' '.join(_f(a) for a in per)} | "
                      f"{ends} | {_f(PAPER_TOY.get(r['method']))} |")
     lines.append("")
     if (Path(out) / "latent_toy.png").exists():

@@ -157,11 +157,15 @@ def _record(ctx, task, dataset, setting, method, rows, extra) -> dict[str, Any]:
     return metrics
 
 
-def _splits(cfg: Config, cache: dict | None = None) -> dict[str, list[Split]]:
+def _splits(ctx, cfg: Config, cache: dict | None = None) -> dict[str, list[Split]]:
+    """The splits of every data set that loads (the others are skipped by ``ctx.load``)."""
     cache = {} if cache is None else cache
     for dataset in cfg.datasets:
-        if dataset not in cache:
-            cache[dataset] = [load_split(dataset, s, cfg) for s in range(cfg.splits)]
+        if dataset not in cache and dataset not in ctx.skipped_data:
+            got = ctx.load(dataset, lambda d=dataset: [load_split(d, s, cfg)
+                                                       for s in range(cfg.splits)])
+            if got is not None:
+                cache[dataset] = got
     return cache
 
 
@@ -180,9 +184,9 @@ def _extra(sp: Split, M: int, lam: float, dataset: str) -> dict[str, Any]:
 
 
 def run_table5(ctx, cfg: Config, cache: dict | None = None) -> None:
-    cells = [(d, m) for d in cfg.datasets for m in cfg.components]
+    splits = _splits(ctx, cfg, cache)
+    cells = [(d, m) for d in cfg.datasets if d in splits for m in cfg.components]
     ctx.start("latent: Table 5 cells", len(cells))
-    splits = _splits(cfg, cache)
     for dataset, M in cells:
         rows: dict[str, list] = {m: [] for m in cfg.methods}
         sp: Split
@@ -215,9 +219,9 @@ def run_ridge(ctx, cfg: Config, cache: dict | None = None) -> None:
     ``cfg.ridge_lams`` the same splits and starts as Table 5 (lambda = 0), every method, then
     each endpoint polished (:func:`polish`) so that the local optimum each method found can be
     compared from the same start."""
-    splits = _splits(cfg, cache)
+    splits = _splits(ctx, cfg, cache)
     cells = [(d, PAPER_M[d], lam) for d in cfg.datasets for lam in cfg.ridge_lams
-             if d in PAPER_M]
+             if d in PAPER_M and d in splits]
     ctx.start("latent: ridge cells", len(cells))
     for dataset, M, lam in cells:
         rows: dict[str, list] = {m: [] for m in cfg.methods}

@@ -324,7 +324,7 @@ def _probe_md(doc: dict) -> list[str]:
         peaks = ", ".join(f"{mb:.1f} MB on {n} rows" for mb, n in
                           zip(pr["peak_mb_by_rows"], pr["rows"], strict=True))
         lines.append(
-            f"- {r['dataset']} C={r['metrics'].get('C'):g}, {r['method']}: not timed (one "
+            f"- {r['dataset']} {r['setting']}, {r['method']}: not timed (one "
             f"iteration estimated at {pr.get('iteration_estimate_s', math.nan):.1f} s); one "
             f"iteration peaks at {peaks} (up to {max(pr['rank_one_updates_at_most'])} rank-one "
             f"updates), against {pr['p_by_p_mb']:.0f} MB for one dense p x p matrix "
@@ -634,9 +634,6 @@ def report(doc: dict, out) -> str:
                   "smoke test of the full run's numbers.", ""]
     if extra.get("datasets"):
         lines += ["Data:", ""] + [f"- {k}: {v}" for k, v in extra["datasets"].items()] + [""]
-    if extra.get("skipped"):
-        lines += ["Skipped data sets:", ""] + [f"- {k}: {v}" for k, v in
-                                                extra["skipped"].items()] + [""]
     if extra.get("notes"):
         lines += ["Methods left out:", ""] + [f"- {k}: {v}" for k, v in
                                                extra["notes"].items()] + [""]

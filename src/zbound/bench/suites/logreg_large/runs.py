@@ -716,7 +716,6 @@ def run(ctx) -> None:
         "lowrank_available": lowrank_available(), "glum": glum_status() or "available",
         "start_scale": START_SCALE,
     })
-    skipped_sets: dict[str, str] = {}
     notes: dict[str, Any] = {}
     references: dict[str, Any] = {}
     curves: dict[str, Any] = {}
@@ -733,19 +732,17 @@ def run(ctx) -> None:
         warnings.filterwarnings("ignore", message=".*converge.*")
         warnings.filterwarnings("ignore", category=RuntimeWarning)
         for kind, name, C in todo:
-            if name in skipped_sets:
+            if name in ctx.skipped_data:
                 ctx.advance()
                 continue
             if name not in loaded:
-                try:
-                    loaded[name] = load_paper(name, cfg.seed) if name in PAPER_LAMBDA else \
-                        load_large(name, cfg.synthetic_rows, cfg.kmnist_rows, cfg.seed)
-                except (FileNotFoundError, OSError, ValueError) as exc:
-                    skipped_sets[name] = str(exc)
-                    writer.set_extra("skipped", skipped_sets)
-                    ctx.log(f"[yellow]skipping {name}: {exc}")
+                got = ctx.load(name, load_paper, name, cfg.seed) if name in PAPER_LAMBDA else \
+                    ctx.load(name, load_large, name, cfg.synthetic_rows, cfg.kmnist_rows,
+                             cfg.seed)
+                if got is None:
                     ctx.advance()
                     continue
+                loaded[name] = got
                 datasets[name] = loaded[name].note
                 writer.set_extra("datasets", datasets)
             data = loaded[name]

@@ -427,7 +427,6 @@ def run(ctx) -> None:
         "extra_methods": list(cfg.extra_methods),
     })
     data: dict[str, Any] = {}
-    skipped: dict[str, str] = {}
     references: dict[str, Any] = {}
     costs: dict[str, Any] = {}
     curves: dict[str, Any] = {}
@@ -436,18 +435,15 @@ def run(ctx) -> None:
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.filterwarnings("ignore", message=".*lbfgs failed to converge.*")
         for task, dataset, setting, lam, C in todo:
-            if dataset in skipped:
+            if dataset in ctx.skipped_data:
                 ctx.advance()
                 continue
             if dataset not in data:
-                try:
-                    data[dataset] = load_design(dataset)
-                except (FileNotFoundError, OSError, ValueError) as exc:
-                    skipped[dataset] = str(exc)
-                    writer.set_extra("skipped", skipped)
-                    ctx.log(f"[yellow]skipping {dataset}: {exc}")
+                loaded = ctx.load(dataset, load_design, dataset)
+                if loaded is None:
                     ctx.advance()
                     continue
+                data[dataset] = loaded
             problem = build_problem(task, dataset, setting, lam, C, data[dataset])
             references[problem.group] = {"f_star": problem.f_star, "target": problem.target,
                                          "reg": problem.reg, "shape": list(problem.X.shape),

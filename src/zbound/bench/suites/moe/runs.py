@@ -342,8 +342,12 @@ def _test_metrics(problem, theta, Xte, yte):
     return float(np.mean(np.argmax(proba, axis=1) == yte)), problem.test_nll(theta, Xte, yte)
 
 
-def run_inverted(ctx, cfg: Config, ds: str) -> dict:
-    Xtr, ytr, Xte, yte = load_split(ds)
+def run_inverted(ctx, cfg: Config, ds: str) -> dict | None:
+    """The inverted-images experiment on data set ``ds``; None where its data is missing."""
+    split = ctx.load(ds, load_split, ds)
+    if split is None:
+        return None
+    Xtr, ytr, Xte, yte = split
     C = int(max(ytr.max(), yte.max())) + 1
     T = cfg.iters
     n_inst = cfg.instances.get(ds, 1)
@@ -458,8 +462,10 @@ def run(ctx) -> None:
             out[f"synthetic/{name}"] = run_symmetric(ctx, cfg, name)
             ctx.writer.set_extra("moe", out)
         for ds in cfg.datasets:
-            out[f"inverted/{ds}"] = run_inverted(ctx, cfg, ds)
-            ctx.writer.set_extra("moe", out)
+            result = run_inverted(ctx, cfg, ds)
+            if result is not None:
+                out[f"inverted/{ds}"] = result
+                ctx.writer.set_extra("moe", out)
 
 
 __all__ = ["OPTIONS", "SUITE", "invert", "load_split", "run", "run_inverted", "run_symmetric",

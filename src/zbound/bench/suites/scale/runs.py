@@ -411,7 +411,9 @@ def run(ctx) -> None:
                 ctx.writer.set_extra("spark", {"available": reason is None, "reason": reason})
             for task, t in cells:
                 if task == "adult":
-                    problem = Q.adult(cfg, client)
+                    problem = ctx.load("adult", Q.adult, cfg, client)
+                    if problem is None:
+                        continue
                 else:
                     problem = Q.synthetic(cfg, t, task == "binary", client)
                 cell = Cell(ctx, cfg, client, problem, processes)

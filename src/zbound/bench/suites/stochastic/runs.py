@@ -327,7 +327,9 @@ def run(ctx) -> None:
     with _thread_limit():
         for name in cfg.datasets:
             for lam in cfg.lams_of(name):
-                prob = build_problem(name, lam, cfg.seed, cfg.max_rows)
+                prob = ctx.load(name, build_problem, name, lam, cfg.seed, cfg.max_rows)
+                if prob is None:
+                    continue
                 t0 = time.perf_counter()
                 reference_optimum(prob)
                 tl, acc = prob.test_loss(prob.theta_star)
