@@ -37,11 +37,13 @@ TINY = {
 }
 
 
-@pytest.fixture
-def tiny_run(tmp_path, monkeypatch):
-    monkeypatch.setattr(ising.config, "suite_config", lambda quick: dict(TINY))
-    doc = runner.run_suite("ising", quick=True, out=tmp_path, show_progress=False)
-    return doc, tmp_path
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("ising")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ising.config, "suite_config", lambda quick: dict(TINY))
+        doc = runner.run_suite("ising", quick=True, out=out, show_progress=False)
+    return doc, out
 
 
 @pytest.mark.slow
@@ -146,3 +148,19 @@ def test_panel_x_range_covers_every_series_and_titles_wrap(tmp_path):
     panel_grid([[panel]], tmp_path / "h.png", caption="gap = (D - P)/max(|D|, |P|, 1)",
                styles={"slow": {"color": "black"}})
     assert (tmp_path / "h.png").stat().st_size > 1000
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["as run", "nothing timed", "no peer reached",
+                                     "half not timed", "times and memory not measured",
+                                     "quick grid", "a data set dropped", "no records"])
+def test_ising_report_renders_every_record_kind(tiny_run, variant, tmp_path):
+    import copy
+
+    from test_reports import VARIANTS
+
+    from zbound.bench.report import write_report
+
+    doc = VARIANTS[variant](copy.deepcopy(tiny_run[0]))
+    text = write_report(doc, tmp_path, extra=ising.report).read_text()
+    assert "could not be written" not in text

@@ -238,6 +238,24 @@ def test_ratio_verdict_counts_and_cap():
     recs[-4]["reached"] = False  # a default that misses the target fails the cap
     v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
     assert not v["pass"] and math.isinf(v["worst"])
+    assert v["needed"] == 12 and v["decided"]
+
+
+def test_ratio_verdict_on_a_quick_grid_counts_the_cells_present():
+    """Three cells that all pass: the share is counted on them (3 of 3), not the full grid's
+    12 of 15, and three cells are too few to decide."""
+    recs = []
+    for k in range(3):
+        recs += [_rec("table3", f"d{k}", "lambda=1", "newton-bound", 0.3, default=True),
+                 _rec("table3", f"d{k}", "lambda=1", "newton", 1.0, peer=True)]
+    v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
+    assert v["cells"] == 3 and v["needed"] == 3 and v["pass"] and not v["decided"]
+    recs[0]["time_to_target_s"] = 0.9                      # one cell above 0.5x
+    v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
+    assert not v["pass"]
+    rows = [dict(r, ratio=0.4) for r in L.ratio_rows(recs, "table3")] * 2
+    v = L.ratio_verdict(rows, "table3")
+    assert v["cells"] == 6 and v["needed"] == 5 and v["pass"] and v["decided"]
 
 
 def test_squarem_rule_applies_only_above_100_bound_evaluations():
