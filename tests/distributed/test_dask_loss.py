@@ -155,6 +155,27 @@ def test_estimator_rejects_single_class_dask():
         BoundLogisticRegression().fit(da.from_array(X, chunks=(50, 4)), np.ones(200))
 
 
+def test_estimator_takes_masked_dask_inputs_with_unknown_chunk_sizes():
+    """X[m], y[m] (and sample weights) after boolean masking have NaN chunk sizes until
+    computed; the fit computes them instead of refusing y's shape (nan,)."""
+    X, y = _problem(t=900, d=4, n=3, seed=5)
+    sw = np.random.default_rng(1).uniform(0.5, 1.5, y.size)
+    Xd, yd, swd = (da.from_array(a, chunks=300) if a.ndim == 1 else
+                   da.from_array(a, chunks=(300, 4)) for a in (X, y, sw))
+    keep = X[:, 0] > -0.5
+    m = da.from_array(keep, chunks=300)
+    assert np.isnan(Xd[m].shape[0]) and np.isnan(yd[m].shape[0])
+    kw = dict(C=0.5, tol=1e-9)
+    est = BoundLogisticRegression(**kw).fit(Xd[m], yd[m], sample_weight=swd[m])
+    ref = BoundLogisticRegression(**kw).fit(X[keep], y[keep], sample_weight=sw[keep])
+    # both stop at a relative gradient of 1e-9: the objectives agree to their rounding
+    # (tests/_tolerance.py rule 1, a sum of ~600 row losses: ~2e-12 relative)
+    assert abs(est.objective_ - ref.objective_) <= 1e-10 * abs(ref.objective_)
+    _close(est.coef_, ref.coef_, 1e-6)
+    with pytest.raises(ValueError, match="sample_weight must have shape"):
+        BoundLogisticRegression().fit(Xd[m], yd[m], sample_weight=swd)
+
+
 # -- a LocalCluster with 2 workers ------------------------------------------------------------
 
 @pytest.mark.parametrize("n, class_weight", [(2, None), (4, "balanced"), (10, None)])

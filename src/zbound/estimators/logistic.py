@@ -48,6 +48,14 @@ def _is_dask_array(x) -> bool:
     return da is not None and isinstance(x, da.Array)
 
 
+def _known_chunks(x):
+    """A dask array whose row chunk sizes are known: after boolean masking they are NaN
+    until computed (one pass over the mask's inputs)."""
+    if x.ndim and any(np.isnan(c) for c in x.chunks[0]):
+        return x.compute_chunk_sizes()
+    return x
+
+
 # -- parameter checks --------------------------------------------------------------------------
 
 
@@ -437,14 +445,14 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X must be 2-D, got {X.ndim} dimensions")
         if X.dtype.kind not in "biuf":
             raise TypeError(f"X must be numeric, got dtype {X.dtype}")
-        if any(np.isnan(c) for c in X.chunks[0]):
-            X = X.compute_chunk_sizes()
+        X = _known_chunks(X)
         t = X.shape[0]
         if t == 0:
             raise ValueError("X has no rows")
         X = X.astype(np.float64)
         rows = (X.chunks[0],)
-        yd = y if _is_dask_array(y) else da.from_array(np.asarray(y), chunks=rows)
+        yd = _known_chunks(y) if _is_dask_array(y) else da.from_array(np.asarray(y),
+                                                                       chunks=rows)
         if yd.ndim != 1 or yd.shape[0] != t:
             raise ValueError(f"y must have shape ({t},) to match X, got {yd.shape}")
         yd = yd.rechunk(rows)
@@ -454,7 +462,11 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if sample_weight is None:
             swd = None
         elif _is_dask_array(sample_weight):
-            swd = sample_weight.astype(np.float64).rechunk(rows)
+            swd = _known_chunks(sample_weight)
+            if swd.ndim != 1 or swd.shape[0] != t:
+                raise ValueError(f"sample_weight must have shape ({t},) to match X, got "
+                                 f"{swd.shape}")
+            swd = swd.astype(np.float64).rechunk(rows)
         else:
             swd = da.from_array(check_sample_weight(sample_weight, t), chunks=rows)
         counts = da.bincount(y_idx, minlength=classes.size)
