@@ -21,6 +21,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from zbound._threads import limit_small_fits
 from zbound.models.latent import latent_objective
 from zbound.models.loss import check_sample_weight
 from zbound.solvers import minimize
@@ -124,6 +125,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         return int(m), (0.0 if np.isinf(C) else 1.0 / float(C))
 
+    @limit_small_fits
     def fit(self, X, y, sample_weight=None):
         """Fit to X (t, n_features) and labels y (t,); returns self."""
         M, reg = self._check_params()
@@ -160,7 +162,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         if not best.converged:
             warnings.warn(f"LatentLogisticRegression (solver={self.solver!r}) did not converge "
                           f"in max_iter={self.max_iter} iterations ({best.message})",
-                          ConvergenceWarning, stacklevel=2)
+                          ConvergenceWarning, stacklevel=3)
         K, d = classes.size, X.shape[1]
         W = best.x.reshape(K, M, d + 1)
         self.classes_ = classes
@@ -176,7 +178,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
             warnings.warn(f"LatentLogisticRegression: components {self.collapsed_components_} "
                           "(class label, component) explain none of the training data "
                           "(collapsed); fewer n_components may do", CollapsedComponentWarning,
-                          stacklevel=2)
+                          stacklevel=3)
         self.objective_ = float(best.fun)
         self.n_iter_ = int(best.nit)
         self.converged_ = bool(best.converged)

@@ -26,6 +26,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import zbound.solvers as _solvers
+from zbound._threads import limit_small_fits
 from zbound.constraints import LinearConstraints
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
@@ -303,6 +304,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         return per_class[y_idx]
 
     # -- fitting -----------------------------------------------------------------------------
+    @limit_small_fits
     def fit(self, X, y, sample_weight=None):
         """Fit the model to X (t, n_features; dense or sparse) and labels y (t,).
 
@@ -414,7 +416,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"BoundLogisticRegression (solver={solver!r}) did not converge in "
                 f"max_iter={self.max_iter} iterations ({result.message}); increase max_iter, "
-                "raise tol, or standardize the features.", ConvergenceWarning, stacklevel=2)
+                "raise tol, or standardize the features.", ConvergenceWarning, stacklevel=3)
 
         W = result.x.reshape(k, d)
         self.coef_ = np.ascontiguousarray(W[:, :n_features])

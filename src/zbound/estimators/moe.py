@@ -18,6 +18,7 @@ from sklearn.utils._tags import ClassifierTags, RegressorTags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from zbound._threads import limit_small_fits
 from zbound.models.loss import check_sample_weight
 from zbound.moe.em import MSTEPS, fit_em
 from zbound.moe.gradient import fit_adam, fit_gd, fit_gradient_em
@@ -133,6 +134,7 @@ class MixtureOfExperts(BaseEstimator):
         return pair
 
     # -- fitting --------------------------------------------------------------------------------
+    @limit_small_fits
     def fit(self, X, y, sample_weight=None):
         """Fit from ``n_init`` random starts and keep the best. Returns self."""
         lr = self._check_params()
@@ -170,14 +172,14 @@ class MixtureOfExperts(BaseEstimator):
         self._store(problem, best)
         if not best.converged and not best.info.get("diverged", False):
             warnings.warn(f"MixtureOfExperts ({self.method}) did not converge in max_iter="
-                          f"{self.max_iter} iterations", ConvergenceWarning, stacklevel=2)
+                          f"{self.max_iter} iterations", ConvergenceWarning, stacklevel=3)
         if best.info.get("diverged", False):
             warnings.warn(f"the objective became non-finite with learning_rate={self.learning_rate}"
-                          "; the last finite iterate is kept", ConvergenceWarning, stacklevel=2)
+                          "; the last finite iterate is kept", ConvergenceWarning, stacklevel=3)
         if self.collapsed_experts_:
             warnings.warn(f"experts {list(self.collapsed_experts_)} collapsed (responsibility "
                           "for less than one sample, or noise variance at its floor); fewer "
-                          "experts may fit as well", UserWarning, stacklevel=2)
+                          "experts may fit as well", UserWarning, stacklevel=3)
         return self
 
     def _start(self, problem: MoEProblem, rng) -> np.ndarray:

@@ -23,6 +23,7 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from zbound._threads import limit_small_fits
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers.stochastic import LSPFB, SBM, SPFB
@@ -168,6 +169,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         return state.x
 
     # -- fitting ---------------------------------------------------------------------------------
+    @limit_small_fits
     def fit(self, X, y, sample_weight=None):
         """Fit by ``max_iter`` epochs of shuffled mini-batches from zero. Returns self."""
         solver = self._solver()
@@ -210,6 +212,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         self.objective_ = float(self.objective(X, y, sample_weight))
         return self
 
+    @limit_small_fits
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One stochastic bound step on the chunk (X, y); ``classes`` is required on the first
         call (scikit-learn's semantics). Bad input raises before anything changes."""
