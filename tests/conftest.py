@@ -13,8 +13,9 @@ CI runs everything.
 
 Tests that read the benchmark data are marked ``data``: they skip, with the reason, unless
 ``ZBOUND_DATA`` names a directory. Every other test runs with ``ZBOUND_DATA`` removed from the
-environment, as on a new user's machine, so a test that reads the data without the marker fails
-in CI instead of only on machines without the data.
+environment and ``ZBOUND_CACHE`` (where ``zbound data fetch`` puts the data by default) pointing
+at an empty directory, as on a new user's machine, so a test that reads the data without the
+marker fails in CI instead of only on machines without the data.
 
 Tests marked ``numerics`` are the ones whose outcome depends on rounding (factorizations of
 singular or ill-conditioned matrices, float32 against float64, tolerances near the solvers'
@@ -65,7 +66,7 @@ def _data_problem() -> str | None:
 
 
 @pytest.fixture(autouse=True)
-def _benchmark_data(request, monkeypatch):
+def _benchmark_data(request, monkeypatch, tmp_path_factory):
     """Skip ``data`` tests without the data; hide the data from every other test."""
     if request.node.get_closest_marker("data") is not None:
         problem = _data_problem()
@@ -73,3 +74,5 @@ def _benchmark_data(request, monkeypatch):
             pytest.skip(f"needs the benchmark data: {problem}")
     else:
         monkeypatch.delenv("ZBOUND_DATA", raising=False)
+    # never the user's fetched data (the loaders' fallback when ZBOUND_DATA is unset)
+    monkeypatch.setenv("ZBOUND_CACHE", str(tmp_path_factory.getbasetemp() / "no-fetched-data"))

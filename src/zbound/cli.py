@@ -3,6 +3,8 @@
   zbound demo [--out DIR]                     the main job on bundled data (report in DIR)
   zbound bench SUITE [--quick] [--out DIR]    run a benchmark suite (tables and plots in DIR)
   zbound bench list                           the benchmark suites, with their --quick times
+  zbound data list                            the benchmark data sets, sources and licences
+  zbound data fetch NAME... | --all [--dir D] download benchmark data (checksummed)
   zbound --version                            the installed version
 
 Every run prints the path of each file it wrote.
@@ -11,6 +13,7 @@ Every run prints the path of each file it wrote.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import textwrap
 import time
@@ -127,6 +130,50 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _data(args: argparse.Namespace) -> int:
+    from zbound.datasets import remote as F
+
+    if args.action == "list":
+        root = F.target_dir(args.dir)
+        print(f"Benchmark data sets (fetched into {root}):")
+        for s in F.SOURCES.values():
+            have = all(F.verified(root / f.target, f.target) for f in s.files)
+            print(f"\n  {s.name}  ({s.size_bytes / 2**20:.1f} MB{', fetched' if have else ''})")
+            for label, text in (("", s.description), ("source: ", s.origin),
+                                ("licence: ", s.licence), ("cite: ", s.citation)):
+                print(textwrap.fill(label + text, 79, initial_indent="    ",
+                                    subsequent_indent="      "))
+        return 0
+    names = list(F.SOURCES) if args.all else args.names
+    if not names:
+        print("zbound data fetch: name one or more data sets, or --all "
+              f"(known: {', '.join(F.SOURCES)})", file=sys.stderr)
+        return 2
+    unknown = [n for n in names if n not in F.SOURCES]
+    if unknown:
+        print(f"zbound data fetch: unknown data set(s) {', '.join(unknown)}; known: "
+              f"{', '.join(F.SOURCES)}", file=sys.stderr)
+        return 2
+    import logging
+
+    import pooch
+
+    pooch.get_logger().setLevel(logging.WARNING)
+    root = F.target_dir(args.dir)
+    for name in names:
+        print(f"{name} ...", end=" ", flush=True)
+        try:
+            F.fetch(name, args.dir)
+        except F.DataFetchError as exc:
+            print("failed")
+            print(f"zbound data fetch: {name}: {exc}", file=sys.stderr)
+            return 1
+        print("ok")
+    print(f"Data in {root}" + ("" if args.dir or os.environ.get("ZBOUND_DATA") else
+                               " (the loaders read it when ZBOUND_DATA is unset)") + ".")
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from zbound.demo import run_demo
 
@@ -157,8 +204,8 @@ def build_parser() -> argparse.ArgumentParser:
             "Run a benchmark suite. Writes DIR/SUITE.json (one record per task, data set, "
             "setting and method), DIR/SUITE.md (tables, paper comparison) and PNG plots into "
             "DIR, and prints the path of every file written. Data sets that need the "
-            "benchmark data are skipped, with a message, unless the environment variable "
-            "ZBOUND_DATA names the data directory.", 79),
+            "benchmark data are skipped, with one message, until it is fetched "
+            "('zbound data fetch --all') or ZBOUND_DATA names a directory holding it.", 79),
         epilog="suites:\n" + "\n".join(_suite_lines()) + "\n\n" + textwrap.fill(
             "The --quick times were measured on a 2-core machine with one run of each suite; "
             "a full run takes several times longer.", 79))
@@ -170,6 +217,20 @@ def build_parser() -> argparse.ArgumentParser:
                        help="output directory (default bench-out)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bars")
     bench.set_defaults(func=_bench)
+
+    data = sub.add_parser(
+        "data", help="list or download the benchmark data sets",
+        description=textwrap.fill(
+            "The benchmark data sets, downloaded from their public sources (or from "
+            "ZBOUND_DATA_MIRROR/<set>/<file> when that variable is set), checked against "
+            "their sha256, into DIR, else ZBOUND_DATA, else the user cache directory "
+            "(ZBOUND_CACHE overrides it), where the loaders look when ZBOUND_DATA is unset.",
+            79))
+    data.add_argument("action", choices=("list", "fetch"), help="list the sets, or fetch some")
+    data.add_argument("names", nargs="*", metavar="NAME", help="data sets to fetch")
+    data.add_argument("--all", action="store_true", help="fetch every set (about 13 MB)")
+    data.add_argument("--dir", default=None, metavar="DIR", help="where to put the data")
+    data.set_defaults(func=_data)
 
     demo = sub.add_parser(
         "demo", help="the main job on bundled data: fits, comparisons, report",

@@ -71,8 +71,8 @@ def test_checksum_verified_once_and_again_after_change(
     target = _copy_ionosphere(real_data_dir, tmp_path)
     monkeypatch.setenv("ZBOUND_DATA", str(tmp_path))
     calls = []
-    real_sha = _base._sha256
-    monkeypatch.setattr(_base, "_sha256", lambda p: calls.append(p) or real_sha(p))
+    real_sha = _base.file_sha256
+    monkeypatch.setattr(_base, "file_sha256", lambda p: calls.append(p) or real_sha(p))
     assert load_ionosphere().X.shape == (351, 34)
     assert load_ionosphere().X.shape == (351, 34)
     assert len(calls) == 1  # cached after the first successful check

@@ -1,17 +1,18 @@
-"""Data set loaders and synthetic generators.
+"""Data set loaders, the benchmark data fetchers, and synthetic generators.
 
-Benchmark data is read from the directory named by the environment variable ``ZBOUND_DATA``
-(its ``SOURCES.md`` gives the provenance, format and checksum of every file). Nothing is
-copied into the repository. Every file's sha256 is checked against ``SOURCES.md`` the first time
-it is read in a process; a missing or corrupted file raises ``FileNotFoundError`` /
-``ValueError`` naming the file and ``ZBOUND_DATA``. The scikit-learn sets (wine, digits, iris,
-breast_cancer) and the synthetic generators need no data directory.
+Benchmark data is read from the directory named by the environment variable ``ZBOUND_DATA``, or,
+when it is unset, from the directory ``zbound data fetch`` downloads into (the user cache
+directory; :mod:`zbound.datasets.remote`). Nothing is copied into the repository. Every file's
+sha256 is checked against :data:`SHA256` the first time it is read in a process; a missing or
+corrupted file raises ``FileNotFoundError`` / :class:`DataChecksumError` naming the file and
+how to get it. The scikit-learn sets (wine, digits, iris, breast_cancer) and the synthetic
+generators need no data.
 
 Loaders return a :class:`Dataset` (``X`` float64 (t, d) ndarray or CSR, ``y`` int64 codes,
 ``feature_names``, ``name``, ``description``, optional ``X_test``/``y_test``), or for the
 sequence corpora, lists of sentences of tuples. ``load(name)`` looks loaders up by name.
 
-Partial sets (SOURCES.md): KMNIST has only its 10000 test images (``load_kmnist(test_size=...)``
+Partial sets: KMNIST has only its 10000 test images (``load_kmnist(test_size=...)``
 splits them deterministically); Fashion-MNIST has only labels (``load_fashion_mnist`` raises
 ``DataUnavailableError`` explaining this); GEMS 14_Tumors and SecStr are absent.
 
@@ -41,6 +42,7 @@ from .images import (
 )
 from .preprocessing import DesignTransform, design_matrix, fit_design, impute_mean, split_dataset
 from .registry import TABLE3, available, load
+from .remote import DataFetchError, fetch
 from .sequences import load_conll2000, load_conll2002, load_treebank
 from .synthetic import make_multinomial
 from .uci import load_adult, load_bupa, load_hepatitis, load_ionosphere, load_spect
@@ -51,6 +53,7 @@ __all__ = [
     "SHA256",
     "TABLE3",
     "DataChecksumError",
+    "DataFetchError",
     "DataUnavailableError",
     "Dataset",
     "DesignTransform",
@@ -58,6 +61,7 @@ __all__ = [
     "data_dir",
     "data_file",
     "design_matrix",
+    "fetch",
     "fit_design",
     "impute_mean",
     "load",
