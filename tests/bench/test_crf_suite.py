@@ -38,7 +38,7 @@ def test_crf_suite_tiny(tmp_path, monkeypatch):
     md = (tmp_path / "crf.md").read_text()
     assert "Table 1" in md
     json.dumps(doc)
-    assert "Done-when" in md and "partial_fit" in md
+    assert "Targets, from these numbers" in md and "partial_fit" in md
     assert (tmp_path / "crf-convergence.png").exists()
     # peak memory of CRFsuite, fit and streaming partial_fit, each in a fresh process
     mem = {r["method"]: r["metrics"]["peak_memory_mb"] for r in doc["records"]

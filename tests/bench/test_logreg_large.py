@@ -107,7 +107,7 @@ def test_tiny_run(tmp_path):
         for name in (L.ESTIMATOR, L.ESTIMATOR_MIXED, L.ESTIMATOR_DOUBLE):
             assert by[(d, "C=1 loose", name)]["reached"]
     md = (tmp_path / "logreg-large.md").read_text()
-    assert "Verdicts against the issue's targets" in md
+    assert "Verdicts against the targets" in md
     assert "precision='mixed'" in md
     assert "glum has no multinomial family" in md
     assert L.verdicts(doc)

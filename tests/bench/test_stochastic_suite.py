@@ -61,7 +61,7 @@ def test_records_cover_every_method_and_peer(tiny_run):
 def test_report_has_table_verdict_and_plot(tiny_run):
     _, out = tiny_run
     md = (out / "stochastic.md").read_text()
-    assert "| data | lambda | method |" in md and "Done-when verdict" in md
+    assert "| data | lambda | method |" in md and "Verdict against the target" in md
     assert "**digits, lambda = 0.0001:" in md and "test loss at the optimum" in md
     assert (out / "stochastic_fig1.png").exists()
 

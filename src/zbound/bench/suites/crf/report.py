@@ -90,7 +90,7 @@ def report(doc: dict, out: Path) -> str:
             lines += ["", "Threads: one value and gradient " + ", ".join(
                 f"{r['method']} {_ms(r['metrics']['value_and_grad_s'])}"
                 for r in fb) + f" (2 threads: {num(fb[-1]['metrics']['speedup'], '.2f')}x the "
-                "speed of one, on a 2-core machine shared with other jobs)"]
+                "speed of one, on a 2-core machine shared with other processes)"]
             one = next((r for r in rows if r["method"] == "zbound-lbfgs-bound"), None)
             two = next((r for r in rows if r["method"] == "zbound-lbfgs-bound-2threads"), None)
             if one and two and one["time_to_target_s"] and two["time_to_target_s"]:
@@ -141,7 +141,7 @@ def report(doc: dict, out: Path) -> str:
 
         lines.append(f"| ours: {label} | CRFsuite {cell('crfsuite-lbfgs')}; zbound lbfgs-bound "
                      f"{cell('zbound-lbfgs-bound')} | - | - | {cell('zbound-bound')} |")
-    lines += ["", "### Done-when, from these numbers", ""] + _done_when(recs)
+    lines += ["", "### Targets, from these numbers", ""] + _done_when(recs)
     return "\n".join(lines) + "\n"
 
 
@@ -172,11 +172,11 @@ def _done_when(recs) -> list:
     if len(fb) == 2 and zb and two and zb["time_to_target_s"] and two["time_to_target_s"]:
         sp_fb = fb["n_jobs=1"] / fb["n_jobs=2"]
         sp_tr = zb["time_to_target_s"] / two["time_to_target_s"]
-        out.append(f"- Forward-backward spread over the cores (the issue's aim, not a done-when "
-                   f"line): on CoNLL-2000 2 threads run one value and gradient at {sp_fb:.2f}x "
+        out.append(f"- Forward-backward spread over the cores (an aim, not a "
+                   f"target): on CoNLL-2000 2 threads run one value and gradient at {sp_fb:.2f}x "
                    f"and the training at {sp_tr:.2f}x the speed of one thread: a multi-core "
                    f"speed-up is {'shown' if min(sp_fb, sp_tr) > 1.1 else 'not shown'} in "
-                   "this run (the 2 cores are shared with other jobs).")
+                   "this run (the 2 cores are shared with other processes).")
     present = sorted({r["dataset"] for r in recs})
     out.append(f"- All three corpora reported: **{'met' if len(present) == 3 else 'not met'}** "
                f"({', '.join(present)}).")

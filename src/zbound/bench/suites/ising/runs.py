@@ -445,7 +445,7 @@ SCALE_TARGET_S = 60.0
 
 
 def task_scale(ctx, cfg, stats):
-    """Issue 14, "Scale": the library's quantum bound (features (1, x), relative gap 1e-6) and
+    """Scale: the library's quantum bound (features (1, x), relative gap 1e-6) and
     TRW (rho = 2/d) on complete graphs with Gaussian parameters, d in ``cfg["scale_d"]``; one
     record per (d, method) with seconds, iterations, eigendecompositions, bound and gap."""
     import warnings

@@ -188,7 +188,7 @@ def report(doc: dict[str, Any], out: Path) -> str:
         n_best_over_m = sum(1 for v in per_set_best.values() if v == "bound")
         holds = n_bound >= 4
         parts.append(
-            f"Verdict (done-when: the bound best on >= 4 of 5 sets): at the paper's m the bound "
+            f"Verdict (target: the bound best on >= 4 of 5 sets): at the paper's m the bound "
             f"has the highest test log-likelihood on **{n_bound} of {n_sets}** data sets; over "
             f"all (data set, m) cells on {bound_cells} of {all_cells}; with every method at its "
             f"own best m, on {n_best_over_m} of {len(sets)}. The paper's ranking "

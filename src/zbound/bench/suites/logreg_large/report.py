@@ -1,6 +1,6 @@
 """Report of ``logreg-large``: Table 1 beside the paper's, the Table 4 rank sweep, time to target
 on the larger data at both targets (ours against every peer), the estimator against
-scikit-learn's, peak memory, verdicts against the issue's targets, and plots.
+scikit-learn's, peak memory, verdicts against the targets, and plots.
 
 Everything is read from the records and ``extra`` of ``SUITE.json``.
 """
@@ -27,7 +27,7 @@ from zbound.bench.suites.logreg_large.config import (
     TARGETS,
 )
 
-#: The issue's targets.
+#: The suite's targets.
 GOALS = {
     "table1_vs_lbfgs": 0.5,     # library's best large-d method <= 0.5 x SciPy L-BFGS-B
     "large_cap": 1.0,           # default <= 1.0 x the fastest peer in every larger cell ...
@@ -420,7 +420,7 @@ def estimator_rows(records: list[dict]) -> list[dict[str, Any]]:
 
 
 def verdicts(doc: dict) -> list[str]:
-    """One line per target of the issue: PASS / FAIL / n/a with the numbers."""
+    """One line per target: PASS / FAIL / n/a with the numbers."""
     recs = doc["records"]
     lines = []
     t1 = table1_rows(recs)
@@ -535,7 +535,7 @@ def _large_md(doc: dict, idx) -> list[str]:
             it = None if r is None else r["metrics"].get("iterations")
             cells.append("" if it is None else (str(it) if r["reached"] else f"({it})"))
         lines.append(f"| {k[1]} C={any_r['metrics'].get('C'):g} | " + " | ".join(cells) + " |")
-    lines += ["", "(In parentheses: iterations done when the method stopped without reaching "
+    lines += ["", "(In parentheses: iterations made when the method stopped without reaching "
               "the target.)", "", "## Peak memory (MB)", "", TRACEMALLOC_NOTE, "",
               "| cell | " + " | ".join(methods) + " |", "| --- " * (len(methods) + 1) + "|"]
     for k in rows:
@@ -637,7 +637,7 @@ def report(doc: dict, out) -> str:
     if extra.get("notes"):
         lines += ["Methods left out:", ""] + [f"- {k}: {v}" for k, v in
                                                extra["notes"].items()] + [""]
-    lines += ["### Verdicts against the issue's targets", ""]
+    lines += ["### Verdicts against the targets", ""]
     lines += [f"- {v}" for v in verdicts(doc)] + [""]
     lines += _table1_md(doc, idx)
     lines += _table4_md(doc, idx, out)

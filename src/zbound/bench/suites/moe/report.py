@@ -1,4 +1,5 @@
-"""Report of the ``moe`` suite: tables, the done-when verdicts, Figs. 1-3 analogues."""
+"""Report of the ``moe`` suite: tables, the verdicts on the paper's claims, Figs. 1-3
+analogues."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 SUITE = "stochastic"
-#: Relative gaps to the optimum the table reports (the done-when uses the first).
+#: Relative gaps to the optimum the table reports (the target uses the first).
 GAPS = (1e-2, 1e-3)
 #: The one step-size grid every method is tuned on (lr = eta_0 for the bound methods).
 GRID = (1e-3, 3e-3, 1e-2, 3e-2, 0.1, 0.3, 1.0, 3.0, 10.0)

@@ -1,5 +1,6 @@
-"""Report of the ``stochastic`` suite: the epochs / seconds table, the done-when verdict and the
-Fig. 1 curves (training objective gap and test loss, against epochs and against seconds)."""
+"""Report of the ``stochastic`` suite: the epochs / seconds table, the verdict against the
+target and the Fig. 1 curves (training objective gap and test loss, against epochs and against
+seconds)."""
 
 from __future__ import annotations
 
@@ -57,7 +58,7 @@ def _gap_at(curve: dict | None, epoch: float):
 
 
 def verdict(records, problems: dict | None = None) -> list[str]:
-    """Done-when: SPFB (the paper's or our averaged one) or LSPFB within 1% in <= 1/3 of the
+    """The target: SPFB (the paper's or our averaged one) or LSPFB within 1% in <= 1/3 of the
     epochs of the best-tuned SGD, momentum and Adam, and in no more wall time. Where no
     first-order method reached 1% within the budget of E epochs, their epochs are only known
     to exceed E: the claim then holds for a method that reached 1% within E/3 epochs (and
@@ -189,7 +190,7 @@ def report(doc: dict, out: Path) -> str:
                   "be slower) or when 10 times behind that first-order run at the same epoch "
                   "(from epoch 3); any run also stops at the best epochs of its own method so "
                   "far (the grid is run from the largest step down).")
-    md += ["", table(recs), "", "### Done-when verdict", ""]
+    md += ["", table(recs), "", "### Verdict against the target", ""]
     md += verdict(recs, doc.get("extra", {}).get("problems"))
     optima = [f"{k}: f* = {_f(v.get('f_star'), 4)}, test loss at the optimum "
               f"{_f(v.get('optimum_test_loss'), 4)}, accuracy {_f(v.get('optimum_test_accuracy'))}"

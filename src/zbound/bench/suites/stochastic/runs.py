@@ -35,7 +35,7 @@ def _thread_limit():
     return threadpool_limits(1)
 
 
-#: The first-order peers of the done-when (tuned first when ``cap_by_first_order``).
+#: The first-order peers of the target (tuned first when ``cap_by_first_order``).
 FIRST_ORDER = ("sgd", "momentum", "adam")
 #: Methods whose step is constant by definition (the slides' SBM); the rest are tuned over
 #: every schedule of the config.
