@@ -41,3 +41,12 @@ def test_ci_runs_the_readme_commands():
     ci = (ROOT / ".ci" / "run").read_text()
     assert commands[1] in ci.splitlines()
     assert "ZBOUND_DATA" in ci and "shared/data" in ci
+
+
+def test_ci_builds_the_documentation_as_the_readme_says():
+    """The README's documentation command runs in CI verbatim (warnings as errors)."""
+    docs = [b for b in _blocks("bash") if "sphinx" in b]
+    assert docs, "the README has no documentation build command"
+    (command,) = [ln for ln in docs[0].splitlines() if "sphinx" in ln]
+    assert "-W" in command
+    assert command in (ROOT / ".ci" / "run").read_text().splitlines()

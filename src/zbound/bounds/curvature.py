@@ -630,8 +630,13 @@ class SoftmaxCurvature(KroneckerCurvature):
     B_j u = w_j p_j * (u - p_j^T u) in O(t n) instead of the O(t n^2) batched matrix product, and
     the (t, n, n) array is built only if something (a dense assembly, a preconditioner) asks.
 
-    P : (t, n) softmax probabilities (or any sub-block of their columns: the rows of P need not
-    sum to one, e.g. the free classes of a binary model with a reference class);
+    Parameters
+    ----------
+    X : (t, d) dense or CSR rows
+    P : (t, n) softmax probabilities
+        Or any sub-block of their columns: the rows of P need not sum to one, e.g. the free
+        classes of a binary model with a reference class.
+    reg : float, the ridge added to the operator
     weights : (t,) non-negative sample weights, default 1.
     complete : whether every row of P sums to one (a full softmax; lets ``to_dense`` skip the
         diagonal blocks); None checks.

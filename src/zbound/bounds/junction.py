@@ -76,9 +76,9 @@ class JunctionTree:
         that indexes its configurations)
     cardinality : (n_vars,) number of states of each variable
     parent : (n_cliques,) index of each clique's parent, -1 for the (single) root
-    features : list of (|Y_c|, d) arrays, f_c(w) for every configuration w of clique c, in
+    features : list of ``(|Y_c|, d)`` arrays, f_c(w) for every configuration w of clique c, in
         C order over the clique's variables (``np.ndindex``)
-    log_prior : list of (|Y_c|,) arrays of log h_c(w) (-inf: zero weight), or None for 0
+    log_prior : list of ``(|Y_c|,)`` arrays of log h_c(w) (-inf: zero weight), or None for 0
     """
 
     cliques: list

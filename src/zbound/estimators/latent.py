@@ -65,8 +65,8 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         "em-joint" (EM on the joint likelihood of the generative Gaussian mixture), or a
         baseline: "lbfgs", "bfgs", "cg", "steepest", "newton".
     tol : float >= 0, default 1e-6
-        Stop when the gradient's inf-norm is <= tol * max(1, |J|) or when one iteration
-        decreases J by <= 1e-3 * tol * max(1, |J|).
+        Stop when the gradient's inf-norm is <= tol * max(1, abs(J)) or when one iteration
+        decreases J by <= 1e-3 * tol * max(1, abs(J)).
     max_iter : int >= 1, default 1000
     n_init : int >= 1, default 1
         Random starts; the fit with the lowest objective is kept.

@@ -142,7 +142,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     C : float > 0, default 1.0
-        Inverse regularization strength, as in scikit-learn: the penalty is 1/(2C) ||coef_||^2
+        Inverse regularization strength, as in scikit-learn: the penalty is 1/(2C) ``||coef_||^2``
         added to the *sum* (not mean) of the per-sample log-losses.
     fit_intercept : bool, default True
         Add an unpenalized intercept per class.
@@ -157,7 +157,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         very wide data). With bounds, the solver must support them.
     tol : float >= 0, default 1e-4
         Stop when the gradient's largest entry (constrained: that of the model step's
-        curvature times the step) is <= tol * max(1, |J|). The default lands at or below
+        curvature times the step) is <= tol * max(1, abs(J)). The default lands at or below
         the relative objective error of scikit-learn's default (lbfgs, tol=1e-4): 1e-7 to
         5e-6 on digits and adult against 1e-6 to 0.2 (``objective_`` reports what was reached).
     max_iter : int >= 1, default 1000
@@ -166,16 +166,16 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         Order in which Alg. 1 visits the classes (bound-based solvers only; "descending", the
         largest score first, gives the tightest bound).
     coef_bounds : None or (lower, upper), default None
-        Box constraints lower <= coef_ <= upper; each side is None, a scalar, or an array that
-        broadcasts to coef_'s shape (1, n_features) for two classes, (n_classes, n_features)
+        Box constraints lower <= ``coef_`` <= upper; each side is None, a scalar, or an array that
+        broadcasts to ``coef_``'s shape (1, n_features) for two classes, (n_classes, n_features)
         otherwise. -inf / +inf mean no bound on that entry.
     intercept_bounds : None or (lower, upper), default None
-        Box constraints on intercept_ (shape (1,) or (n_classes,)); needs fit_intercept=True.
+        Box constraints on ``intercept_`` (shape (1,) or (n_classes,)); needs fit_intercept=True.
     class_weight : None, "balanced" or dict {label: weight}, default None
         Weights multiplying each sample's weight by its class, as in scikit-learn:
         "balanced" uses n_samples / (n_classes * weighted class counts).
     warm_start : bool, default False
-        Start the next ``fit`` from the previous solution (coef_ and intercept_ of the same
+        Start the next ``fit`` from the previous solution (``coef_`` and ``intercept_`` of the same
         shape, projected onto the bounds if any) instead of zero.
     precision : {"auto", "double", "mixed", "mixed-lean"}, default "auto"
         "auto": "mixed-lean" where the fit runs "lbfgs-precond" on at least 10^6 rows x
@@ -203,9 +203,9 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     intercept_ : (1,) or (n_classes,); zeros when fit_intercept is False
     n_iter_ : (1,) int array, iterations of the solver
     n_features_in_ : int
-    feature_names_in_ : (n_features_in_,) when X has string column names
-    objective_ : float, the objective J(coef_, intercept_) the fit reached (sum of weighted
-        log-losses + 1/(2C) ||coef_||^2): how accurate the fit is, compared between fits of the
+    feature_names_in_ : (``n_features_in_``,) when X has string column names
+    objective_ : float, the objective ``J(coef_, intercept_)`` the fit reached (sum of weighted
+        log-losses + 1/(2C) ``||coef_||^2``): how accurate the fit is, compared between fits of the
         same data and C (e.g. with a smaller tol)
     solver_result_ : :class:`zbound.solvers.Result` of the fit (trace, evaluations, message)
     """
@@ -493,7 +493,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         return X, y_idx, classes, total, swd, present
 
     def _warm_start_point(self, classes, k: int, n_features: int, d: int) -> np.ndarray:
-        """theta from the previous fit's coef_ and intercept_ (scikit-learn's warm_start)."""
+        """theta from the previous fit's ``coef_`` and ``intercept_`` (scikit-learn's
+        warm_start)."""
         prev_classes = getattr(self, "_fitted_classes", None)
         if prev_classes is None or not np.array_equal(prev_classes, classes):
             raise ValueError("warm_start=True needs the same classes as the previous fit; got "
@@ -526,7 +527,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                             chunks=(X.chunks[0], (max(2, self.coef_.shape[0]),)))
 
     def decision_function(self, X):
-        """Scores: (t,) for two classes (log-odds of classes_[1]), else (t, n_classes).
+        """Scores: (t,) for two classes (log-odds of ``classes_[1]``), else (t, n_classes).
         A dask array X gives a lazy dask array (as do the predict methods)."""
         if _is_dask_array(X):
             return self._dask_map("decision_function", X)
@@ -536,7 +537,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X):
-        """Class probabilities (t, n_classes), columns in the order of classes_."""
+        """Class probabilities (t, n_classes), columns in the order of ``classes_``."""
         if _is_dask_array(X):
             return self._dask_map("predict_proba", X)
         scores = self.decision_function(X)

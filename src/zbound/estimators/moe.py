@@ -55,7 +55,7 @@ class MixtureOfExperts(BaseEstimator):
         Step size of the first-order methods (and of the inner loop of ``mstep="gd"``).
     max_iter : int >= 1, default 200
     tol : float >= 0, default 1e-7
-        Stop when an iteration lowers the objective by <= tol * max(1, |objective|).
+        Stop when an iteration lowers the objective by <= tol * max(1, abs(objective)).
     n_init : int >= 1, default 1
         Random starts; the fit with the lowest objective is kept.
     fit_intercept : bool, default True
@@ -66,13 +66,13 @@ class MixtureOfExperts(BaseEstimator):
 
     Attributes
     ----------
-    gate_coef_ : (k - 1, n_features), gate_intercept_ : (k - 1,)
+    gate_coef_ : (k - 1, n_features), ``gate_intercept_`` : (k - 1,)
         Gate scores of experts 1..k-1 (expert 0 is the reference with score 0).
     coef_ : (k, n_features) linear, or (k, n_classes - 1, n_features) logistic
     intercept_ : (k,) or (k, n_classes - 1)
     noise_variance_ : (k,) (linear experts)
     classes_ : (n_classes,) (logistic experts)
-    objective_ : final objective; n_iter_ : iterations of the kept start
+    objective_ : final objective; ``n_iter_`` : iterations of the kept start
     objective_curve_ : objective after every iteration of the kept start
     collapsed_experts_ : tuple of experts left with less than one sample's responsibility (or at
         the noise-variance floor); a warning names them

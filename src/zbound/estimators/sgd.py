@@ -38,7 +38,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
     Parameters
     ----------
     alpha : float > 0, default 1e-4
-        L2 strength: alpha/2 ||coef_||^2 added to the *mean* log-loss (SGDClassifier's alpha).
+        L2 strength: alpha/2 ``||coef_||^2`` added to the *mean* log-loss (SGDClassifier's alpha).
         The sum convention of BoundLogisticRegression has C = 1 / (alpha T).
     fit_intercept : bool, default True
     method : {"spfb", "lspfb", "sbm"}, default "spfb"
@@ -54,7 +54,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
     max_iter : int, default 20
         Epochs of ``fit``.
     tol : float >= 0 or None, default None
-        ``fit`` stops when an epoch lowers J by less than tol * max(1, |J|); None: run all
+        ``fit`` stops when an epoch lowers J by less than tol * max(1, abs(J)); None: run all
         epochs.
     rank : int, default 10
         Rank of the low-rank curvature ("lspfb").
@@ -66,9 +66,9 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_, coef_ ((1, d) for two classes, else (n_classes, d)), intercept_,
-    n_features_in_, n_iter_ (epochs of the last ``fit``), t_ (updates so far),
-    objective_ (J at the end of ``fit`` on its data; None after ``partial_fit``)
+    ``classes_``, ``coef_`` ((1, d) for two classes, else (n_classes, d)), ``intercept_``,
+    ``n_features_in_``, ``n_iter_`` (epochs of the last ``fit``), t_ (updates so far),
+    ``objective_`` (J at the end of ``fit`` on its data; None after ``partial_fit``)
     """
 
     def __init__(self, alpha=1e-4, fit_intercept=True, method="spfb", lr=1.0,
@@ -269,7 +269,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def objective(self, X, y, sample_weight=None) -> float:
-        """J(coef_, intercept_) on (X, y): mean weighted log-loss + alpha/2 ||coef_||^2."""
+        """``J(coef_, intercept_)`` on (X, y): mean weighted log-loss + alpha/2 ``||coef_||^2``."""
         check_is_fitted(self)
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              reset=False)
@@ -287,7 +287,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
 
     # -- prediction ------------------------------------------------------------------------------
     def decision_function(self, X):
-        """Scores: (t,) for two classes (log-odds of classes_[1]), else (t, n_classes)."""
+        """Scores: (t,) for two classes (log-odds of ``classes_[1]``), else (t, n_classes)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_

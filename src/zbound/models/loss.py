@@ -52,7 +52,7 @@ def check_sample_weight(sample_weight, t: int) -> np.ndarray | None:
     return sw
 
 
-#: rows x the largest |entry| of X above which the loss's sums (gradient ~ rows x magnitude,
+#: rows x the largest absolute entry of X above which the loss's sums (gradient ~ rows x magnitude,
 #: curvature and its norms ~ (rows x magnitude)^2) can leave float64's range: rejected
 _MAX_ROWS_TIMES_MAGNITUDE = 1e150
 #: the same for float32 (SoftmaxLoss.single_precision): None above it
@@ -71,7 +71,7 @@ _BINARY_BLOCK = 8192
 
 
 def _magnitude(X) -> float:
-    """The largest |entry| of a finite dense or CSR X, with no (t, d) temporary."""
+    """The largest absolute entry of a finite dense or CSR X, with no (t, d) temporary."""
     if sp.issparse(X):
         return float(np.max(np.abs(X.data))) if X.nnz else 0.0
     return max(float(X.max()), -float(X.min()))
@@ -79,7 +79,7 @@ def _magnitude(X) -> float:
 
 def _design(X):
     """(X, bound): ``check_design(X, nonempty=True)`` and an upper bound on its largest
-    |entry|. For a dense C-contiguous float64 X, one pass over it: the sum of squares by one
+    absolute entry. For a dense C-contiguous float64 X, one pass over it: the sum of squares by one
     dot, finite exactly when every entry is (NaN and inf propagate; it overflows only for
     entries beyond 1e154, which then take the full check), its square root the bound; no
     (t, d) boolean temporary (as large as an eighth of X: 3.4 MB on Adult). Otherwise the
@@ -302,7 +302,7 @@ class SoftmaxLoss(ChunkedLoss):
 
     @property
     def magnitude(self) -> float:
-        """The largest |entry| of X (computed on first use)."""
+        """The largest absolute entry of X (computed on first use)."""
         if self._magnitude is None:
             self._magnitude = _magnitude(self.X)
         return self._magnitude

@@ -120,6 +120,6 @@ class InterceptCentering:
         """C + weight u u^T for a low-rank plus diagonal C, by one more rank-one update of
         ``rule``: the exact rule keeps it in the low-rank part up to the smallest eigenpair of
         the (rank + 1) system, absorbed into the diagonal (tighter than bounding weight u u^T
-        by its least-trace diagonal weight ||u||_1 |u|, which for the intercept indicator is
+        by its least-trace diagonal weight ``||u||_1 |u|``, which for the intercept indicator is
         n_classes times the weight on every intercept)."""
         return C.rank_one_update(np.sqrt(self.weight) * self.u, rule)

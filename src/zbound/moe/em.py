@@ -205,7 +205,7 @@ def fit_em(problem: MoEProblem, theta0, max_iter: int = 100, tol: float = 1e-8,
     problem : :class:`~zbound.moe.model.MoEProblem`
     theta0 : (n_params,) start
     max_iter : EM iterations at most
-    tol : stop when an iteration lowers L by <= tol * max(1, |L|) (0: run all ``max_iter``)
+    tol : stop when an iteration lowers L by <= tol * max(1, abs(L)) (0: run all ``max_iter``)
     mstep : "newton-bound" (default), "bound" (Alg. 2), "squarem" or "gd" (the paper's inner
         gradient descent, ``inner_steps`` steps of ``inner_lr``)
     mstep_tol, mstep_max_iter : stopping rule of the M-step solver (gradient inf-norm)

@@ -16,6 +16,8 @@ MONOTONE_RTOL = 1e-10
 class MoEFit:
     """Outcome of one training run.
 
+    Attributes
+    ----------
     theta : final parameters (flat, see :class:`zbound.moe.model.MoEProblem`)
     objective : L(theta) at the final parameters
     n_iter : iterations done

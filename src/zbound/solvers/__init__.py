@@ -84,14 +84,14 @@ def minimize(model, x0, method=_UNSET, constraints: LinearConstraints | None = _
         multiclass softmax objectives, else :data:`DEFAULT_METHOD`, ``"newton-bound"``)
     constraints : :class:`LinearConstraints` (lb <= x <= ub, A x <= b) or None
     tol : stationarity tolerance: stop when ||grad||_inf (constrained: ||C d||_inf for the step
-        d of the quadratic model C) <= tol * max(1, |f|); default 1e-8
+        d of the quadratic model C) <= tol * max(1, abs(f)); default 1e-8
     max_iter : iteration limit (SQUAREM: bound evaluations); default 1000
     target : stop as soon as the objective is <= target
     order : configuration ordering for Alg. 1 ("descending", "ascending", "given")
     inner : "auto" (dense Cholesky up to 300 parameters, then CG; exact bound steps of "bound"
         and "squarem" up to 1000), "cholesky" or "cg"
     callback : callback(x, f) after every iteration; return True to stop
-    ftol : stop when one iteration decreases the objective by <= ftol * max(1, |f|); default
+    ftol : stop when one iteration decreases the objective by <= ftol * max(1, abs(f)); default
         1e-13
     options : the method's own options (``Solver.options`` of a class lists them with their
         defaults): ``cg_rtol``, ``cg_maxiter`` for the bound methods; ``backtracks`` and

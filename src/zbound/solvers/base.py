@@ -199,11 +199,12 @@ def _check_number(name, value):
 class Solver:
     """Base class: configuration, the ``run`` skeleton and its helpers.
 
-    Parameters (every method)
-    -------------------------
+    Parameters
+    ----------
     tol : stop when the stationarity measure (gradient inf-norm when unconstrained; the
-        inf-norm of C d for a constrained step d) is <= tol * max(1, |f|)
-    ftol : stop when one iteration decreased the objective by <= ftol * max(1, |f|) (0: off)
+        inf-norm of C d for a constrained step d) is <= tol * max(1, abs(f)); every method
+        takes these parameters
+    ftol : stop when one iteration decreased the objective by <= ftol * max(1, abs(f)) (0: off)
     max_iter : iteration limit
     target : stop as soon as the objective is <= target
     callback : callback(x, f) after every iteration; a truthy return stops the solver

@@ -61,6 +61,8 @@ _CONVERGED = frozenset({Status.STATIONARY, Status.FTOL, Status.TARGET, Status.ZE
 class Trace:
     """Per-iteration record, one row per accepted iterate (row 0 = start point).
 
+    Attributes
+    ----------
     objective : (k,) objective value J(theta_i)
     seconds : (k,) wall seconds since the solver started
     grad_norm : (k,) Euclidean norm of the objective's gradient at theta_i (nan where a method
@@ -91,6 +93,8 @@ class Trace:
 class Result:
     """Outcome of :func:`zbound.solvers.minimize`, whatever the method.
 
+    Attributes
+    ----------
     x : (p,) final iterate
     fun : objective at ``x``
     converged : True when a stopping test (tolerance or target) was met, False when the

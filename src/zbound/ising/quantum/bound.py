@@ -25,7 +25,8 @@ class QuantumResult:
     converged: the relative duality gap reached ``tol``. status: "converged" or
     "max_iter reached" (then ``bound`` is still valid, only looser than a_eps by up to abs_gap).
     primal: value of the feasible primal point ``sigma`` (a lower value on a_eps(F)).
-    gap: relative duality gap (bound - primal) / max(|bound|, |primal|, eps); abs_gap unscaled.
+    gap: relative duality gap (bound - primal) / max(abs(bound), abs(primal), eps); abs_gap
+    unscaled.
     marginals: (d,) approximate P(x_i = 1) read from ``sigma`` (NaN where x_i is not
     representable by the feature set); means: the same as E[x_i] = 2 P(x_i = 1) - 1 (unclipped).
     sigma: (n, n) feasible primal matrix in K'. dual: (n, n) dual iterate (for warm starts).

@@ -93,7 +93,7 @@ def solve_quantum(
 ) -> CPSolution:
     """Chambolle-Pock (Alg. 1, theta = 1) for a_eps(F) on a given feature set; inputs unchecked.
 
-    Stops when (D - P) / max(|D|, |P|, eps) <= tol, checked every ``check_every`` iterations.
+    Stops when (D - P) / max(abs(D), abs(P), eps) <= tol, checked every ``check_every`` iterations.
     ``polish``: once the gap is below 0.1, run damped Newton on the dual (n <= 128 and a bounded
     Hessian; CP's primal converges like O(1/k) for general feature sets, Sec. 4.3), resuming CP
     from the polished dual if that does not close the gap. For pair-only feature sets with
