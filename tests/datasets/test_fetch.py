@@ -19,6 +19,7 @@ import pytest
 from zbound.cli import main
 from zbound.datasets import SHA256, load_ionosphere
 from zbound.datasets import remote as F
+from zbound.datasets._base import CACHE_VAR, CONTENT_SHA256
 
 pytest.importorskip("pooch", reason="the fetchers are built on pooch")
 
@@ -81,7 +82,7 @@ def test_fetch_from_a_mirror_gives_identical_files_that_the_loaders_read(
     url = serve(_mirror_of(tmp_path, real_data_dir))
     monkeypatch.setenv(F.MIRROR_VAR, url)
     monkeypatch.delenv("ZBOUND_DATA")
-    monkeypatch.setenv(F.CACHE_VAR, str(tmp_path / "cache"))
+    monkeypatch.setenv(CACHE_VAR, str(tmp_path / "cache"))
     assert F.fetch("ionosphere") == tmp_path / "cache"
     F.fetch("spect")
     for name in ("ionosphere", "spect"):
@@ -150,12 +151,12 @@ def test_every_loader_file_has_a_source_and_a_size():
     targets = [f.target for s in F.SOURCES.values() for f in s.files]
     assert len(targets) == len(set(targets))
     assert set(targets) == set(SHA256) == set(F.SIZES)
-    assert set(F.CONTENT_SHA256) <= set(targets)
+    assert set(CONTENT_SHA256) <= set(targets)
     for s in F.SOURCES.values():
         for f in s.files:
             assert f.url.startswith("https://"), f
             assert f.target.startswith(s.name + "/"), f
-            if f.target in F.CONTENT_SHA256:
+            if f.target in CONTENT_SHA256:
                 assert f.convert is not None            # made here: checked by content
 
 

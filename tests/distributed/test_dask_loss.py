@@ -109,8 +109,8 @@ def test_minimize_threaded_equals_numpy_and_counts_passes():
     pen = np.full((3, 5), 0.5)
     pen[:, -1] = 0.0
     ref = logistic_objective(X, y, 3, pen.ravel(), None, 2000 / 9, fit_intercept=True)
-    obj = logistic_objective(da.from_array(X, chunks=(600, 4)), y, 3, pen.ravel(), None,
-                             2000 / 9, fit_intercept=True)
+    obj = dask_logistic_objective(da.from_array(X, chunks=(600, 4)), y, 3, pen.ravel(), None,
+                                  2000 / 9, fit_intercept=True)
     assert isinstance(obj, DaskObjective)
     # the default hessian_sample="auto" takes every row at this size: the NumPy path's steps
     assert obj.loss.hessian_sample is None and obj.loss.hessian_fraction is None

@@ -22,6 +22,16 @@ def _fmt(value: Any, digits: int = 4) -> str:
     return str(value)
 
 
+def skipped_data_message(skipped: dict[str, str]) -> str:
+    """The one message about data sets a run skipped for want of benchmark data."""
+    from zbound.datasets import HOW_TO_GET
+
+    reasons = sorted(set(skipped.values()))
+    why = reasons[0] if len(reasons) == 1 else "; ".join(f"{k}: {v}" for k, v in skipped.items())
+    return (f"Skipped {len(skipped)} data set(s) without benchmark data "
+            f"({', '.join(skipped)}): {why} {HOW_TO_GET}")
+
+
 def num(value: Any, spec: str = ".3g") -> str:
     """``format(value, spec)``, or "-" where the value was not measured (None)."""
     return "-" if value is None else format(value, spec)
@@ -61,8 +71,6 @@ def write_report(doc: dict[str, Any], out: Path,
     (if any), then the method tables. Should the suite's own sections fail on some record,
     the file is written without them (saying so) before the error propagates: a long run
     never ends without its tables."""
-    from zbound.bench.runner import skipped_data_message
-
     out = Path(out)
     parts = [f"# Benchmark suite `{doc['suite']}`" + (" (quick)" if doc["quick"] else ""), ""]
     m = doc["machine"]

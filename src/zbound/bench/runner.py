@@ -107,16 +107,6 @@ def _first_sentence(text: str) -> str:
     return head if head.endswith(".") else head + "."
 
 
-def skipped_data_message(skipped: dict[str, str]) -> str:
-    """The one message about data sets a run skipped for want of benchmark data."""
-    from zbound.datasets import HOW_TO_GET
-
-    reasons = sorted(set(skipped.values()))
-    why = reasons[0] if len(reasons) == 1 else "; ".join(f"{k}: {v}" for k, v in skipped.items())
-    return (f"Skipped {len(skipped)} data set(s) without benchmark data "
-            f"({', '.join(skipped)}): {why} {HOW_TO_GET}")
-
-
 def load_suite(name: str):
     try:
         module = SUITES[name]
@@ -189,6 +179,8 @@ def run_suite(name: str, quick: bool = False, out: str | Path = "bench-out",
     doc = writer.to_dict()
     write_report(doc, out, extra=getattr(suite, "report", None))
     if ctx.skipped_data:
+        from zbound.bench.report import skipped_data_message
+
         ctx.console.print(f"[yellow]{skipped_data_message(ctx.skipped_data)}[/yellow]",
                           highlight=False)
     return doc

@@ -10,6 +10,7 @@ modification time), so a file that is replaced or edited while the process runs 
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import os
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ import numpy as np
 import scipy.sparse as sp
 
 ENV_VAR = "ZBOUND_DATA"
+#: overrides where ``zbound data fetch`` puts the data by default (the user cache directory)
+CACHE_VAR = "ZBOUND_CACHE"
 
 #: Expected sha256 of every file read from ``ZBOUND_DATA``, keyed by path relative to it.
 #: Values copied from ``SOURCES.md``.
@@ -90,6 +93,26 @@ HOW_TO_GET = (
     f"or set {ENV_VAR} to a directory holding them (`zbound data list` names every set and "
     "its source)."
 )
+
+
+#: sha256 of the decompressed content of the ``.gz`` files that the fetcher makes itself
+CONTENT_SHA256: dict[str, str] = {
+    "conll2000/train.txt.gz": "82033cd7a72b209923a98007793e8f9de3abc1c8b79d646c50648eb949b87cea",
+    "conll2000/test.txt.gz": "73b7b1e565fa75a1e22fe52ecdf41b6624d6f59dacb591d44252bf4d692b1628",
+    "conll2002/nltk_with_pos/esp.train.gz": (
+        "a20d95cab7d88a19a86f8c1ad6329325c99fbd9529ed978cbd7e31d4b01b4008"
+    ),
+    "conll2002/nltk_with_pos/esp.testa.gz": (
+        "85c17793b77881c53d19017d9d0f1e6fb98b7ddcab54a5f24b05ed1793103c87"
+    ),
+    "conll2002/nltk_with_pos/esp.testb.gz": (
+        "1f8f7a392c6d4979a5592a5794eed43d7869b46da6851bbcde99714149f1d016"
+    ),
+    "srbct/SRBCT.arff.gz": "7a52f82af270634fd500e4c096d705c289fcc530df33cfa5ee439ddfec4b3235",
+    "treebank/wsj_sample_tagged.txt.gz": (
+        "72e1a1e17de890d01de7e0701f4f0c8dd4de1e6176cad31880615f7ac4a7035d"
+    ),
+}
 
 
 class DataChecksumError(ValueError):
@@ -171,7 +194,7 @@ class Dataset:
 
 def data_dir() -> Path:
     """The benchmark data directory: the one named by ``ZBOUND_DATA``, else the directory
-    ``zbound data fetch`` writes to by default (:func:`zbound.datasets.remote.default_dir`)
+    ``zbound data fetch`` writes to by default (:func:`default_dir`)
     when it exists.
 
     Raises
@@ -182,8 +205,6 @@ def data_dir() -> Path:
     """
     value = os.environ.get(ENV_VAR, "").strip()
     if not value:
-        from .remote import default_dir
-
         cache = default_dir()
         if cache.is_dir():
             return cache
@@ -262,11 +283,37 @@ def _sha256_or_content(path: Path, relpath: str, expected: str) -> str:
     one."""
     actual = file_sha256(path)
     if actual != expected:
-        from .remote import CONTENT_SHA256, verified
-
         if relpath in CONTENT_SHA256 and verified(path, relpath):
             return expected
     return actual
+
+
+def default_dir() -> Path:
+    """Where fetched data goes and where the loaders look when ``ZBOUND_DATA`` is unset:
+    ``ZBOUND_CACHE`` if set, else the user cache directory (e.g. ``~/.cache/zbound``)."""
+    value = os.environ.get(CACHE_VAR, "").strip()
+    if value:
+        return Path(value).expanduser()
+    import pooch
+
+    return Path(pooch.os_cache("zbound"))
+
+
+def verified(path: Path, target: str) -> bool:
+    """Whether the file at ``path`` is the registered ``target``: its sha256, or for a ``.gz``
+    file the fetcher makes, the sha256 of its content."""
+    if not path.is_file():
+        return False
+    if file_sha256(path) == SHA256[target]:
+        return True
+    content = CONTENT_SHA256.get(target)
+    if content is None:
+        return False
+    try:
+        with gzip.open(path, "rb") as fh:
+            return hashlib.sha256(fh.read()).hexdigest() == content
+    except (OSError, EOFError):
+        return False
 
 
 def clear_checksum_cache() -> None:

@@ -28,30 +28,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._base import ENV_VAR, SHA256, file_sha256
+from ._base import ENV_VAR, SHA256, default_dir, verified
 
 MIRROR_VAR = "ZBOUND_DATA_MIRROR"
-CACHE_VAR = "ZBOUND_CACHE"
-
-#: sha256 of the decompressed content of the ``.gz`` files that the fetcher makes itself
-CONTENT_SHA256: dict[str, str] = {
-    "conll2000/train.txt.gz": "82033cd7a72b209923a98007793e8f9de3abc1c8b79d646c50648eb949b87cea",
-    "conll2000/test.txt.gz": "73b7b1e565fa75a1e22fe52ecdf41b6624d6f59dacb591d44252bf4d692b1628",
-    "conll2002/nltk_with_pos/esp.train.gz": (
-        "a20d95cab7d88a19a86f8c1ad6329325c99fbd9529ed978cbd7e31d4b01b4008"
-    ),
-    "conll2002/nltk_with_pos/esp.testa.gz": (
-        "85c17793b77881c53d19017d9d0f1e6fb98b7ddcab54a5f24b05ed1793103c87"
-    ),
-    "conll2002/nltk_with_pos/esp.testb.gz": (
-        "1f8f7a392c6d4979a5592a5794eed43d7869b46da6851bbcde99714149f1d016"
-    ),
-    "srbct/SRBCT.arff.gz": "7a52f82af270634fd500e4c096d705c289fcc530df33cfa5ee439ddfec4b3235",
-    "treebank/wsj_sample_tagged.txt.gz": (
-        "72e1a1e17de890d01de7e0701f4f0c8dd4de1e6176cad31880615f7ac4a7035d"
-    ),
-}
-
 
 class DataFetchError(OSError):
     """A download failed (offline, server error, interrupted) or a file's hash differs."""
@@ -243,17 +222,6 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
 )}
 
 
-def default_dir() -> Path:
-    """Where fetched data goes and where the loaders look when ``ZBOUND_DATA`` is unset:
-    ``ZBOUND_CACHE`` if set, else the user cache directory (e.g. ``~/.cache/zbound``)."""
-    value = os.environ.get(CACHE_VAR, "").strip()
-    if value:
-        return Path(value).expanduser()
-    import pooch
-
-    return Path(pooch.os_cache("zbound"))
-
-
 def target_dir(directory: str | os.PathLike | None = None) -> Path:
     """The directory ``fetch`` writes to: ``directory``, else ``ZBOUND_DATA``, else
     :func:`default_dir`."""
@@ -261,25 +229,6 @@ def target_dir(directory: str | os.PathLike | None = None) -> Path:
         return Path(directory).expanduser()
     value = os.environ.get(ENV_VAR, "").strip()
     return Path(value).expanduser() if value else default_dir()
-
-
-def verified(path: Path, target: str) -> bool:
-    """Whether the file at ``path`` is the registered ``target``: its sha256, or for a ``.gz``
-    file the fetcher makes, the sha256 of its content."""
-    if not path.is_file():
-        return False
-    if file_sha256(path) == SHA256[target]:
-        return True
-    content = CONTENT_SHA256.get(target)
-    if content is None:
-        return False
-    import hashlib
-
-    try:
-        with gzip.open(path, "rb") as fh:
-            return hashlib.sha256(fh.read()).hexdigest() == content
-    except (OSError, EOFError):
-        return False
 
 
 def _download(url: str, dest: Path, known_hash: str | None, retries: int,

@@ -354,9 +354,12 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if self.fit_intercept and k > 1:
             # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
             center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
-        model = logistic_objective(X, y_idx.astype(np.intp, copy=False), n_classes,
-                                   pen.ravel(), sw_given, center,
-                                   fit_intercept=bool(self.fit_intercept))
+        if _is_dask_array(X):            # the chunk map runs on the Dask workers
+            from zbound.distributed import dask_logistic_objective as build
+        else:
+            build = logistic_objective
+        model = build(X, y_idx.astype(np.intp, copy=False), n_classes, pen.ravel(), sw_given,
+                      center, fit_intercept=bool(self.fit_intercept))
         if self.verbose >= 1 and hasattr(model, "passes"):
             print(f"[BoundLogisticRegression] dask: {model.loss!r}")
 

@@ -12,8 +12,6 @@ the same classes :class:`zbound.BoundLogisticRegression` minimizes (built by
 
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 
 from zbound._validation import check_reg
@@ -67,15 +65,9 @@ def logistic_objective(X, y, n_classes: int, penalty: np.ndarray, sample_weight=
     indices; penalty (k d,) with k = 1 for two classes, else n_classes. With
     ``fit_intercept`` X is (t, d - 1) and the intercept column of ones is implicit
     (``SoftmaxLoss(fit_intercept=True)``: same objective, same theta layout, no copy of X).
-    A ``dask.array`` X goes to :func:`zbound.distributed.dask_logistic_objective` (the chunk
-    map runs on the Dask workers; the chunks are X's row blocks, ``chunk_size`` unused).
+    For a ``dask.array`` X the same objective is
+    :func:`zbound.distributed.dask_logistic_objective` (the caller chooses the backend).
     """
-    dask_array = sys.modules.get("dask.array")
-    if dask_array is not None and isinstance(X, dask_array.Array):
-        from zbound.distributed import dask_logistic_objective
-
-        return dask_logistic_objective(X, y, n_classes, penalty, sample_weight, center,
-                                       fit_intercept=fit_intercept)
     loss = SoftmaxLoss(X, y, n_classes, sample_weight=sample_weight,
                        reference_class=n_classes == 2, chunk_size=chunk_size,
                        fit_intercept=fit_intercept)

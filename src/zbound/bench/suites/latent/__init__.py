@@ -18,19 +18,20 @@ from zbound.bench.suites.latent.config import (
     COMPONENTS,
     DATASETS,
     METHODS,
+    OPTIONS,
     PAPER_M,
+    PAPER_TABLE5,
+    PAPER_TOY,
     SUITE,
     TOY_METHODS,
     Config,
     config,
     tiny,
 )
+from zbound.bench.suites.latent.figures import toy_figure
 from zbound.bench.suites.latent.problems import Split, load_split, stripes
-from zbound.bench.suites.latent.report import report, toy_figure
+from zbound.bench.suites.latent.report import report
 from zbound.bench.suites.latent.runs import (
-    OPTIONS,
-    PAPER_TABLE5,
-    PAPER_TOY,
     fit_once,
     polish,
     run,

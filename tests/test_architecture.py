@@ -1,0 +1,112 @@
+"""The drawing of the house (docs/architecture.md): imports run only from a higher layer to a
+lower one, and the module import graph has no circle. ``from pkg import sub`` counts as an
+import of the submodule ``pkg.sub``; imports inside functions count too."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1] / "src"
+
+#: layer of each package or module (the longest matching prefix decides); a module may import
+#: its own package and anything in a lower layer
+LAYERS = {
+    "zbound._linalg": 0, "zbound._validation": 0, "zbound._threads": 0, "zbound.datasets": 0,
+    "zbound.bounds": 1, "zbound.constraints": 1,
+    "zbound.models": 2, "zbound.structured": 2,
+    "zbound.solvers": 3,
+    "zbound.distributed": 4, "zbound.ising": 4, "zbound.moe": 4,
+    "zbound.estimators": 5, "zbound": 5,           # the package facade re-exports estimators
+    "zbound.bench": 6,
+    "zbound.demo": 7, "zbound.cli": 7,
+}
+
+
+def _module(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    base = ROOT / name.replace(".", "/")
+    return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
+
+
+def _graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for path in ROOT.joinpath("zbound").rglob("*.py"):
+        mod = _module(path)
+        pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] == "zbound":
+                    for alias in node.names:
+                        sub = f"{target}.{alias.name}"
+                        edges[mod].add(sub if _is_module(sub) else target)
+            elif isinstance(node, ast.Import):
+                edges[mod].update(a.name for a in node.names if a.name.split(".")[0] == "zbound")
+    return edges
+
+
+def _layer(name: str) -> tuple[str, int]:
+    parts = name.split(".")
+    for k in range(len(parts), 0, -1):
+        key = ".".join(parts[:k])
+        if key in LAYERS:
+            return key, LAYERS[key]
+    raise AssertionError(f"{name} has no layer in LAYERS")
+
+
+def test_no_import_runs_up():
+    upward = []
+    for mod, targets in _graph().items():
+        own, level = _layer(mod)
+        for t in targets:
+            other, t_level = _layer(t)
+            if other != own and t_level > level:
+                upward.append(f"{mod} -> {t}")
+    assert not upward, upward
+
+
+def test_no_import_circle():
+    graph = _graph()
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 10000))
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(v: str) -> None:                       # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                circles.append(sorted(comp))
+
+    for v in list(graph):
+        if v not in index:
+            visit(v)
+    assert not circles, circles
