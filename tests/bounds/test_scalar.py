@@ -187,3 +187,21 @@ def test_ordering_is_a_permutation_sorted_as_promised_and_stable(la, order):
 def test_ordering_rejects_unknown_order():
     with pytest.raises(ValueError, match="order"):
         ordering(np.zeros((1, 3)), "random")
+
+
+def test_log_softmax_is_the_stable_log_sum_exp():
+    """Against SciPy's logsumexp and softmax at scores spanning 1e3 nats, ties and -inf (zero
+    weight) entries; an all -inf slice gives -inf."""
+    from scipy.special import logsumexp, softmax
+
+    from zbound.bounds.scalar import log_softmax
+
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(5, 7)) * 400
+    A[0, 3] = -np.inf
+    A[2] = A[2, 0]                                           # a row of ties
+    for axis in (0, 1):
+        lse, P = log_softmax(A, axis)
+        np.testing.assert_allclose(lse, logsumexp(A, axis=axis), rtol=1e-15, atol=1e-12)
+        np.testing.assert_allclose(P, softmax(A, axis=axis), rtol=1e-13, atol=1e-300)
+    assert log_softmax(np.full((2, 3), -np.inf), 1, softmax=False).tolist() == [-np.inf] * 2

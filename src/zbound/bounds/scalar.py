@@ -48,6 +48,23 @@ def log_cumsum_exp(a: np.ndarray, axis: int = -1) -> np.ndarray:
         return np.logaddexp.accumulate(np.asarray(a, dtype=np.float64), axis=axis)
 
 
+def log_softmax(a: np.ndarray, axis: int, softmax: bool = True):
+    """log sum exp of ``a`` along ``axis`` (that axis removed) and, with ``softmax``, the
+    normalized exponentials exp(a - max) / sum (``a``'s shape), shifted by the slice maximum
+    (a slice whose maximum is not finite is shifted by 0: all -inf gives log-sum-exp -inf).
+    The library's one log-sum-exp; the softmax kernels of ``models/_softmax.py`` keep an
+    in-place variant for their (classes, rows) score blocks."""
+    m = np.max(a, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(a - m)
+    s = np.sum(e, axis=axis, keepdims=True)
+    with np.errstate(divide="ignore"):
+        lse = np.squeeze(m + np.log(s), axis)
+    if not softmax:
+        return lse
+    return lse, e / s
+
+
 def ordering(log_alpha: np.ndarray, order: str) -> np.ndarray:
     """Permutation (along the last axis) in which Alg. 1 visits configurations.
 

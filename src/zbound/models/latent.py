@@ -37,6 +37,7 @@ import numpy as np
 from zbound._validation import check_design
 from zbound.bounds.curvature import KroneckerCurvature
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
+from zbound.bounds.scalar import log_softmax
 from zbound.models._softmax import class_major_product, class_major_scores
 from zbound.models.loss import ChunkedLoss, check_chunk_size, check_sample_weight
 from zbound.models.objective import Objective
@@ -45,10 +46,7 @@ from zbound.models.penalty import L2Penalty
 
 def _lse_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """log-sum-exp over axis 0 of A (k, t) and the normalized exp (k, t) (softmax columns)."""
-    m = A.max(axis=0)
-    E = np.exp(A - m)
-    s = E.sum(axis=0)
-    return m + np.log(s), E / s
+    return log_softmax(A, axis=0)
 
 
 def check_latent_labels(y, t: int, n_classes: int | None, n_components) -> tuple[np.ndarray, int]:

@@ -25,6 +25,7 @@ from zbound._validation import check_design
 from zbound.bounds.curvature import DenseCurvature, SoftmaxCurvature, SumCurvature
 from zbound.bounds.enumerate import quadratic_bound
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
+from zbound.bounds.scalar import log_softmax
 from zbound.models._softmax import class_major_product, class_major_scores, logsumexp_classes
 from zbound.models.base import Majorizer
 
@@ -769,10 +770,7 @@ class LogLinearLoss(ChunkedLoss):
 
     @staticmethod
     def _lse(A):
-        m = A.max(axis=1, keepdims=True)
-        E = np.exp(A - m)
-        s = E.sum(axis=1, keepdims=True)
-        return (m + np.log(s)).ravel(), E / s
+        return log_softmax(A, axis=1)
 
     def _value_of(self, theta, lse, c):
         return float(lse.sum() - theta @ c[2] - c[3])

@@ -34,7 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from zbound.bounds.junction import alg1_gershgorin
-from zbound.bounds.scalar import beta
+from zbound.bounds.scalar import beta, log_softmax
 
 _LOGSPACE_RANGE = 600.0
 # Floor on every unnormalized message entry of the scaled recursion. A product or sum term that
@@ -158,10 +158,7 @@ def map_chunks(fn, chunks, n_jobs=None):
 
 
 def _lse(a, axis):
-    mx = np.max(a, axis=axis, keepdims=True)
-    mx = np.where(np.isfinite(mx), mx, 0.0)
-    with np.errstate(divide="ignore"):
-        return np.squeeze(mx, axis) + np.log(np.sum(np.exp(a - mx), axis=axis))
+    return log_softmax(a, axis, softmax=False)
 
 
 class Potentials:
