@@ -53,7 +53,7 @@ def pd_cholesky(matrix: np.ndarray, overwrite: bool = False):
     c, info = _potrf(matrix, lower=1, overwrite_a=int(overwrite), clean=0)
     if info != 0:
         return None
-    rcond, info = _pocon(c, anorm, uplo="L")
+    rcond, info = _pocon(c, anorm, "L")
     if info != 0 or not rcond > singular_rtol(p):
         return None
     return c
