@@ -24,7 +24,7 @@ import re
 import shutil
 import tempfile
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -313,14 +313,3 @@ def _mkdir(path: Path) -> Path:
 def _place(src: Path, final: Path) -> None:
     final.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(src), str(final))
-
-
-def fetch_all(names: Iterable[str] | None = None, directory=None, *, progress: bool = False,
-              report: Callable[[str], None] | None = None) -> Path:
-    """:func:`fetch` for each of ``names`` (default: every set); returns the data directory."""
-    root = target_dir(directory)
-    for name in (list(SOURCES) if names is None else list(names)):
-        if report is not None:
-            report(name)
-        root = fetch(name, directory, progress=progress)
-    return root
