@@ -7,6 +7,7 @@ from other processes lands on one repeat of several methods rather than on every
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 import tracemalloc
@@ -49,3 +50,13 @@ def traced_peak(fn: Callable[[], Any]) -> tuple[float, float, Any]:
     finally:
         tracemalloc.stop()
     return peak / 2**20, seconds, out
+
+
+def thread_limit(n: int | None = 1):
+    """Context with at most ``n`` threads in every pool threadpoolctl knows (BLAS and OpenMP),
+    as the fairness rules of docs/benchmarks.md ask; ``None`` leaves them as configured."""
+    if n is None:
+        return contextlib.nullcontext()
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=n)

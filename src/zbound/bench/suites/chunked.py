@@ -20,14 +20,13 @@ Timing
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 from typing import Any
 
 import numpy as np
 
 from zbound.bench.report import num
-from zbound.bench.timing import time_alternating, traced_peak
+from zbound.bench.timing import thread_limit, time_alternating, traced_peak
 
 SUITE = "chunked"
 
@@ -35,14 +34,6 @@ SUITE = "chunked"
 def _config(quick: bool) -> dict[str, Any]:
     return {"t": 200_000, "n": 10, "d": 50, "chunks": (2_000, 10_000, 50_000, None),
             "repeats": 3 if quick else 7, "seed": 0}
-
-
-def _thread_limit():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl comes with scikit-learn
-        return contextlib.nullcontext()
-    return threadpool_limits(1)
 
 
 def _problem(cfg):
@@ -70,7 +61,7 @@ def run(ctx) -> None:
     dataset = "synthetic-softmax"
     shape = {"t": t, "n": n, "d": d}
     ctx.start("chunked: majorizer memory and time", len(cfg["chunks"]) + 2)
-    with _thread_limit():
+    with thread_limit(1):
         losses = {}
         for chunk in cfg["chunks"]:
             loss = SoftmaxLoss(X, y, n, chunk_size=chunk)

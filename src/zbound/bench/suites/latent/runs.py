@@ -10,7 +10,6 @@ accuracy, the training objective, iterations, seconds, and how runs ended.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
 import time
@@ -22,6 +21,7 @@ from zbound.bench.records import BenchRecord
 from zbound.bench.suites.latent.config import PAPER_M, PAPER_TABLE5, PAPER_TOY, Config, config
 from zbound.bench.suites.latent.figures import toy_figure
 from zbound.bench.suites.latent.problems import Split, load_split, stripes
+from zbound.bench.timing import thread_limit
 
 
 def _method(name: str):
@@ -32,14 +32,6 @@ def _method(name: str):
         from zbound.solvers.latent_em import LatentJointEM
         return LatentJointEM
     return name
-
-
-def _blas(n):
-    if n is None:
-        return contextlib.nullcontext()
-    from threadpoolctl import threadpool_limits
-
-    return threadpool_limits(limits=n)
 
 
 def fit_once(X, y, n_classes, M, reg, method: str, x0, cfg: Config) -> dict[str, Any]:
@@ -263,7 +255,7 @@ def run(ctx) -> None:
     ctx.out.mkdir(parents=True, exist_ok=True)
     ctx.writer.set_extra("config", {k: (list(v) if isinstance(v, tuple) else v)
                                     for k, v in vars(cfg).items()})
-    with _blas(cfg.blas_threads):
+    with thread_limit(cfg.blas_threads):
         if cfg.toy:
             run_toy(ctx, cfg)
         cache: dict = {}

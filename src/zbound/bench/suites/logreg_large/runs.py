@@ -65,8 +65,8 @@ from zbound.bench.suites.logreg_large.problems import (
 # shared with logreg-small: the default's name, the time-budget callback, curve downsampling,
 # the BLAS thread limit
 from zbound.bench.suites.logreg_small.runs import _budget_callback as _budget
-from zbound.bench.suites.logreg_small.runs import _downsample, _thread_limit, default_method
-from zbound.bench.timing import traced_peak
+from zbound.bench.suites.logreg_small.runs import _downsample, default_method
+from zbound.bench.timing import thread_limit, traced_peak
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -727,7 +727,7 @@ def run(ctx) -> None:
     ctx.start("logreg-large", total=len(todo) + (1 if "srbct" in cfg.paper_sets else 0))
     t_run = time.perf_counter()
     loaded: dict[str, Any] = {}
-    with warnings.catch_warnings(), _thread_limit(cfg.blas_threads):
+    with warnings.catch_warnings(), thread_limit(cfg.blas_threads):
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.filterwarnings("ignore", message=".*converge.*")
         warnings.filterwarnings("ignore", category=RuntimeWarning)

@@ -27,7 +27,6 @@ Timing
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
 import time
@@ -54,7 +53,7 @@ from zbound.bench.suites.logreg_small.problems import (
     sklearn_theta,
     start_points,
 )
-from zbound.bench.timing import time_alternating
+from zbound.bench.timing import thread_limit, time_alternating
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -378,17 +377,6 @@ def squarem_count_check(problem: Problem, starts: np.ndarray, squarem: dict[str,
             "budget_s": cfg.count_check_budget_s}
 
 
-@contextlib.contextmanager
-def _thread_limit(n: int | None):
-    if n is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=n):
-        yield
-
-
 def suite_config(ctx) -> Config:
     """The run's :class:`Config`: ``ctx.options["config"]`` if given, else ``config(ctx.quick)``;
     names in ``ctx.methods`` are added to its ``extra_methods``."""
@@ -431,7 +419,7 @@ def run(ctx) -> None:
     costs: dict[str, Any] = {}
     curves: dict[str, Any] = {}
     ctx.start("logreg-small", total=len(todo))
-    with warnings.catch_warnings(), _thread_limit(cfg.blas_threads):
+    with warnings.catch_warnings(), thread_limit(cfg.blas_threads):
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.filterwarnings("ignore", message=".*lbfgs failed to converge.*")
         for task, dataset, setting, lam, C in todo:

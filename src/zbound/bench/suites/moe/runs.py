@@ -3,13 +3,13 @@ inverted-image experiment (Tables 1-2), records written as they come."""
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 
 import numpy as np
 
 from zbound.bench.records import BenchRecord
 from zbound.bench.suites.moe.config import SUITE, Config, config
+from zbound.bench.timing import thread_limit
 from zbound.moe import (
     MoEProblem,
     SMoLinE,
@@ -40,17 +40,6 @@ UNSTABLE_RISE = 0.05
 
 def suite_config(ctx) -> Config:
     return ctx.options.get("config") or config(ctx.quick)
-
-
-@contextlib.contextmanager
-def _blas(n):
-    if n is None:
-        yield
-        return
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(limits=n):
-        yield
 
 
 def _final(fit) -> float:
@@ -457,7 +446,7 @@ def run_inverted(ctx, cfg: Config, ds: str) -> dict | None:
 def run(ctx) -> None:
     cfg = suite_config(ctx)
     out = {"config": {k: v for k, v in vars(cfg).items()}}
-    with _blas(cfg.blas_threads):
+    with thread_limit(cfg.blas_threads):
         for name in cfg.sym_models:
             out[f"synthetic/{name}"] = run_symmetric(ctx, cfg, name)
             ctx.writer.set_extra("moe", out)

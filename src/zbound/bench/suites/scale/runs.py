@@ -3,7 +3,6 @@ scikit-learn, Spark and the NumPy path, same objective, same data, same target."
 
 from __future__ import annotations
 
-import contextlib
 import statistics
 import time
 import warnings
@@ -21,6 +20,7 @@ from zbound.bench.suites.scale.config import (
     Config,
     config,
 )
+from zbound.bench.timing import thread_limit
 
 OPTIONS = ("config", "processes")
 #: relative agreement required between the dask and NumPy paths at the optimum
@@ -62,17 +62,6 @@ class Outcome:
     peak_mb: list | None = None
     base_mb: list | None = None
     info: dict = field(default_factory=dict)
-
-
-@contextlib.contextmanager
-def _one_blas_thread():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    with threadpool_limits(1):
-        yield
 
 
 class Cell:
@@ -124,7 +113,7 @@ class Cell:
         f_star = res.fun
         if self.gathered is not None:
             X, y = self.gathered
-            with _one_blas_thread():
+            with thread_limit(1):
                 res0 = minimize(Q.numpy_objective(X, y, pb.n_classes, cfg.C),
                                 np.zeros(pb.n_params), method=method, tol=1e-10)
             ref.update(numpy_f=res0.fun, numpy_nit=res0.nit,
@@ -175,7 +164,7 @@ class Cell:
         from zbound.solvers import minimize
 
         X, y = self.gathered
-        with _one_blas_thread():
+        with thread_limit(1):
             t0 = time.perf_counter()
             obj = Q.numpy_objective(X, y, self.problem.n_classes, self.cfg.C)
             res = minimize(obj, np.zeros(self.problem.n_params), target=self.target,
@@ -202,7 +191,7 @@ class Cell:
 
     def sklearn_rung(self, tol: float) -> Outcome:
         X, y = self.gathered
-        with _one_blas_thread():
+        with thread_limit(1):
             coef, seconds, nit = P.sklearn_fit(X, y, self.cfg.C, tol)
         f = self.objective_at(coef)
         return Outcome(seconds, f <= self.target, f, nit, None, info={"tol": tol})

@@ -3,7 +3,6 @@ step-size grid, the winners timed again (alternating, median), records written a
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
 import time
@@ -12,6 +11,7 @@ import numpy as np
 
 from zbound.bench.suites.stochastic.config import GAPS, PEERS, SUITE, Config, config
 from zbound.bench.suites.stochastic.problems import Problem, build_problem, reference_optimum
+from zbound.bench.timing import thread_limit
 from zbound.solvers.stochastic import (
     DENSE_MAX,
     LSPFB,
@@ -25,14 +25,6 @@ from zbound.solvers.stochastic import (
 )
 
 OPTIONS = ("config",)
-
-
-def _thread_limit():
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        return contextlib.nullcontext()
-    return threadpool_limits(1)
 
 
 #: The first-order peers of the target (tuned first when ``cap_by_first_order``).
@@ -324,7 +316,7 @@ def run(ctx) -> None:
     ctx.writer.set_extra("config", {k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
     ctx.start(f"{SUITE}: tuning", sum((len(cfg.ranks) + 8) * len(cfg.lams_of(d))
                                       for d in cfg.datasets))
-    with _thread_limit():
+    with thread_limit(1):
         for name in cfg.datasets:
             for lam in cfg.lams_of(name):
                 prob = ctx.load(name, build_problem, name, lam, cfg.seed, cfg.max_rows)
