@@ -123,17 +123,28 @@ def test_constraints_step_qp_on_a_singular_curvature():
 
 
 def test_stochastic_dense_build_on_a_singular_curvature():
-    """The dense step of the stochastic bound solvers: a singular matrix takes the minimum-norm
-    inverse (the pivot test decides), a regular one Cholesky."""
-    from zbound.solvers import stochastic as S
+    """The dense step of the stochastic bound solvers: a feature column of zeros and no penalty
+    make the bound curvature singular; the condition test sends it to the minimum-norm inverse
+    (the step has no component along the flat direction), a ridge sends it to Cholesky."""
+    from zbound.models.loss import SoftmaxLoss
+    from zbound.models.objective import Objective
+    from zbound.models.penalty import L2Penalty
+    from zbound.solvers.stochastic import SPFB
 
-    u = np.array([1.0, 2.0, -1.0])
-    A = np.outer(u, u)
-    c = pd_cholesky(A)
-    assert c is None
-    pinv = np.linalg.pinv(A, rtol=singular_rtol(3), hermitian=True)
-    np.testing.assert_allclose(pinv @ (3 * u), [0.5, 1.0, -0.5], atol=1e-12)
-    assert S.pd_cholesky is pd_cholesky                      # the one rank decision
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3))
+    X[:, 1] = 0.0
+    y = (X[:, 0] > 0).astype(int)
+    loss = SoftmaxLoss(X, y, 2, reference_class=True)
+    x0 = np.zeros(3)
+    kind, inverse = SPFB().build(Objective(loss), x0)
+    assert kind == "pinv"
+    A = Objective(loss).majorizer(x0).curvature.to_dense()
+    np.testing.assert_allclose(inverse, np.linalg.pinv(A, rtol=singular_rtol(3),
+                                                       hermitian=True), atol=1e-12)
+    np.testing.assert_allclose(inverse[:, 1], 0.0, atol=1e-12)
+    kind, _ = SPFB().build(Objective(loss, L2Penalty(1e-3)), x0)
+    assert kind == "chol"
 
 
 def test_moe_linear_expert_with_no_responsibility_gets_minimum_norm_coefficients():
