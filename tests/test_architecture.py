@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1] / "src"
 #: layer of each package or module (the longest matching prefix decides); a module may import
 #: its own package and anything in a lower layer
 LAYERS = {
-    "zbound._linalg": 0, "zbound._validation": 0, "zbound._threads": 0, "zbound.datasets": 0,
+    "zbound.utils": 0, "zbound.datasets": 0,
     "zbound.bounds": 1, "zbound.constraints": 1,
     "zbound.models": 2, "zbound.structured": 2,
     "zbound.solvers": 3,
@@ -110,3 +110,42 @@ def test_no_import_circle():
         if v not in index:
             visit(v)
     assert not circles, circles
+
+
+def _private_imports() -> list[tuple[str, str]]:
+    """(importing module, what it imports) for every import of a private module
+    (``pkg._mod``) or a private name (``from pkg.mod import _name``) of zbound."""
+    out = []
+    for path in ROOT.joinpath("zbound").rglob("*.py"):
+        mod = _module(path)
+        pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                if target.split(".")[0] != "zbound":
+                    continue
+                for alias in node.names:
+                    out.append((mod, f"{target}.{alias.name}"))
+            elif isinstance(node, ast.Import):
+                out.extend((mod, a.name) for a in node.names if a.name.split(".")[0] == "zbound")
+    return out
+
+
+def test_no_private_module_or_name_across_packages():
+    """A private module or name (leading underscore) is used only inside the package that holds
+    it: ``zbound.a._b`` and ``zbound.a.b._c`` only by modules under ``zbound.a``."""
+    crossing = []
+    for mod, target in _private_imports():
+        parts = target.split(".")
+        for i, part in enumerate(parts):
+            if part.startswith("_") and not part.startswith("__"):
+                owner = ".".join(parts[:i]) if _is_module(".".join(parts[:i + 1])) \
+                    else ".".join(parts[:i - 1])
+                if not (mod == owner or mod.startswith(owner + ".")):
+                    crossing.append(f"{mod} -> {target}")
+                break
+    assert not crossing, crossing

@@ -11,7 +11,10 @@ import pytest
 
 API = (Path(__file__).resolve().parents[1] / "docs" / "api.rst").read_text()
 PACKAGES = ["zbound.solvers", "zbound.datasets", "zbound.ising", "zbound.ising.quantum",
-            "zbound.moe", "zbound.distributed", "zbound.structured", "zbound.estimators"]
+            "zbound.moe", "zbound.distributed", "zbound.structured", "zbound.estimators",
+            "zbound.bounds.policy", "zbound.bounds.preconditioners", "zbound.models.base",
+            "zbound.models.softmax",
+            "zbound.utils.linalg", "zbound.utils.validation", "zbound.utils.threads"]
 
 
 def _entries() -> dict[str, set[str]]:

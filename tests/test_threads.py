@@ -1,4 +1,4 @@
-"""The BLAS thread rule of the estimators (zbound._threads): one thread inside a fit whose
+"""The BLAS thread rule of the estimators (zbound.utils.threads): one thread inside a fit whose
 work (rows x parameters) is below SMALL_WORK, the user's setting above it; warnings raised in a
 fit still name the caller's line."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from threadpoolctl import threadpool_info
 
-import zbound._threads as T
+import zbound.utils.threads as T
 from zbound import (
     BoundLogisticRegression,
     BoundSGDClassifier,

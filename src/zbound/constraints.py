@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from zbound._linalg import min_norm_solve, ridged_cholesky_solve
+from zbound.utils.linalg import min_norm_solve, ridged_cholesky_solve
 
 _FEAS_TOL = 1e-9
 
@@ -203,7 +203,7 @@ class LinearConstraints:
 
 def _spd_solve_ridged(P: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     """Solve P x = rhs, adding a tiny ridge where P is numerically singular (the condition test of
-    :func:`zbound._linalg.singular_rtol`): along a flat direction with a nonzero linear term
+    :func:`zbound.utils.linalg.singular_rtol`): along a flat direction with a nonzero linear term
     the answer is then huge, and the ratio test of :func:`box_qp` stops at the bound, which is
     where the QP's minimizer lies. The minimum-norm solution if no ridge helps."""
     x = ridged_cholesky_solve(P, rhs, first=1e-12, factor=100.0, tries=5)

@@ -161,7 +161,7 @@ def test_woodbury_preconditioner_is_the_block_inverse(sparse, intercept, chunks)
 
 
 def test_preconditioner_kind_by_shape():
-    from zbound._linalg import MAX_BLOCK_ELEMS, block_preconditioner_kind
+    from zbound.bounds.preconditioners import MAX_BLOCK_ELEMS, block_preconditioner_kind
     assert block_preconditioner_kind(66, 2309, 4) == "woodbury"      # SRBCT
     assert block_preconditioner_kind(1797, 65, 10) == "dense"        # digits
     big = int(np.sqrt(MAX_BLOCK_ELEMS)) + 1
@@ -226,7 +226,7 @@ def test_softmax_woodbury_is_the_exact_inverse(t, n, d, scale, seed, intercept, 
     matrix, for probabilities of a full softmax or of the free classes beside a reference
     class (rows summing below 1), saturated scores, zero and unit weights, strong and weak
     penalties."""
-    from zbound._linalg import softmax_woodbury
+    from zbound.bounds.preconditioners import softmax_woodbury
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(t, d))
     S = scale * rng.normal(size=(t, n + reference))
@@ -268,7 +268,7 @@ def test_softmax_woodbury_is_the_exact_inverse(t, n, d, scale, seed, intercept, 
 
 
 def test_softmax_woodbury_refuses_what_it_cannot_invert():
-    from zbound._linalg import SOFTMAX_WOODBURY_MAX, softmax_woodbury
+    from zbound.bounds.preconditioners import SOFTMAX_WOODBURY_MAX, softmax_woodbury
     rng = np.random.default_rng(0)
     X = rng.normal(size=(6, 8))
     P = rng.dirichlet(np.ones(3), size=6)

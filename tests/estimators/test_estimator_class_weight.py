@@ -41,7 +41,7 @@ def test_class_weight_errors():
         BoundLogisticRegression(class_weight={7: 1.0}).fit(X, y)
     with pytest.raises(ValueError, match="finite number >= 0"):
         BoundLogisticRegression(class_weight={0: -1.0}).fit(X, y)
-    with pytest.raises(ValueError, match="class_weight must be"):
+    with pytest.raises(ValueError, match="'class_weight' parameter of BoundLogisticRegression"):
         BoundLogisticRegression(class_weight="even").fit(X, y)
 
 

@@ -255,26 +255,28 @@ def test_bad_sample_weight(iris):
 
 def test_unknown_solver(iris):
     X, y = iris
-    with pytest.raises(ValueError, match="unknown solver 'liblinear'.*newton-bound"):
+    with pytest.raises(ValueError, match="'solver' parameter .*'newton-bound'.*Got 'liblinear'"):
         BoundLogisticRegression(solver="liblinear").fit(X, y)
 
 
 @pytest.mark.parametrize("C", [0, -1.0, np.nan, np.inf, "1", None, True])
 def test_bad_C(iris, C):
     X, y = iris
-    with pytest.raises(ValueError, match="C must be a finite number > 0"):
+    with pytest.raises(ValueError, match=r"'C' parameter .* must be a float in the range "
+                                         r"\(0.0, inf\)"):
         BoundLogisticRegression(C=C).fit(X, y)
 
 
 @pytest.mark.parametrize(("param", "value", "match"), [
-    ("tol", -1.0, "tol must be"),
-    ("tol", np.nan, "tol must be"),
-    ("max_iter", 0, "max_iter must be"),
-    ("max_iter", 2.5, "max_iter must be"),
-    ("order", "random", "order must be one of"),
-    ("fit_intercept", "yes", "fit_intercept must be"),
-    ("verbose", -1, "verbose must be"),
-    ("verbose", "loud", "verbose must be"),
+    ("tol", -1.0, "'tol' parameter"),
+    ("tol", np.nan, "'tol' parameter"),
+    ("max_iter", 0, "'max_iter' parameter .* must be an int"),
+    ("max_iter", 2.5, "'max_iter' parameter .* must be an int"),
+    ("order", "random", "'order' parameter .* must be a str among"),
+    ("fit_intercept", "yes", "'fit_intercept' parameter"),
+    ("verbose", -1, "'verbose' parameter"),
+    ("verbose", "loud", "'verbose' parameter"),
+    ("solver", "spfb", "stochastic .*BoundSGDClassifier"),
 ])
 def test_bad_params(iris, param, value, match):
     X, y = iris

@@ -33,7 +33,11 @@ def test_sparse_wide_fit_stays_within_the_preconditioner_budget():
     import scipy.sparse as sp
     from sklearn.linear_model import LogisticRegression
 
-    from zbound._linalg import MIN_BLOCK_ELEMS, block_budget, block_preconditioner_kind
+    from zbound.bounds.preconditioners import (
+        MIN_BLOCK_ELEMS,
+        block_budget,
+        block_preconditioner_kind,
+    )
 
     t, d, k = 1500, 4000, 10
     X = sp.random(t, d, density=50 / d, format="csr", random_state=0)

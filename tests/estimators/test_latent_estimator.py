@@ -61,11 +61,13 @@ def test_one_component_matches_multinomial_logistic_regression():
 
 
 @pytest.mark.parametrize("params,match", [
-    ({"n_components": 0}, "n_components must be >= 1"),
+    ({"n_components": 0}, "'n_components' parameter .* must be an int in the range"),
     ({"n_components": 40}, "more than the samples of class"),
-    ({"C": -1.0}, "C must be"),
-    ({"solver": "nope"}, "unknown solver"),
-    ({"n_init": 0}, "n_init must be"),
+    ({"C": -1.0}, "'C' parameter"),
+    ({"C": True}, "'C' parameter"),
+    ({"solver": "nope"}, "'solver' parameter .*'em'.*'em-joint'"),
+    ({"solver": "sample-newton"}, "'solver' parameter"),
+    ({"n_init": 0}, "'n_init' parameter"),
 ])
 def test_bad_parameters(params, match):
     X, y = _stripes(40, 3)

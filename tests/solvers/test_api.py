@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from _solver_problems import logistic_problem
 
+from zbound.models.base import LatentLikelihood, SoftmaxData
 from zbound.solvers import DEFAULT_METHOD, METHODS, LinearConstraints, Result, minimize
 
 
@@ -16,14 +17,18 @@ def model():
 
 # Batch methods converge to tight tolerances; stochastic ones (epochs of mini-batches) have
 # their own tests in test_stochastic.py.
-BATCH_METHODS = sorted(k for k, v in METHODS.items() if not v.stochastic)
+# (the methods for every objective the softmax test problems are: EM needs a latent one)
+BATCH_METHODS = sorted(k for k, v in METHODS.items()
+                       if not v.stochastic and v.requires in (None, SoftmaxData))
 
 
 def test_registry_describes_every_method():
     assert DEFAULT_METHOD in METHODS and not METHODS[DEFAULT_METHOD].peer
     assert {"newton-bound", "bound", "squarem", "lbfgs", "bfgs", "cg", "steepest",
             "newton", "newton-cg", "sample-newton", "sample-bound",
-            "lbfgs-precond"} == set(BATCH_METHODS)
+            "lbfgs-precond", "lbfgs-bound"} == set(BATCH_METHODS)
+    assert {"em", "em-joint"} == {k for k, v in METHODS.items()
+                                  if v.requires is LatentLikelihood}
     assert {"spfb", "lspfb", "sbm", "sbm-sm", "sgd", "momentum", "adam"} == {
         k for k, v in METHODS.items() if v.stochastic}
     for name, info in METHODS.items():
@@ -121,6 +126,8 @@ def test_start_at_the_target_stops_immediately(model):
     x0 = np.zeros(model.n_params)
     f0 = model.value(x0)
     for method in METHODS:
+        if not METHODS[method].applies_to(model):
+            continue
         res = minimize(model, x0, method=method, target=f0 + 1.0)
         assert res.target_reached and res.nit == 0, method
         np.testing.assert_array_equal(res.x, x0)

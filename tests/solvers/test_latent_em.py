@@ -128,8 +128,10 @@ def test_em_rejects_other_models():
     from zbound.models.multinomial import MultinomialLogistic
 
     X, y = _stripes(30, 0)
-    with pytest.raises(TypeError, match="LatentSoftmaxLoss"):
+    with pytest.raises(TypeError, match="LatentLikelihood capability"):
         minimize(MultinomialLogistic(X, y, 2, 1.0), np.zeros(4), method=LatentEM)
+    with pytest.raises(TypeError, match="LatentLikelihood capability"):
+        minimize(MultinomialLogistic(X, y, 2, 1.0), np.zeros(4), method="em")
 
 
 def test_toy_bound_separates_where_joint_em_does_not():

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zbound._linalg import cholesky_solve, jacobi, pcg
 from zbound.bounds.curvature import DenseCurvature, KroneckerCurvature
+from zbound.utils.linalg import cholesky_solve, jacobi, pcg
 
 pytestmark = pytest.mark.numerics
 
@@ -82,7 +82,7 @@ def test_block_jacobi_inverts_the_class_diagonal_blocks():
 
 
 def test_gram_block_jacobi_is_exact_for_constant_weights():
-    from zbound._linalg import factor_gram, gram_block_jacobi
+    from zbound.bounds.preconditioners import factor_gram, gram_block_jacobi
 
     rng = np.random.default_rng(3)
     X = rng.standard_normal((50, 4))
@@ -100,7 +100,7 @@ def test_gram_block_jacobi_is_exact_for_constant_weights():
 
 
 def test_block_jacobi_in_place_inverts_and_rejects_indefinite_blocks():
-    from zbound._linalg import block_jacobi
+    from zbound.utils.linalg import block_jacobi
 
     rng = np.random.default_rng(3)
     A = rng.standard_normal((4, 6, 6))
@@ -121,7 +121,7 @@ def test_eigen_preconditioner_is_exact_for_constant_weights(intercept):
     """Constant weights over rows and a scalar extra diagonal: the class blocks are
     w_a G + e_a I, diagonal in G's eigenbasis, so the preconditioner is their exact inverse;
     with varying weights it is still SPD."""
-    from zbound._linalg import eigen_block_preconditioner, gram_eigenbasis
+    from zbound.bounds.preconditioners import eigen_block_preconditioner, gram_eigenbasis
 
     rng = np.random.default_rng(4)
     X = rng.standard_normal((900, 7))          # > one chunk of rows of the data loop
@@ -152,8 +152,8 @@ def test_factor_blocks_equal_the_operators_diagonal_blocks(reference, intercept,
     """The chunked syrk assembly (newton-bound's block-Jacobi builds) gives the very blocks of
     ``diagonal_blocks``, for the exact Hessian and the Alg. 1 bound, over several row chunks,
     with the implicit intercept column and zero sample weights."""
-    from zbound._linalg import factor_blocks
     from zbound.bounds.curvature import ScaledIdentity, SumCurvature
+    from zbound.bounds.preconditioners import factor_blocks
     from zbound.models.loss import SoftmaxLoss
 
     rng = np.random.default_rng(7)
@@ -175,7 +175,7 @@ def test_factor_blocks_equal_the_operators_diagonal_blocks(reference, intercept,
 def test_factor_blocks_rejects_sparse_factors():
     import scipy.sparse as sp
 
-    from zbound._linalg import factor_blocks
+    from zbound.bounds.preconditioners import factor_blocks
 
     X = sp.random(50, 4, density=0.5, format="csr", random_state=0)
     assert factor_blocks([(X, np.ones((50, 1)), False)], np.zeros((1, 4))) is None

@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 from _solver_problems import logistic_problem, loglinear_problem, reference_optimum
 
+from zbound.models.base import SoftmaxData
 from zbound.solvers import METHODS, minimize
 
 MM_METHODS = ("bound", "squarem", "newton-bound")
 # stochastic methods (epochs of mini-batches) are checked in test_stochastic.py
-BATCH_METHODS = sorted(k for k, v in METHODS.items() if not v.stochastic)
+BATCH_METHODS = sorted(k for k, v in METHODS.items()
+                       if not v.stochastic and v.requires in (None, SoftmaxData))
 
 
 def _assert_monotone(res):
@@ -254,14 +256,14 @@ def test_newton_preconditioners_reach_the_same_optimum(precond):
 def test_auto_precond_takes_the_gram_eigenbasis_for_large_class_blocks(monkeypatch):
     """m b^2 above the blocks' limit (lowered here from 2^20 to keep the test small): the
     eigenbasis form, monotone, same optimum as the exact class blocks."""
-    import zbound.solvers.majorization as mj
+    import zbound.bounds.policy as policy
     from zbound.solvers import minimize
 
-    monkeypatch.setattr(mj, "_BLOCKS_MAX_ELEMS", 3 * 30 * 30)
+    monkeypatch.setattr(policy, "BLOCKS_MAX_ELEMS", 3 * 30 * 30)
     model = _tall_problem(400, 40, 3, seed=2)
     x0 = np.zeros(model.n_params)
-    assert mj._eigen_fits(model.hessian(x0))
-    assert not mj._eigen_fits(_tall_problem(400, 20, 3).hessian(np.zeros(63)))
+    assert policy.eigen_fits(model.hessian(x0))
+    assert not policy.eigen_fits(_tall_problem(400, 20, 3).hessian(np.zeros(63)))
     auto = minimize(model, x0, method="newton-bound", tol=1e-9, inner="cg")
     blocks = minimize(model, x0, method="newton-bound", tol=1e-9, inner="cg", precond="blocks")
     assert auto.converged and blocks.converged

@@ -201,7 +201,7 @@ def test_single_precision_pairs_halve_the_pair_memory():
     state = solver.init(model, np.zeros(obj.n_params))
     for _ in range(8):
         solver.update(model, state)
-    mem = state.extra["memory"]
+    mem = state.memory
     assert len(mem) == 3
     assert mem.SZ.dtype == np.float32 and mem.SZ.shape == (6, obj.n_params)
 
@@ -220,7 +220,7 @@ def test_auto_memory_keeps_80_pairs_while_they_fit_in_a_megabyte():
         PreconditionedLBFGS(memory="many")
     obj, _ = _softmax_objective(2, 4, True, t=200, C=100.0)
     state = auto.init(CountedModel(obj), np.zeros(obj.n_params))
-    assert state.extra["memory"].m == 80
+    assert state.memory.m == 80
 
 
 def test_bound_gram_equals_the_explicit_gram():
@@ -282,7 +282,7 @@ def test_lbfgs_precond_auto_skips_expensive_preconditioners():
     assert preconditioner_cost(obj)[0] > 40
     solver = PreconditionedLBFGS()
     from zbound.solvers.base import CountedModel
-    assert solver.init(CountedModel(obj), np.zeros(obj.n_params)).extra["h0"] is None
+    assert solver.init(CountedModel(obj), np.zeros(obj.n_params)).h0 is None
 
 
 def test_bad_preconditioner_options():

@@ -1,6 +1,7 @@
-"""Rank deficiency is decided by the stated threshold of ``zbound._linalg.singular_rtol``, never
-by whether a factorization happened to raise (AVX-512 and AVX2 kernels of OpenBLAS round an
-exactly singular matrix's pivots differently). CI runs these tests under both kernel families.
+"""Rank deficiency is decided by the stated threshold of
+``zbound.utils.linalg.singular_rtol``, never by whether a factorization happened to raise
+(AVX-512 and AVX2 kernels of OpenBLAS round an exactly singular matrix's pivots differently).
+CI runs these tests under both kernel families.
 
 Each place that used to fall back on ``LinAlgError`` gets a singular input here, and the answer
 it must give: the minimum-norm solution where one is promised, a clear error where the quantity
@@ -16,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from _tolerance import solve as solve_tol
-from zbound._linalg import (
+from zbound.utils.linalg import (
     cholesky_solve,
     min_norm_solve,
     pd_cholesky,

@@ -152,7 +152,7 @@ def test_bad_models_and_options_are_rejected():
         pen[::30] = 0.0
         with pytest.raises(ValueError, match="per-coordinate"):
             minimize(logistic_objective(X, y, 3, pen), x0, method=method)
-        with pytest.raises(TypeError, match="softmax regression objective"):
+        with pytest.raises(TypeError, match="SoftmaxData capability"):
             from _solver_problems import logistic_problem
 
             other = logistic_problem(10, reg=0.5)

@@ -83,7 +83,7 @@ def test_sherman_morrison_sbm_step_equals_the_explicit_bound_step(n):
     state = sm.init(batch, theta)
     d = sm.direction(batch, state, theta, g)
     np.testing.assert_allclose(d, explicit, rtol=1e-8, atol=1e-10)
-    np.testing.assert_allclose(state.extra["M"] @ batch.majorizer(theta).curvature.to_dense(),
+    np.testing.assert_allclose(state.M @ batch.majorizer(theta).curvature.to_dense(),
                                np.eye(obj.n_params), atol=1e-8)
 
 
@@ -290,7 +290,7 @@ def test_average_curvature_is_the_running_or_exponential_mean(weight):
         g = batch.value_and_grad(state.x)[1]
         x_old = state.x.copy()
         solver.update(batch, state)
-        np.testing.assert_allclose(state.extra["avg_dense"], expect, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(state.avg_dense, expect, rtol=1e-10, atol=1e-12)
         np.testing.assert_allclose(x_old - state.x, 0.5 * np.linalg.solve(expect, g),
                                    rtol=1e-7, atol=1e-10)
 
@@ -398,9 +398,9 @@ def test_late_refresh_schedule(late, builds):
     state = solver.init(None, np.zeros(model.n_params))
     seen = []
     for t, rows in enumerate(iterate_batches(160, 10, np.random.default_rng(0)), start=1):
-        before = state.extra.get("n_bound", 0)
+        before = state.n_bound
         solver.update(batch_objective(model, rows), state)
-        if state.extra["n_bound"] > before:
+        if state.n_bound > before:
             seen.append(t)
     assert seen == builds
 
@@ -469,6 +469,6 @@ def test_first_batch_gram_with_doubling_rebuilds_is_the_explicit_solve(monkeypat
         solver.update(batch, state)
         np.testing.assert_allclose(x_old - state.x, 0.5 * np.linalg.solve(A, g),
                                    rtol=1e-8, atol=1e-11)
-    assert state.extra["n_bound"] == n_builds == 5
+    assert state.n_bound == n_builds == 5
     # the Gram factor (d = 4) decomposed once, the label factor (3 x 3) at every build
     assert sizes == [4, 3, 3, 3, 3, 3]

@@ -60,3 +60,22 @@ def thread_limit(n: int | None = 1):
     from threadpoolctl import threadpool_limits
 
     return threadpool_limits(limits=n)
+
+
+def budget_callback(budget_s: float) -> Callable[..., bool]:
+    """A solver callback that stops the run once ``budget_s`` seconds have passed since it was
+    made (the solver then reports the budget as its stopping reason)."""
+    t0 = time.perf_counter()
+    return lambda x, f: time.perf_counter() - t0 > budget_s
+
+
+def downsample(n: int, k: int):
+    """About ``k`` indices of a length-``n`` curve, geometrically spaced, first and last kept
+    (convergence curves are plotted on a log axis of iterations)."""
+    import numpy as np
+
+    if n <= k:
+        return np.arange(n)
+    idx = np.unique(np.round(np.geomspace(1, n, k)).astype(int) - 1)
+    return np.unique(np.concatenate([[0], idx, [n - 1]]))
+

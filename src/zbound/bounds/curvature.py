@@ -12,7 +12,12 @@ Every operator implements one interface, and solvers reach linear algebra only t
   ``diagonal``);
 - ``solve(rhs, method="cholesky" | "cg")``: dense Cholesky (minimum-norm least squares when
   singular) or preconditioned conjugate gradient on products only;
+- ``diagonal_plus_rank_one()``: (D, [(w_j, u_j)]) where the operator is diag(D) plus rank-one
+  terms (penalties and sums of them), else None;
 - ``+`` (a :class:`SumCurvature`) and scaling by a number ``c * C`` (a :class:`ScaledCurvature`).
+
+Which preconditioner a conjugate-gradient solve uses is decided in one place,
+:class:`zbound.bounds.policy.PreconditionerPolicy`, from these methods.
 
 A new structure (low-rank plus diagonal, block-diagonal, ...) plugs in by subclassing
 :class:`Curvature` and implementing ``matvec``, ``diagonal`` and ``to_dense`` (and, where it has
@@ -36,16 +41,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
-from zbound._linalg import (
+from zbound.bounds.preconditioners import (
     block_budget,
-    block_jacobi,
     block_preconditioner_kind,
-    cache_block_rows,
-    jacobi,
-    pcg,
-    psd_solve,
     woodbury_block_jacobi,
 )
+from zbound.utils.linalg import block_jacobi, cache_block_rows, jacobi, pcg, psd_solve
 
 # Largest (pairs, d, t) operand for the batched class-pair Gram products of a dense assembly.
 _BATCH_ELEMS = 1 << 20
@@ -93,6 +94,12 @@ class Curvature:
         """out += this operator, in place (sums assemble without temporaries)."""
         out += self.to_dense()
 
+    def diagonal_plus_rank_one(self):
+        """(D, terms): this operator as diag(D) + sum_j w_j u_j u_j^T, ``terms`` the list of
+        pairs (w_j, u_j); None where it has no such form (a data term's curvature). Penalties'
+        curvatures have it: what a solver needs to know of a penalty's structure."""
+        return None
+
     def quad(self, v: np.ndarray) -> float:
         """v^T C v."""
         return float(v @ self.matvec(v))
@@ -104,11 +111,12 @@ class Curvature:
     def preconditioner(self):
         """M^{-1} for conjugate gradient: block-Jacobi on the class blocks where the operator
         has them (the coupling between classes is what CG then resolves), else Jacobi on
-        ``diagonal()``. The form follows the shape (``_linalg.block_preconditioner_kind``):
-        with T rows of data and blocks of size b, Woodbury through T x T systems when T < b
-        (never a (b, b) array), dense inverses of ``diagonal_blocks()``, each while it fits in
-        the memory budget of ``_linalg.block_budget`` (the data's own size, 32 MB to 256 MB),
-        else Jacobi."""
+        ``diagonal()``. The form follows the shape
+        (``preconditioners.block_preconditioner_kind``): with T rows of data and blocks of size
+        b, Woodbury through T x T systems when T < b (never a (b, b) array), dense inverses of
+        ``diagonal_blocks()``, each while it fits in the memory budget of
+        ``preconditioners.block_budget`` (the data's own size, 32 MB to 256 MB), else
+        Jacobi."""
         factors = self.block_factors()
         if factors is not None:
             pairs, extra = factors
@@ -233,6 +241,9 @@ class DiagonalCurvature(Curvature):
     def add_to_dense(self, out):
         out.flat[:: out.shape[0] + 1] += self.values
 
+    def diagonal_plus_rank_one(self):
+        return self.diagonal(), []
+
     def solve(self, rhs, method="cholesky", **kwargs):
         rhs = np.asarray(rhs, dtype=np.float64)
         safe = np.where(self.values > 0, self.values, 1.0)
@@ -289,6 +300,9 @@ class RankOneCurvature(Curvature):
         if self.weight:
             out += self.weight * np.outer(self.u, self.u)
 
+    def diagonal_plus_rank_one(self):
+        return np.zeros(self.shape[0]), [(self.weight, self.u)]
+
 
 class ScaledCurvature(Curvature):
     """c * C for a number c >= 0 (majorizers scaled by EM responsibilities or batch weights)."""
@@ -321,6 +335,13 @@ class ScaledCurvature(Curvature):
             return None
         pairs, extra = fac
         return [(X, self.c * C, icpt) for X, C, icpt in pairs], self.c * extra
+
+    def diagonal_plus_rank_one(self):
+        form = self.base.diagonal_plus_rank_one()
+        if form is None:
+            return None
+        D, terms = form
+        return self.c * D, [(self.c * w, u) for w, u in terms]
 
 
 class SumCurvature(Curvature):
@@ -359,6 +380,16 @@ class SumCurvature(Curvature):
     def add_to_dense(self, out):
         for part in self.parts:
             part.add_to_dense(out)
+
+    def diagonal_plus_rank_one(self):
+        D, terms = np.zeros(self.shape[0]), []
+        for part in self.parts:
+            form = part.diagonal_plus_rank_one()
+            if form is None:
+                return None
+            D += form[0]
+            terms.extend(form[1])
+        return D, terms
 
     def diagonal_blocks(self):
         """Sum of the parts' blocks; parts without blocks add their diagonal (the off-block

@@ -49,10 +49,10 @@ import scipy.linalg
 import scipy.linalg.lapack
 import scipy.sparse as sp
 
-from zbound._linalg import pd_cholesky
 from zbound.bounds.curvature import SOLVE_METHODS, Curvature
 from zbound.bounds.enumerate import _check_inputs, alg1_terms
 from zbound.bounds.scalar import ordering
+from zbound.utils.linalg import pd_cholesky
 
 RULES = ("exact", "sgb", "paper")
 # A residual below this fraction of ||r|| is not made a new basis vector (its direction would be

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from zbound._validation import check_design
 from zbound.bounds.curvature import KroneckerCurvature, LabelBoundCurvature
 from zbound.bounds.scalar import beta, log_cumsum_exp, ordering
+from zbound.utils.validation import check_design
 
 
 def _sorted_running_sums(log_alpha: np.ndarray, order: str):

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from zbound._linalg import psd_solve
 from zbound.bounds.curvature import Curvature, DenseCurvature
+from zbound.utils.linalg import psd_solve
 
 
 class GatheredCurvature(DenseCurvature):

@@ -22,12 +22,14 @@ position-major, see :func:`zbound.structured.chain.chunk_value_grad`).
 from __future__ import annotations
 
 import itertools
-import numbers
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.utils._param_validation import StrOptions
 
+from zbound.estimators._params import Number
 from zbound.models.crf import ChainCRFLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
@@ -94,17 +96,19 @@ class ChainCRF(BaseEstimator):
         self.n_samples_hint = n_samples_hint
 
     # ------------------------------------------------------------------ input handling
-    def _check_params(self):
-        c2 = self.c2
-        if isinstance(c2, bool) or not isinstance(c2, numbers.Real) or not np.isfinite(c2) \
-                or c2 < 0:
-            raise ValueError(f"c2 must be a finite number >= 0, got {c2!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"solver must be one of {SOLVERS}, got {self.solver!r}")
-        for name in ("max_iter", "cg_maxiter", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+    _parameter_constraints: dict = {
+        "c2": [Number(Real, 0, np.inf, closed="left")],
+        "solver": [StrOptions(set(SOLVERS))],
+        "max_iter": [Number(Integral, 1, None, closed="left")],
+        "tol": [Number(Real, 0, np.inf, closed="left")],
+        "cg_maxiter": [Number(Integral, 1, None, closed="left")],
+        "batch_size": [Number(Integral, 1, None, closed="left")],
+        "learning_rate": [Number(Real, 0, np.inf, closed="neither")],
+        "n_features": [None, Number(Integral, 1, None, closed="left")],
+        "n_jobs": [None, Integral],
+        "random_state": ["random_state"],
+        "n_samples_hint": [None, Number(Integral, 1, None, closed="left")],
+    }
 
     def _matrices(self, X, grow: bool):
         """Sequences -> (CSR of all tokens, lengths)."""
@@ -184,10 +188,10 @@ class ChainCRF(BaseEstimator):
         self.transitions_ = theta[k:].reshape(m, m).copy()
 
     # ------------------------------------------------------------------ training
+    @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit on lists of sequences ``X`` and label sequences ``y``."""
         from zbound.solvers import minimize
-        self._check_params()
         for attr in ("index_", "classes_", "n_features_in_"):
             if hasattr(self, attr):
                 delattr(self, attr)
@@ -249,6 +253,7 @@ class ChainCRF(BaseEstimator):
             self.history_.append(obj.value(theta))
         return theta
 
+    @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None):
         """One pass of AdaGrad steps over the chunk (X, y) (any iterables of sequences), in
         mini-batches of ``batch_size`` sequences in the given order.
@@ -261,7 +266,6 @@ class ChainCRF(BaseEstimator):
         labels) is required on the first call. New attributes extend the vocabulary with zero
         weights.
         """
-        self._check_params()
         X, y = list(X), list(y)
         first = not hasattr(self, "classes_")
         if first:

@@ -11,38 +11,32 @@ See ``docs/latent.md``.
 
 from __future__ import annotations
 
-import numbers
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from zbound._threads import limit_small_fits
+from zbound.estimators._params import STACKLEVEL, Number, fit_method, registered
+from zbound.models.base import LatentLikelihood
 from zbound.models.latent import latent_objective
 from zbound.models.loss import check_sample_weight
 from zbound.solvers import minimize
 
-#: Methods the estimator takes: the library's bound methods, the baselines, and EM.
-SOLVERS = ("bound", "squarem", "newton-bound", "em", "em-joint", "lbfgs", "bfgs", "cg",
-           "steepest", "newton")
+
+def _latent_method(info) -> bool:
+    """A registered batch method that runs on a latent conditional likelihood: the generic
+    ones (L-BFGS, Newton, the bound methods, ...) and those made for it (EM)."""
+    return not info.stochastic and info.requires in (None, LatentLikelihood)
 
 
 class CollapsedComponentWarning(UserWarning):
     """A latent component explains (almost) none of the training data."""
-
-
-def _solver_method(name: str):
-    if name == "em":
-        from zbound.solvers.latent_em import LatentEM
-        return LatentEM
-    if name == "em-joint":
-        from zbound.solvers.latent_em import LatentJointEM
-        return LatentJointEM
-    return name
 
 
 class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
@@ -102,30 +96,24 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         self.init_scale = init_scale
         self.random_state = random_state
 
-    def _check_params(self):
-        m = self.n_components
-        if isinstance(m, bool) or not isinstance(m, numbers.Integral):
-            raise TypeError(f"n_components must be an integer >= 1, got {m!r}")
-        if m < 1:
-            raise ValueError(f"n_components must be >= 1, got {m}")
-        C = self.C
-        if isinstance(C, bool) or not isinstance(C, numbers.Real) or np.isnan(C) or C <= 0:
-            raise ValueError(f"C must be a number > 0 (np.inf: no penalty), got {C!r}")
-        if self.solver not in SOLVERS:
-            raise ValueError(f"unknown solver {self.solver!r}; use one of {SOLVERS}")
-        for name in ("tol", "init_scale"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not np.isfinite(v) \
-                    or v < 0 or (name == "init_scale" and v == 0):
-                raise ValueError(f"{name} must be a finite number "
-                                 f"{'> 0' if name == 'init_scale' else '>= 0'}, got {v!r}")
-        for name in ("max_iter", "n_init"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        return int(m), (0.0 if np.isinf(C) else 1.0 / float(C))
+    _parameter_constraints: dict = {
+        "n_components": [Number(Integral, 1, None, closed="left")],
+        "C": [Number(Real, 0, None, closed="right")],             # np.inf: no penalty
+        "solver": [StrOptions(registered(_latent_method))],
+        "tol": [Number(Real, 0, np.inf, closed="left")],
+        "max_iter": [Number(Integral, 1, None, closed="left")],
+        "n_init": [Number(Integral, 1, None, closed="left")],
+        "init_scale": [Number(Real, 0, np.inf, closed="neither")],
+        "random_state": ["random_state"],
+    }
 
-    @limit_small_fits
+    def _check_params(self):
+        """(n_components, L2 strength) from the parameters checked by
+        ``_parameter_constraints``."""
+        C = self.C
+        return int(self.n_components), (0.0 if np.isinf(C) else 1.0 / float(C))
+
+    @fit_method
     def fit(self, X, y, sample_weight=None):
         """Fit to X (t, n_features) and labels y (t,); returns self."""
         M, reg = self._check_params()
@@ -147,7 +135,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
                              f"{small}: every class needs at least n_components samples")
         model = latent_objective(X, y_idx.astype(np.intp), M, reg, classes.size, sw)
         rng = check_random_state(self.random_state)
-        method = _solver_method(self.solver)
+        method = self.solver
         opts = {}
         if self.solver in ("bound", "squarem", "newton-bound"):
             opts["ftol"] = 1e-3 * float(self.tol)
@@ -162,7 +150,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         if not best.converged:
             warnings.warn(f"LatentLogisticRegression (solver={self.solver!r}) did not converge "
                           f"in max_iter={self.max_iter} iterations ({best.message})",
-                          ConvergenceWarning, stacklevel=3)
+                          ConvergenceWarning, stacklevel=STACKLEVEL)
         K, d = classes.size, X.shape[1]
         W = best.x.reshape(K, M, d + 1)
         self.classes_ = classes
@@ -178,7 +166,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
             warnings.warn(f"LatentLogisticRegression: components {self.collapsed_components_} "
                           "(class label, component) explain none of the training data "
                           "(collapsed); fewer n_components may do", CollapsedComponentWarning,
-                          stacklevel=3)
+                          stacklevel=STACKLEVEL)
         self.objective_ = float(best.fun)
         self.n_iter_ = int(best.nit)
         self.converged_ = bool(best.converged)

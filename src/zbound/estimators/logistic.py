@@ -14,20 +14,22 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils._param_validation import Hidden, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 import zbound.solvers as _solvers
-from zbound._threads import limit_small_fits
 from zbound.constraints import LinearConstraints
+from zbound.estimators._params import STACKLEVEL, Number, fit_method, registered
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import METHODS, minimize
@@ -226,6 +228,24 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         self.precision = precision
         self.verbose = verbose
 
+    # a stochastic method passes here, to be refused in _check_params with the estimator
+    # that runs it
+    _parameter_constraints: dict = {
+        "C": [Number(Real, 0, np.inf, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions(registered(lambda info: not info.stochastic, also=("auto",))),
+                   Hidden(StrOptions(registered(lambda info: info.stochastic)))],
+        "tol": [Number(Real, 0, np.inf, closed="left")],
+        "max_iter": [Number(Integral, 1, None, closed="left")],
+        "order": [StrOptions(set(_ORDERS))],
+        "coef_bounds": "no_validation",          # checked against the data's shape in fit
+        "intercept_bounds": "no_validation",
+        "class_weight": [None, dict, StrOptions({"balanced"})],
+        "warm_start": ["boolean"],
+        "precision": [StrOptions(set(_PRECISIONS))],
+        "verbose": [Number(Integral, 0, None, closed="left")],
+    }
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -233,39 +253,13 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
 
     # -- validation --------------------------------------------------------------------------
     def _check_params(self) -> str:
-        C = self.C
-        if isinstance(C, bool) or not isinstance(C, numbers.Real) or not np.isfinite(C) or C <= 0:
-            raise ValueError(f"C must be a finite number > 0, got {C!r}")
-        tol = self.tol
-        if isinstance(tol, bool) or not isinstance(tol, numbers.Real) or not (
-                np.isfinite(tol) and tol >= 0):
-            raise ValueError(f"tol must be a finite number >= 0, got {tol!r}")
-        mi = self.max_iter
-        if isinstance(mi, bool) or not isinstance(mi, numbers.Integral) or mi < 1:
-            raise ValueError(f"max_iter must be an integer >= 1, got {mi!r}")
-        v = self.verbose
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
-            raise ValueError(f"verbose must be an integer >= 0, got {v!r}")
-        if self.precision not in _PRECISIONS:
-            raise ValueError(f"precision must be one of {_PRECISIONS}, got "
-                             f"{self.precision!r}")
-        if self.order not in _ORDERS:
-            raise ValueError(f"order must be one of {_ORDERS}, got {self.order!r}")
-        if not isinstance(self.fit_intercept, bool | np.bool_):
-            raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        if not isinstance(self.warm_start, bool | np.bool_):
-            raise ValueError(f"warm_start must be True or False, got {self.warm_start!r}")
-        cw = self.class_weight
-        if not (cw is None or cw == "balanced" or isinstance(cw, dict)):
-            raise ValueError(f"class_weight must be None, 'balanced' or a dict {{label: "
-                             f"weight}}, got {cw!r}")
+        """The checks that relate parameters (each one alone is checked by
+        ``_parameter_constraints``); returns the method to run."""
         # "auto" is the library's one default, read at fit time so that the estimator and the
         # benchmarks never disagree on it: DEFAULT_METHOD here (it takes bounds), refined by
         # zbound.solvers.choose_method once the objective is built.
         solver = _solvers.DEFAULT_METHOD if self.solver == "auto" else self.solver
         batch = sorted(k for k, v in METHODS.items() if not v.stochastic)
-        if not isinstance(solver, str) or solver not in METHODS:
-            raise ValueError(f"unknown solver {self.solver!r}; use 'auto' or one of {batch}")
         if METHODS[solver].stochastic:
             raise ValueError(f"solver {solver!r} is stochastic (mini-batches over epochs); use "
                              f"zbound.BoundSGDClassifier(method={solver!r}) for it, or one of "
@@ -304,7 +298,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         return per_class[y_idx]
 
     # -- fitting -----------------------------------------------------------------------------
-    @limit_small_fits
+    @fit_method
     def fit(self, X, y, sample_weight=None):
         """Fit the model to X (t, n_features; dense or sparse) and labels y (t,).
 
@@ -419,7 +413,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"BoundLogisticRegression (solver={solver!r}) did not converge in "
                 f"max_iter={self.max_iter} iterations ({result.message}); increase max_iter, "
-                "raise tol, or standardize the features.", ConvergenceWarning, stacklevel=3)
+                "raise tol, or standardize the features.", ConvergenceWarning,
+                stacklevel=STACKLEVEL)
 
         W = result.x.reshape(k, d)
         self.coef_ = np.ascontiguousarray(W[:, :n_features])

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numbers
 import warnings
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator
@@ -14,11 +15,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
 from sklearn.utils import check_random_state
 from sklearn.utils._available_if import available_if
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils._tags import ClassifierTags, RegressorTags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from zbound._threads import limit_small_fits
+from zbound.estimators._params import STACKLEVEL, Number, fit_method
 from zbound.models.loss import check_sample_weight
 from zbound.moe.em import MSTEPS, fit_em
 from zbound.moe.gradient import fit_adam, fit_gd, fit_gradient_em
@@ -107,34 +109,34 @@ class MixtureOfExperts(BaseEstimator):
         return tags
 
     # -- checks ---------------------------------------------------------------------------------
+    _parameter_constraints: dict = {
+        "n_experts": [Number(Integral, 1, None, closed="left")],
+        "expert": [StrOptions(set(EXPERTS))],
+        "noise": [None, Number(Real, 0, np.inf, closed="neither")],
+        "reg": [Number(Real, 0, np.inf, closed="left")],
+        "method": [StrOptions(set(METHODS))],
+        "mstep": [StrOptions(set(MSTEPS))],
+        "learning_rate": [Number(Real, 0, np.inf, closed="neither"), tuple, list],
+        "max_iter": [Number(Integral, 1, None, closed="left")],
+        "tol": [Number(Real, 0, np.inf, closed="left")],
+        "n_init": [Number(Integral, 1, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "random_state": ["random_state"],
+        "init_scale": [Number(Real, 0, np.inf, closed="left")],
+    }
+
     def _check_params(self):
-        k = self.n_experts
-        if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
-            raise ValueError(f"n_experts (k) must be an integer >= 1, got {k!r}")
-        if self.expert not in EXPERTS:
-            raise ValueError(f"expert must be one of {EXPERTS}, got {self.expert!r}")
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
-        if self.mstep not in MSTEPS:
-            raise ValueError(f"mstep must be one of {MSTEPS}, got {self.mstep!r}")
-        for name in ("max_iter", "n_init"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        for name in ("reg", "tol", "init_scale"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Real) or not (
-                    np.isfinite(v) and v >= 0):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
+        """The (experts, gate) learning-rate pair (a pair's entries are checked here; every
+        parameter alone by ``_parameter_constraints``)."""
         lr = self.learning_rate
         pair = tuple(lr) if isinstance(lr, tuple | list) else (lr, lr)
-        if len(pair) != 2 or not all(isinstance(a, numbers.Real) and np.isfinite(a) and a > 0
-                                     for a in pair):
+        if len(pair) != 2 or not all(isinstance(a, numbers.Real) and not isinstance(a, bool)
+                                     and np.isfinite(a) and a > 0 for a in pair):
             raise ValueError(f"learning_rate must be a number > 0 or a pair of them, got {lr!r}")
         return pair
 
     # -- fitting --------------------------------------------------------------------------------
-    @limit_small_fits
+    @fit_method
     def fit(self, X, y, sample_weight=None):
         """Fit from ``n_init`` random starts and keep the best. Returns self."""
         lr = self._check_params()
@@ -172,14 +174,16 @@ class MixtureOfExperts(BaseEstimator):
         self._store(problem, best)
         if not best.converged and not best.info.get("diverged", False):
             warnings.warn(f"MixtureOfExperts ({self.method}) did not converge in max_iter="
-                          f"{self.max_iter} iterations", ConvergenceWarning, stacklevel=3)
+                          f"{self.max_iter} iterations", ConvergenceWarning,
+                          stacklevel=STACKLEVEL)
         if best.info.get("diverged", False):
             warnings.warn(f"the objective became non-finite with learning_rate={self.learning_rate}"
-                          "; the last finite iterate is kept", ConvergenceWarning, stacklevel=3)
+                          "; the last finite iterate is kept", ConvergenceWarning,
+                          stacklevel=STACKLEVEL)
         if self.collapsed_experts_:
             warnings.warn(f"experts {list(self.collapsed_experts_)} collapsed (responsibility "
                           "for less than one sample, or noise variance at its floor); fewer "
-                          "experts may fit as well", UserWarning, stacklevel=3)
+                          "experts may fit as well", UserWarning, stacklevel=STACKLEVEL)
         return self
 
     def _start(self, problem: MoEProblem, rng) -> np.ndarray:

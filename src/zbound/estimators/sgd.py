@@ -14,22 +14,31 @@ See ``docs/stochastic.md``.
 
 from __future__ import annotations
 
-import numbers
+import copy
+from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from zbound._threads import limit_small_fits
+from zbound.estimators._params import Number, fit_method, registered
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
-from zbound.solvers.stochastic import LSPFB, SBM, SPFB
+from zbound.solvers import solver_class
 
-_METHODS = {"spfb": SPFB, "lspfb": LSPFB, "sbm": SBM}
 _SCHEDULES = ("constant", "inverse")
+# what the estimator passes to its method (rank and lowrank_rule where the method takes them)
+_OPTIONS = ("lr", "schedule", "decay", "batch_size", "refresh")
+
+
+def _bound_step(info) -> bool:
+    """A registered stochastic bound method that takes the estimator's options."""
+    return info.stochastic and info.uses_bound and \
+        set(_OPTIONS) <= set(solver_class(info.name).options)
 
 
 class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
@@ -71,6 +80,22 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
     ``objective_`` (J at the end of ``fit`` on its data; None after ``partial_fit``)
     """
 
+    _parameter_constraints: dict = {
+        "alpha": [Number(Real, 0, np.inf, closed="neither")],
+        "fit_intercept": ["boolean"],
+        "method": [StrOptions(registered(_bound_step))],
+        "lr": [Number(Real, 0, np.inf, closed="neither")],
+        "schedule": [StrOptions(set(_SCHEDULES))],
+        "decay": [Number(Real, 0, np.inf, closed="neither")],
+        "batch_size": [Number(Integral, 1, None, closed="left")],
+        "max_iter": [Number(Integral, 1, None, closed="left")],
+        "tol": [None, Number(Real, 0, np.inf, closed="left")],
+        "rank": [Number(Integral, 1, None, closed="left")],
+        "lowrank_rule": [StrOptions({"exact", "sgb", "paper"})],
+        "refresh": [Number(Integral, 1, None, closed="left")],
+        "random_state": [None, Integral, np.random.Generator],
+    }
+
     def __init__(self, alpha=1e-4, fit_intercept=True, method="spfb", lr=1.0,
                  schedule="inverse", decay=10.0, batch_size=1000, max_iter=20, tol=None,
                  rank=10, lowrank_rule="exact", refresh=1, random_state=0):
@@ -95,27 +120,12 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
 
     # -- settings --------------------------------------------------------------------------------
     def _solver(self):
-        a = self.alpha
-        if isinstance(a, bool) or not isinstance(a, numbers.Real) or not (np.isfinite(a)
-                                                                            and a > 0):
-            raise ValueError(f"alpha must be a finite number > 0, got {a!r}")
-        if self.method not in _METHODS:
-            raise ValueError(f"method must be one of {sorted(_METHODS)}, got {self.method!r}")
-        if not isinstance(self.fit_intercept, bool | np.bool_):
-            raise ValueError(f"fit_intercept must be True or False, got {self.fit_intercept!r}")
-        for name in ("max_iter", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        tol = self.tol
-        if tol is not None and (isinstance(tol, bool) or not isinstance(tol, numbers.Real)
-                                or not (np.isfinite(tol) and tol >= 0)):
-            raise ValueError(f"tol must be None or a finite number >= 0, got {tol!r}")
-        opts = dict(lr=self.lr, schedule=self.schedule, decay=self.decay,
-                    batch_size=self.batch_size, refresh=self.refresh)
-        if self.method == "lspfb":
-            opts.update(rank=self.rank, lowrank_rule=self.lowrank_rule)
-        return _METHODS[self.method](**opts)
+        """The configured method (the parameters were checked by ``_parameter_constraints``)."""
+        cls = solver_class(self.method)
+        opts = {name: getattr(self, name) for name in _OPTIONS}
+        opts.update({name: getattr(self, name) for name in ("rank", "lowrank_rule")
+                     if name in cls.options})
+        return cls(**opts)
 
     # -- objective of a chunk ------------------------------------------------------------------
     def _objective(self, X, y_idx, sw):
@@ -169,7 +179,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         return state.x
 
     # -- fitting ---------------------------------------------------------------------------------
-    @limit_small_fits
+    @fit_method
     def fit(self, X, y, sample_weight=None):
         """Fit by ``max_iter`` epochs of shuffled mini-batches from zero. Returns self."""
         solver = self._solver()
@@ -208,11 +218,11 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         self._set_theta(state.x)
         self._sgd_solver, self._sgd_state = solver, state
         self.n_iter_ = epochs
-        self.t_ = int(state.extra["t"])
+        self.t_ = int(state.t)
         self.objective_ = float(self.objective(X, y, sample_weight))
         return self
 
-    @limit_small_fits
+    @fit_method
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One stochastic bound step on the chunk (X, y); ``classes`` is required on the first
         call (scikit-learn's semantics). Bad input raises before anything changes."""
@@ -252,17 +262,17 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
             prev = getattr(self, "_sgd_solver", None)
             if prev is not None and prev.config == solver.config:
                 solver = prev
-        saved = (state.x, dict(state.extra), state.status, state.message)
+        saved = copy.copy(state)
         try:
             theta = self._step(solver, state, X, y_idx, sw)
         except Exception:
-            state.x, state.extra, state.status, state.message = saved
+            vars(state).update(vars(saved))
             if first:
                 del self.classes_
             raise
         self._set_theta(theta)
         self._sgd_solver, self._sgd_state = solver, state
-        self.t_ = int(state.extra["t"])
+        self.t_ = int(state.t)
         if first:
             self.n_iter_ = 0
         self.objective_ = None

@@ -89,3 +89,103 @@ class Model(Protocol):
     def value_grad_hessian(self, theta: np.ndarray) -> tuple[float, np.ndarray, Curvature]:
         """All three at once (shares the softmax work)."""
         ...
+
+
+# -- optional capabilities ----------------------------------------------------------------------
+# A model (or its loss) may offer more than the protocol above. Solvers ask with
+# :func:`supports`, never by testing a concrete class.
+
+
+class Batchable(Protocol):
+    """A loss whose rows can be taken apart: ``subset(rows)`` is the same loss on those rows
+    (mini-batch models of the stochastic solvers)."""
+
+    def subset(self, rows): ...
+
+
+class SinglePrecision(Protocol):
+    """A model with a float32 form: ``single_precision(copy=True)`` gives it, or None where the
+    data do not fit float32's range (mixed-precision L-BFGS)."""
+
+    def single_precision(self, copy: bool = True): ...
+
+
+class FixedCurvature(Protocol):
+    """A softmax loss with Boehning's fixed curvature, the weighted Gram matrix of its rows
+    (``bound_gram(max_rows, dtype)``, the ones column implicit); with its class layout
+    (``k`` weight vectors of ``d`` entries over ``n_classes`` classes). The bound
+    preconditioner of L-BFGS is built from it."""
+
+    k: int
+    d: int
+    n_classes: int
+
+    def bound_gram(self, max_rows=None, dtype=np.float64) -> np.ndarray: ...
+
+
+class LowRankMajorizer(Protocol):
+    """A model whose Alg. 1 bound can be kept low-rank plus diagonal:
+    ``lowrank_majorizer(theta, order, rank, rule)`` (Section 6)."""
+
+    def lowrank_majorizer(self, theta, order="descending", rank=10, rule="exact"): ...
+
+
+class SoftmaxData(FixedCurvature, Protocol):
+    """A softmax regression loss whose rows a solver may work on directly (the sample-space
+    methods, the blocked low-rank bound): the design ``X`` (t, d - fit_intercept), labels ``y``
+    (indices), ``free`` classes without weights of their own (a reference class), sample
+    weights or None."""
+
+    X: object
+    y: np.ndarray
+    free: int
+    fit_intercept: bool
+    sample_weight: object
+
+
+class LatentLikelihood(Protocol):
+    """A latent conditional likelihood for EM: the E-step ``responsibilities(theta)`` and the
+    M-step objective ``mstep_objective(eta, penalties)``; the data ``X``, ``y``,
+    ``n_components``, ``n_samples``, ``n_pairs`` and ``sample_weight``."""
+
+    X: np.ndarray
+    y: np.ndarray
+    n_components: int
+    n_samples: int
+    n_pairs: int
+    sample_weight: object
+
+    def responsibilities(self, theta: np.ndarray) -> np.ndarray: ...
+
+    def mstep_objective(self, eta: np.ndarray, penalties=()): ...
+
+
+def _members(proto) -> list[tuple[str, bool]]:
+    out: dict[str, bool] = {}
+    for klass in reversed(proto.__mro__):
+        if klass in (object, Protocol) or not getattr(klass, "_is_protocol", False):
+            continue
+        for name in getattr(klass, "__annotations__", {}):
+            out[name] = False
+        for name, value in vars(klass).items():
+            if not name.startswith("_") and callable(value):
+                out[name] = True
+    return sorted(out.items())
+
+
+def supports(obj, capability) -> bool:
+    """Whether ``obj`` offers every member of the capability protocol ``capability`` (methods
+    callable). Attribute look-up as Python does it, so a wrapper that forwards attributes
+    (:class:`zbound.solvers.CountedModel`) offers what its model offers."""
+    for name, method in _members(capability):
+        try:
+            value = getattr(obj, name)
+        except AttributeError:
+            return False
+        if method and not callable(value):
+            return False
+    return True
+
+
+__all__ = ["Majorizer", "Model", "Batchable", "SinglePrecision", "FixedCurvature",
+           "LowRankMajorizer", "SoftmaxData", "LatentLikelihood", "supports"]

@@ -28,16 +28,14 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from zbound._linalg import jacobi
 from zbound.bounds.curvature import Curvature
 from zbound.bounds.junction import alg1_gershgorin
 from zbound.models.base import Majorizer
 from zbound.structured.chain import (
-    _LOGSPACE_RANGE,
+    LOGSPACE_RANGE,
     ChainLayout,
     Potentials,
     SplitFactors,
-    _et,
     chunk_value_grad,
     forward_backward,
     hessian_matvec,
@@ -45,8 +43,10 @@ from zbound.structured.chain import (
     marginals,
     n_threads,
     split_matvec_chunk,
+    tangent_terms,
     viterbi,
 )
+from zbound.utils.linalg import jacobi
 
 
 def _row_block(M, a: int, b: int):
@@ -166,7 +166,7 @@ class ChainCRFLoss:
         row-by-row shifts)."""
         W, T = self.split(theta)
         tmax = float(T.max())
-        if T.max() - T.min() > _LOGSPACE_RANGE:
+        if T.max() - T.min() > LOGSPACE_RANGE:
             return None
         expT = np.exp(T - tmax)
         lay = self.layout
@@ -368,7 +368,7 @@ class ChainBoundCurvature(_ChainOperator):
         n, m = SV.shape
         q = np.empty((n, m))
         lam = np.empty((n, m))
-        ET = _et(self.pot, VT)
+        ET = tangent_terms(self.pot, VT)
         parts = map_chunks(lambda c: split_matvec_chunk(c, self.pot, self.A, self.fac, SV, ET,
                                                         self.eps, q, lam),
                            self.loss.layout.chunks, self.loss.n_jobs)

@@ -34,14 +34,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from zbound._validation import check_design
 from zbound.bounds.curvature import KroneckerCurvature
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
 from zbound.bounds.scalar import log_softmax
-from zbound.models._softmax import class_major_product, class_major_scores
 from zbound.models.loss import ChunkedLoss, check_chunk_size, check_sample_weight
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
+from zbound.models.softmax import class_major_product, class_major_scores
+from zbound.utils.validation import check_design
 
 
 def _lse_rows(A: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -198,6 +198,25 @@ class LatentSoftmaxLoss(ChunkedLoss):
         cols = np.arange(self.n_samples)
         own = self.y[None, :] * self.n_components + np.arange(self.n_components)[:, None]
         return _lse_rows(ST[own, cols[None, :]])[1].T
+
+    def mstep_objective(self, eta: np.ndarray, penalties=()) -> Objective:
+        """Q(theta) of the E-step at responsibilities eta (t, n_components), plus
+        ``penalties``: a softmax regression over the (class, component) pairs with soft
+        targets, as a :class:`~zbound.models.loss.SoftmaxLoss` on the rows repeated per
+        component (rows of zero weight dropped). EM's M-step minimizes it; it majorizes this
+        loss up to a constant (Jensen on the numerator)."""
+        from zbound.models.loss import SoftmaxLoss
+
+        M = self.n_components
+        X = np.repeat(self.X, M, axis=0)                       # rows (j, m), m fastest
+        labels = (self.y[:, None] * M + np.arange(M)[None, :]).ravel()
+        w = eta if self.sample_weight is None else eta * self.sample_weight[:, None]
+        w = w.ravel()
+        keep = w > 0
+        if not keep.all():
+            X, labels, w = X[keep], labels[keep], w[keep]
+        sm = SoftmaxLoss(X, labels, self.n_pairs, sample_weight=w, fit_intercept=True)
+        return Objective(sm, *penalties)
 
     def log_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
         """(t, n_classes) log p(y | x) at theta for X (default: the training rows)."""

@@ -7,10 +7,10 @@ a :class:`~zbound.models.loss.LogLinearLoss` plus an :class:`~zbound.models.pena
 
 from __future__ import annotations
 
-from zbound._validation import check_reg
 from zbound.models.loss import LogLinearLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
+from zbound.utils.validation import check_reg
 
 
 class LogLinearModel(Objective):

@@ -20,14 +20,14 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from zbound._linalg import mirror_lower, single_gram
-from zbound._validation import check_design
 from zbound.bounds.curvature import DenseCurvature, SoftmaxCurvature, SumCurvature
 from zbound.bounds.enumerate import quadratic_bound
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
 from zbound.bounds.scalar import log_softmax
-from zbound.models._softmax import class_major_product, class_major_scores, logsumexp_classes
 from zbound.models.base import Majorizer
+from zbound.models.softmax import class_major_product, class_major_scores, logsumexp_classes
+from zbound.utils.linalg import mirror_lower, single_gram
+from zbound.utils.validation import check_design
 
 # Rows of G per product in SoftmaxLoss.bound_gram (a float64 temporary of _GRAM_BLOCK x d)
 _GRAM_BLOCK = 64
@@ -590,7 +590,7 @@ class SoftmaxLoss(ChunkedLoss):
 
     def _bound_gram_single(self, chunks: list, scale: float) -> np.ndarray:
         """:meth:`bound_gram` in float32 for dense X (a preconditioner's metric):
-        :func:`~zbound._linalg.single_gram` chunk by chunk into one (d, d) array whose
+        :func:`~zbound.utils.linalg.single_gram` chunk by chunk into one (d, d) array whose
         transpose is the result once mirrored (no second (d, d) array)."""
         acc = None
         for X, sw in chunks:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from zbound._validation import check_reg
 from zbound.models.loss import SoftmaxLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import InterceptCentering, L2Penalty
+from zbound.utils.validation import check_reg
 
 
 class MultinomialLogistic(Objective):

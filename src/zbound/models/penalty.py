@@ -6,6 +6,12 @@ majorizer (value, gradient and a constant curvature operator).
 - :class:`InterceptCentering`: weight/2 (u^T theta)^2 for the 0/1 intercept indicator u: zero on
   the sum-zero representative of the intercepts, it makes a multinomial curvature definite along
   "add c to every intercept", the direction softmax scores are invariant to.
+
+Every penalty has ``value``, ``grad``, ``add_grad``, ``add_value_grad``, ``curvature(p)`` (its
+constant curvature operator), ``add_curvature`` / ``add_lowrank_curvature`` (folded into a
+loss's curvature) and ``scaled(c)`` (c times the penalty, for mini-batch and weighted models).
+Solvers read a penalty's structure only through its curvature operator
+(:meth:`~zbound.bounds.curvature.Curvature.diagonal_plus_rank_one`).
 """
 
 from __future__ import annotations
@@ -66,6 +72,10 @@ class L2Penalty:
             return ScaledIdentity(p, self.strength)
         return DiagonalCurvature(self.strength)
 
+    def scaled(self, c: float) -> L2Penalty:
+        """c times this penalty (c >= 0): the same form with strength c s."""
+        return L2Penalty(self.strength * c)
+
     def add_curvature(self, C: Curvature, inplace: bool = False) -> Curvature:
         """C + this penalty's curvature (a scalar strength folds into the operator's ridge;
         ``inplace`` lets it fold into C itself when nothing else holds C)."""
@@ -112,6 +122,10 @@ class InterceptCentering:
 
     def curvature(self, p: int) -> Curvature:
         return RankOneCurvature(self.u, self.weight)
+
+    def scaled(self, c: float) -> InterceptCentering:
+        """c times this penalty (c >= 0): the same indicator with weight c w."""
+        return InterceptCentering(self.u, self.weight * c)
 
     def add_curvature(self, C: Curvature, inplace: bool = False) -> Curvature:
         return C + RankOneCurvature(self.u, self.weight)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg
 
-from zbound._linalg import pd_cholesky
+from zbound.utils.linalg import pd_cholesky
 
 MAX_PARAMS = 2000
 
@@ -73,7 +73,7 @@ def _pencil(complete: np.ndarray, missing: np.ndarray) -> MissingInformation:
         raise ValueError("the complete-data information I_{x,z,y} is singular at theta (an "
                          "expert with no responsibility, or a saturated gate); M(theta) is "
                          "undefined (its condition estimate falls below the threshold of "
-                         "zbound._linalg.singular_rtol)")
+                         "zbound.utils.linalg.singular_rtol)")
     # eigenvalues of the pencil (missing, complete) = those of L^-1 missing L^-T
     L = np.tril(L)
     W = scipy.linalg.solve_triangular(L, missing, lower=True, check_finite=False)

@@ -29,13 +29,13 @@ import time
 import numpy as np
 from scipy.special import logsumexp
 
-from zbound._linalg import psd_solve
 from zbound.models.loss import SoftmaxLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.moe.model import MoEProblem, SoftLabelSoftmaxLoss
 from zbound.moe.result import MoEFit, collapsed_experts
 from zbound.solvers.majorization import NewtonBound
+from zbound.utils.linalg import psd_solve
 
 MSTEPS = ("newton-bound", "bound", "squarem", "gd")
 
@@ -55,9 +55,9 @@ class _WarmNewtonBound(NewtonBound):
     def init(self, model, x):
         state = super().init(model, x)
         if self.direction is None:
-            self.direction = state.extra["direction"]
+            self.direction = state.direction
         else:
-            state.extra["direction"] = self.direction
+            state.direction = self.direction
         return state
 
 

@@ -32,8 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 
-from zbound.models._softmax import class_major_product, logsumexp_classes
 from zbound.models.loss import Rows, SoftmaxLoss, check_sample_weight
+from zbound.models.softmax import class_major_product, logsumexp_classes
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 EXPERTS = ("linear", "logistic")

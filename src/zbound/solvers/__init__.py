@@ -19,6 +19,7 @@ from zbound.solvers.base import (
     MethodInfo,
     Solver,
     State,
+    configure,
     register,
     solver_class,
     unregister,
@@ -31,8 +32,9 @@ from zbound.solvers.baselines import (
     ScipyNewtonCG,
     SteepestDescent,
 )
+from zbound.solvers.latent_em import LatentEM, LatentJointEM
 from zbound.solvers.majorization import BoundMM, NewtonBound, Squarem
-from zbound.solvers.quasi_newton import PreconditionedLBFGS  # noqa: F401
+from zbound.solvers.quasi_newton import LBFGSBound, PreconditionedLBFGS
 from zbound.solvers.result import Result, Status, Trace
 from zbound.solvers.sample_space import SampleBound, SampleNewton  # noqa: F401
 from zbound.solvers.stochastic import LSPFB, SBM, SPFB, ShermanMorrisonSBM  # noqa: F401
@@ -108,16 +110,7 @@ def minimize(model, x0, method=_UNSET, constraints: LinearConstraints | None = _
         method = choose_method(model, None if constraints is _UNSET else constraints,
                                **options)
     settings.update(options)
-    if isinstance(method, Solver):
-        solver = method.replace(**settings) if settings else method
-    elif isinstance(method, type) and issubclass(method, Solver):
-        solver = method(**settings)
-    elif isinstance(method, str):
-        solver = solver_class(method)(**settings)
-    else:
-        raise ValueError(f"unknown method {method!r}; choose one of {sorted(METHODS)} or pass "
-                         "a zbound.solvers.Solver")
-    return solver.run(model, x0)
+    return configure(method, **settings).run(model, x0)
 
 
 def solve_maxent(model, method=DEFAULT_METHOD, tol: float = 1e-10, max_iter: int = 500,
@@ -152,6 +145,7 @@ def solve_maxent(model, method=DEFAULT_METHOD, tol: float = 1e-10, max_iter: int
 __all__ = ["minimize", "choose_method", "solve_maxent", "METHODS", "MethodInfo",
            "DEFAULT_METHOD",
            "LinearConstraints", "Result", "Status", "Trace", "Solver", "State",
-           "CountedModel", "register", "unregister", "solver_class", "BoundMM", "Squarem",
-           "NewtonBound", "Newton", "SteepestDescent", "ScipyLBFGSB", "ScipyBFGS", "ScipyCG",
+           "CountedModel", "register", "unregister", "solver_class", "configure", "BoundMM",
+           "Squarem", "NewtonBound", "LBFGSBound", "PreconditionedLBFGS", "LatentEM",
+           "LatentJointEM", "Newton", "SteepestDescent", "ScipyLBFGSB", "ScipyBFGS", "ScipyCG",
            "ScipyNewtonCG"]

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from zbound.constraints import LinearConstraints
+from zbound.models.base import supports
 from zbound.solvers.result import Recorder, Result, Status
 
 INNER_SOLVERS = ("auto", "cholesky", "cg")
@@ -59,6 +60,8 @@ class MethodInfo:
     description : one line
     needs : model methods it calls
     stochastic : whether ``update`` takes a batch of rows
+    requires : None, or a capability protocol of :mod:`zbound.models.base` that the model or
+        its loss must support (e.g. ``LatentLikelihood`` for EM); see :meth:`applies_to`
     """
 
     name: str
@@ -68,6 +71,7 @@ class MethodInfo:
     description: str = ""
     needs: tuple[str, ...] = ("value_and_grad",)
     stochastic: bool = False
+    requires: type | None = None
 
     def __post_init__(self):
         if self.constraints not in ("linear", "box", "none"):
@@ -77,6 +81,14 @@ class MethodInfo:
     @property
     def supports_constraints(self) -> bool:
         return self.constraints != "none"
+
+    def applies_to(self, model) -> bool:
+        """Whether the method can run on ``model``: the methods in ``needs`` and, if any, the
+        ``requires`` capability (of the model or of its loss)."""
+        if not all(callable(getattr(model, need, None)) for need in self.needs):
+            return False
+        return self.requires is None or supports(model, self.requires) or \
+            supports(getattr(model, "loss", None), self.requires)
 
 
 _REGISTRY: dict[str, type[Solver]] = {}
@@ -107,6 +119,19 @@ def solver_class(name: str) -> type[Solver]:
         raise ValueError(f"unknown method {name!r}; choose one of {sorted(_REGISTRY)}") from None
 
 
+def configure(method, **settings) -> Solver:
+    """A configured solver from a registered name, a :class:`Solver` subclass or a configured
+    solver (``settings`` then replace its own)."""
+    if isinstance(method, Solver):
+        return method.replace(**settings) if settings else method
+    if isinstance(method, type) and issubclass(method, Solver):
+        return method(**settings)
+    if isinstance(method, str):
+        return solver_class(method)(**settings)
+    raise ValueError(f"unknown method {method!r}; choose one of {sorted(_REGISTRY)} or pass "
+                     "a zbound.solvers.Solver")
+
+
 class _Methods(Mapping):
     """Read-only view name -> :class:`MethodInfo` of the registered methods."""
 
@@ -127,7 +152,13 @@ METHODS: Mapping[str, MethodInfo] = _Methods()
 
 
 class CountedModel:
-    """The model as a solver sees it: every call counted by kind ("bound" = majorizer)."""
+    """The model as a solver sees it: every call counted by kind ("bound" = majorizer).
+
+    The protocol's methods are counted here; every other attribute is the model's own (its
+    capabilities, e.g. ``lowrank_majorizer`` (counted as a bound), ``single_precision``,
+    ``loss``, ``penalties``), so a solver asks the counted model what it can do exactly as it
+    would ask the model, and never unwraps it.
+    """
 
     __slots__ = ("model", "n_params", "n_value", "n_value_and_grad", "n_value_grad_hessian",
                  "n_hessian", "n_bound")
@@ -158,6 +189,18 @@ class CountedModel:
         self.n_bound += 1
         return self.model.majorizer(x, order)
 
+    def __getattr__(self, name):
+        # only reached for names that are not the counter's own
+        if name.startswith("__") or name == "model":
+            raise AttributeError(name)
+        attr = getattr(self.model, name)
+        if name == "lowrank_majorizer" and callable(attr):
+            def lowrank_majorizer(*args, **kwargs):
+                self.n_bound += 1
+                return attr(*args, **kwargs)
+            return lowrank_majorizer
+        return attr
+
     @property
     def n_evals(self) -> int:
         return (self.n_value + self.n_value_and_grad + self.n_value_grad_hessian
@@ -173,7 +216,16 @@ class CountedModel:
 @dataclass
 class State:
     """Where a solver stands: the iterate, its objective and gradient (None where a method did
-    not compute it), the previous objective, iterations, status, and the method's own data."""
+    not compute it), the previous objective, iterations, status, and whether the last update
+    left the iterate where it was (``zero_step``: the run then stops, converged).
+
+    A method with data of its own subclasses it as a dataclass with typed fields (JAXopt's
+    per-solver state)::
+
+        @dataclass
+        class HalvingState(State):
+            step: float = 1.0
+    """
 
     x: np.ndarray
     f: float
@@ -182,7 +234,7 @@ class State:
     nit: int = 0
     status: Status = Status.RUNNING
     message: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    zero_step: bool = False
     recorder: Recorder | None = None
 
 
@@ -329,6 +381,12 @@ class Solver:
             if not callable(getattr(model, need, None)):
                 raise TypeError(f"method {self.info.name!r} needs model.{need}(), which "
                                 f"{type(model).__name__} does not have")
+        req = self.info.requires
+        if req is not None and not (supports(model, req)
+                                    or supports(getattr(model, "loss", None), req)):
+            raise TypeError(f"method {self.info.name!r} needs a model with the "
+                            f"{req.__name__} capability (zbound.models.base), which "
+                            f"{type(model).__name__} does not have")
         try:
             x = np.array(x0, dtype=np.float64, copy=True)
         except (TypeError, ValueError) as exc:
@@ -374,7 +432,7 @@ class Solver:
             state.status = Status.TARGET
             return
         status = self.stop_status(state, self.stationarity(model, state))
-        if status is None and state.extra.get("zero_step"):
+        if status is None and state.zero_step:
             status = Status.ZERO_STEP
         if status is None and self.limit_reached(model, state):
             status = Status.MAX_ITER

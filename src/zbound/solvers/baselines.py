@@ -16,15 +16,17 @@ They call only ``model.value``, ``model.value_and_grad``, ``model.value_grad_hes
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.optimize
 
-from zbound._linalg import cholesky_solve, jacobi
 from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import interpolated_step
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Recorder, Result, Status
+from zbound.utils.linalg import cholesky_solve, jacobi
 
 # Up to this many parameters SciPy's Newton-CG gets the dense Hessian, beyond it products.
 _DENSE_HESS_MAX = 300
@@ -174,6 +176,17 @@ class ScipyNewtonCG(_ScipyMethod):
         return {"hessp": hessp}
 
 
+@dataclass
+class NewtonState(State):
+    """Newton's state: the Hessian at x, the first gradient norm (the forcing term's scale),
+    the inner solver and its product limit."""
+
+    H: Any = None
+    g0: float = 1.0
+    inner: str = "cholesky"
+    cg_maxiter: int = 20
+
+
 @register
 class Newton(Solver):
     """Newton's method with a backtracking Armijo line search.
@@ -193,18 +206,15 @@ class Newton(Solver):
     def init(self, model, x):
         p = x.shape[0]
         f, g, H = model.value_grad_hessian(x)
-        state = State(x, f, g)
-        state.extra.update(H=H, g0=max(float(math.sqrt(g @ g)), 1e-300),
+        return NewtonState(x, f, g, H=H, g0=max(float(math.sqrt(g @ g)), 1e-300),
                            inner=self.resolve_inner(p),
                            cg_maxiter=self.opts["cg_maxiter"] or max(20, min(p, 250)))
-        return state
 
     def update(self, model, state):
-        ex = state.extra
-        f, g, x, H = state.f, state.g, state.x, ex["H"]
+        f, g, x, H = state.f, state.g, state.x, state.H
         p = x.shape[0]
         gn = float(math.sqrt(g @ g))
-        if ex["inner"] == "cholesky":
+        if state.inner == "cholesky":
             Hd = H.to_dense()
             d = cholesky_solve(Hd, g)
             shift = 1e-8 * max(1.0, float(np.max(np.abs(np.diag(Hd)))))
@@ -213,8 +223,8 @@ class Newton(Solver):
                 shift *= 10.0
             d = -d
         else:
-            d = -H.solve(g, "cg", rtol=min(0.5, math.sqrt(gn / ex["g0"])),
-                         maxiter=ex["cg_maxiter"], precond=jacobi(H.diagonal()))
+            d = -H.solve(g, "cg", rtol=min(0.5, math.sqrt(gn / state.g0)),
+                         maxiter=state.cg_maxiter, precond=jacobi(H.diagonal()))
         gd = float(g @ d)
         if not gd < 0.0:
             d = -g
@@ -232,8 +242,15 @@ class Newton(Solver):
         x_new = x + step * d
         if step != 1.0:
             f_new, g_new, H_new = model.value_grad_hessian(x_new)
-        ex["H"] = H_new
+        state.H = H_new
         self.accept(model, state, x_new, f_new, g_new)
+
+
+@dataclass
+class StepState(State):
+    """A first-order method's state: the trial step length of the next iteration."""
+
+    step: float = 1.0
 
 
 @register
@@ -251,19 +268,17 @@ class SteepestDescent(Solver):
 
     def init(self, model, x):
         f, g = model.value_and_grad(x)
-        state = State(x, f, g)
-        state.extra["step"] = 1.0 / max(math.sqrt(float(g @ g)), 1e-12)
-        return state
+        return StepState(x, f, g, step=1.0 / max(math.sqrt(float(g @ g)), 1e-12))
 
     def update(self, model, state):
         f, g, x = state.f, state.g, state.x
         gg = float(g @ g)
-        step = state.extra["step"]
+        step = state.step
         for _ in range(60):
             x_new = x - step * g
             f_new, g_new = model.value_and_grad(x_new)
             if f_new <= f - _ARMIJO * step * gg:
-                state.extra["step"] = 2.0 * step
+                state.step = 2.0 * step
                 self.accept(model, state, x_new, f_new, g_new)
                 return
             step = interpolated_step(step, f, f_new, -gg)

@@ -33,13 +33,12 @@ The evaluations of the inner M-step solves are in ``result.info["inner_evals"]``
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
-from zbound.models.latent import LatentSoftmaxLoss
-from zbound.models.loss import SoftmaxLoss
-from zbound.models.objective import Objective
-from zbound.solvers.base import CountedModel, MethodInfo, Solver, State
+from zbound.models.base import LatentLikelihood, supports
+from zbound.solvers.base import MethodInfo, Solver, State, configure, register
 from zbound.solvers.result import Status
 
 __all__ = ["LatentEM", "LatentJointEM", "joint_to_theta", "theta_to_joint"]
@@ -49,40 +48,38 @@ _ROUND = 1e-12
 
 
 def _parts(model):
-    """(latent loss, penalties) of an Objective or a bare latent loss (unwrapped)."""
-    if isinstance(model, CountedModel):
-        model = model.model
-    if isinstance(model, Objective):
-        loss, penalties = model.loss, model.penalties
-    else:
-        loss, penalties = model, ()
-    if not isinstance(loss, LatentSoftmaxLoss):
-        raise TypeError("EM needs a zbound.models.latent.LatentSoftmaxLoss (or an Objective "
-                        f"over one), got {type(loss).__name__}")
+    """(latent loss, penalties) of an objective over a latent loss, or of the bare loss: what
+    EM needs of it is the E-step (``responsibilities``), its M-step objective
+    (``mstep_objective``) and the data (``X``, ``y``, ``n_components``, ``n_samples``,
+    ``n_pairs``, ``d``, ``sample_weight``)."""
+    loss = getattr(model, "loss", model)
+    penalties = tuple(getattr(model, "penalties", ()))
+    if not supports(loss, LatentLikelihood):
+        raise TypeError("EM needs a latent conditional likelihood (responsibilities() and "
+                        "mstep_objective(); zbound.models.latent.LatentSoftmaxLoss, or an "
+                        f"Objective over one), got {type(loss).__name__}")
     return loss, penalties
 
 
-def mstep_objective(loss: LatentSoftmaxLoss, penalties, eta: np.ndarray) -> Objective:
-    """Q(theta) of the E-step at responsibilities eta (t, M): a softmax regression over the
-    pairs with soft targets, as a :class:`SoftmaxLoss` on the rows repeated per component."""
-    M = loss.n_components
-    X = np.repeat(loss.X, M, axis=0)                       # rows (j, m), m fastest
-    labels = (loss.y[:, None] * M + np.arange(M)[None, :]).ravel()
-    w = eta if loss.sample_weight is None else eta * loss.sample_weight[:, None]
-    w = w.ravel()
-    keep = w > 0
-    if not keep.all():
-        X, labels, w = X[keep], labels[keep], w[keep]
-    sm = SoftmaxLoss(X, labels, loss.n_pairs, sample_weight=w, fit_intercept=True)
-    return Objective(sm, *penalties)
+def mstep_objective(loss, penalties, eta: np.ndarray):
+    """Q(theta) of the E-step at responsibilities eta: ``loss.mstep_objective``."""
+    return loss.mstep_objective(eta, penalties)
 
 
+@dataclass
+class LatentEMState(State):
+    """Generalized EM's state: evaluations spent in the M-steps so far."""
+
+    inner_evals: int = 0
+
+
+@register
 class LatentEM(Solver):
     """Generalized EM on the latent conditional likelihood: E-step responsibilities (Jensen on
     the numerator), M-step a convex soft-target softmax regression solved by ``m_method`` to
     ``m_tol`` in at most ``m_max_iter`` iterations. Monotone in J."""
 
-    info = MethodInfo("latent-em", peer=True, constraints="none",
+    info = MethodInfo("em", peer=True, constraints="none", requires=LatentLikelihood,
                       description="EM on the latent conditional likelihood (E: responsibilities;"
                                   " M: soft-target softmax regression over the pairs)")
     options = {"m_method": "newton-bound", "m_max_iter": 50, "m_tol": 1e-8}
@@ -90,30 +87,26 @@ class LatentEM(Solver):
     def init(self, model, x):
         _parts(model)
         f, g = model.value_and_grad(x)
-        state = State(x, f, g)
-        state.extra["inner_evals"] = 0
-        return state
+        return LatentEMState(x, f, g)
 
     def update(self, model, state):
-        from zbound.solvers import minimize
-
         loss, penalties = _parts(model)
         eta = loss.responsibilities(state.x)
         Q = mstep_objective(loss, penalties, eta)
-        res = minimize(Q, state.x, method=self.opts["m_method"],
-                       max_iter=self.opts["m_max_iter"], tol=self.opts["m_tol"])
-        state.extra["inner_evals"] += res.n_evals
+        res = configure(self.opts["m_method"], max_iter=self.opts["m_max_iter"],
+                        tol=self.opts["m_tol"]).run(Q, state.x)
+        state.inner_evals += res.n_evals
         f_new, g_new = model.value_and_grad(res.x)
         f = state.f
         if not f_new <= f + _ROUND * max(1.0, abs(f)):
             state.status = Status.NO_DECREASE
             return
         if not np.any(res.x != state.x):
-            state.extra["zero_step"] = True
+            state.zero_step = True
         self.accept(model, state, res.x, f_new, g_new)
 
     def result_info(self, state):
-        return {"inner_evals": state.extra.get("inner_evals", 0)}
+        return {"inner_evals": state.inner_evals}
 
 
 def theta_to_joint(W: np.ndarray, cov: np.ndarray):
@@ -135,6 +128,25 @@ def joint_to_theta(mu: np.ndarray, log_pi: np.ndarray, cov: np.ndarray) -> np.nd
     return np.hstack([T, nu[:, None]])
 
 
+@dataclass
+class JointEMState(State):
+    """The joint-likelihood EM's state: the Gaussian class-conditional model (means ``mu``,
+    log priors ``log_pi``, shared covariance ``cov`` and its floor), the centred data ``Xc``
+    (centre ``xbar``), sample weights ``s``, each row's own pairs ``own``, and the last joint
+    log-likelihood."""
+
+    mu: np.ndarray | None = None
+    log_pi: np.ndarray | None = None
+    cov: np.ndarray | None = None
+    Xc: np.ndarray | None = None
+    xbar: np.ndarray | None = None
+    s: np.ndarray | None = None
+    own: np.ndarray | None = None
+    floor: float = 0.0
+    joint: float = -math.inf
+
+
+@register
 class LatentJointEM(Solver):
     """EM on the joint likelihood p(x, y) of the shared-covariance Gaussian mixture behind the
     latent model (the EM of paper 003's Fig. 1), started from the generative model whose
@@ -144,7 +156,7 @@ class LatentJointEM(Solver):
     (relative to the mean variance) keeps the covariance invertible. Collapsed pairs keep their
     mean and get log pi = -745."""
 
-    info = MethodInfo("latent-em-joint", peer=True, constraints="none",
+    info = MethodInfo("em-joint", peer=True, constraints="none", requires=LatentLikelihood,
                       description="EM on the joint likelihood of the shared-covariance "
                                   "Gaussian mixture (generative; its conditional evaluated)")
     options = {"cov_floor": 1e-6}
@@ -164,16 +176,13 @@ class LatentJointEM(Solver):
         mu, log_pi = theta_to_joint(W0, cov)
         own = y[:, None] * M + np.arange(M)[None, :]
         f, g = model.value_and_grad(x)
-        state = State(x, f, g)
-        state.extra.update(mu=mu, log_pi=log_pi, cov=cov, Xc=Xc, xbar=xbar, s=s, own=own,
-                           floor=floor, joint=-math.inf)
-        return state
+        return JointEMState(x, f, g, mu=mu, log_pi=log_pi, cov=cov, Xc=Xc, xbar=xbar, s=s,
+                            own=own, floor=floor)
 
     def update(self, model, state):
         loss, _ = _parts(model)
-        ex = state.extra
-        mu, log_pi, cov, Xc, s, own = (ex["mu"], ex["log_pi"], ex["cov"], ex["Xc"], ex["s"],
-                                       ex["own"])
+        mu, log_pi, cov, Xc, s, own = (state.mu, state.log_pi, state.cov, state.Xc, state.s,
+                                       state.own)
         t, M = own.shape
         d = Xc.shape[1]
         P = loss.n_pairs
@@ -197,13 +206,13 @@ class LatentJointEM(Solver):
         with np.errstate(divide="ignore"):
             log_pi = np.where(alive, np.log(np.maximum(mass, 1e-300) / s.sum()), -745.0)
         R = Xc[:, None, :] - mu[own]
-        cov = np.einsum("tm,tmi,tmj->ij", eta, R, R) / s.sum() + ex["floor"] * np.eye(d)
+        cov = np.einsum("tm,tmi,tmj->ij", eta, R, R) / s.sum() + state.floor * np.eye(d)
         W = joint_to_theta(mu, log_pi, cov)
-        W[:, -1] -= W[:, :-1] @ ex["xbar"]
+        W[:, -1] -= W[:, :-1] @ state.xbar
         x_new = W.ravel()
         f_new, g_new = model.value_and_grad(x_new)
-        converged = joint - ex["joint"] <= self.ftol * max(1.0, abs(joint))
-        ex.update(mu=mu, log_pi=log_pi, cov=cov, joint=joint)
+        converged = joint - state.joint <= self.ftol * max(1.0, abs(joint))
+        state.mu, state.log_pi, state.cov, state.joint = mu, log_pi, cov, joint
         self.accept(model, state, x_new, f_new, g_new)
         if converged:
             state.status = Status.FTOL
@@ -217,4 +226,4 @@ class LatentJointEM(Solver):
         return None
 
     def result_info(self, state):
-        return {"joint_loglik": state.extra.get("joint")}
+        return {"joint_loglik": state.joint}

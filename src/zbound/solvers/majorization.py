@@ -21,28 +21,18 @@ Curvature is reached only through the operator interface (``solve``, ``matvec``,
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
-from zbound._linalg import (
-    EIGEN_MAX_ELEMS,
-    SOFTMAX_WOODBURY_MAX,
-    block_budget,
-    block_jacobi,
-    block_preconditioner_kind,
-    eigen_block_preconditioner,
-    factor_blocks,
-    factor_gram,
-    gram_block_jacobi,
-    gram_eigenbasis,
-    ridged_cholesky_solve,
-    softmax_woodbury,
-)
+from zbound.bounds.policy import PreconditionerPolicy, block_shape
+from zbound.models.base import LowRankMajorizer, supports
 from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import backtrack
-from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
+from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
+from zbound.utils.linalg import ridged_cholesky_solve
 
 # rows x parameters from which inner="auto" runs truncated PCG instead of dense Cholesky
 # whatever p (adult, 32561 x 109: a dense Hessian per Newton step ~ 27 products).
@@ -53,8 +43,6 @@ _ROUND = 1e-12
 _ALPHA_CAP = 1e8
 # Products after which a lagged preconditioner of a single class block is rebuilt.
 _ONE_BLOCK_REFRESH = 3
-# Dense class blocks (m b^2 numbers) above which precond="auto" uses the Gram eigenbasis.
-_BLOCKS_MAX_ELEMS = 1 << 20
 
 
 def _norm(g: np.ndarray) -> float:
@@ -86,10 +74,46 @@ def constrained_step(C: np.ndarray, g: np.ndarray, theta: np.ndarray, cons):
     return d, cons.projected_gradient(theta, g)
 
 
+@dataclass
+class MMState(State):
+    """A majorization method's state: the majorizer at x, the inner solver of its steps, and
+    the step computed by the last stationarity test (taken by the next update)."""
+
+    maj: Any = None
+    inner: str = "cholesky"
+    step: np.ndarray | None = None
+
+
+@dataclass
+class SquaremState(MMState):
+    """SQUAREM's state: the adaptive step bound, cycles run, extrapolations accepted."""
+
+    alpha_max: float = 1.0
+    cycles: int = 0
+    extrapolations_accepted: int = 0
+
+
+@dataclass
+class NewtonBoundState(State):
+    """The safeguarded Newton method's state: the Hessian at x (None after a step accepted on
+    its value alone), the first gradient norm, the inner solver, the Newton-direction solver,
+    the pending constrained step (d, predicted decrease), and step counts."""
+
+    H: Any = None
+    g0: float = 1.0
+    inner: str = "cholesky"
+    direction: Any = None
+    step: tuple | None = None
+    newton_steps: int = 0
+    bound_steps: int = 0
+    backtracked_newton_steps: int = 0
+
+
 class _MMBase(Solver):
     """Shared by the bound methods: the step that minimizes a majorizer."""
 
     options = {"cg_rtol": 1e-8, "cg_maxiter": None}
+    state_class: ClassVar[type[MMState]] = MMState
 
     def mm_step(self, maj, inner: str) -> tuple[np.ndarray, float]:
         """Step d minimizing the majorizer (over the constraints if any) and stationarity."""
@@ -108,23 +132,21 @@ class _MMBase(Solver):
 
     def init(self, model, x):
         maj = self.build_majorizer(model, x)
-        state = State(x, maj.value, maj.grad)
-        state.extra["maj"] = maj
-        state.extra["inner"] = self.resolve_inner(x.shape[0], bound=True)
-        return state
+        return self.state_class(x, maj.value, maj.grad, maj=maj,
+                                inner=self.resolve_inner(x.shape[0], bound=True))
 
     def stationarity(self, model, state):
-        d, stat = self.mm_step(state.extra["maj"], state.extra["inner"])
-        state.extra["step"] = d
-        state.extra["zero_step"] = not d.any()
+        d, stat = self.mm_step(state.maj, state.inner)
+        state.step = d
+        state.zero_step = not d.any()
         return stat
 
     def pending_step(self, state) -> np.ndarray:
         """The step computed by the last stationarity test, or a fresh one (when stepped by
         hand without the tests)."""
-        d = state.extra.pop("step", None)
+        d, state.step = state.step, None
         if d is None:
-            d = self.mm_step(state.extra["maj"], state.extra["inner"])[0]
+            d = self.mm_step(state.maj, state.inner)[0]
         return d
 
     def advance(self, model, state, x_new) -> bool:
@@ -135,7 +157,7 @@ class _MMBase(Solver):
         if not maj.value <= f + _ROUND * max(1.0, abs(f)):
             state.status = Status.NO_DECREASE
             return False
-        state.extra["maj"] = maj
+        state.maj = maj
         self.accept(model, state, x_new, maj.value, maj.grad)
         return True
 
@@ -170,14 +192,12 @@ class BoundMM(_MMBase):
         rank = self.opts["rank"]
         if rank is None:
             return model.majorizer(x, self.order)
-        inner = model.model if isinstance(model, CountedModel) else model
-        build = getattr(inner, "lowrank_majorizer", None)
-        if not callable(build):
+        if not supports(model, LowRankMajorizer):
+            name = type(getattr(model, "model", model)).__name__
             raise TypeError(f"method 'bound' with rank={rank} needs model.lowrank_majorizer(), "
-                            f"which {type(inner).__name__} does not have")
-        if isinstance(model, CountedModel):
-            model.n_bound += 1
-        return build(x, self.order, rank=int(rank), rule=self.opts["lowrank_rule"])
+                            f"which {name} does not have")
+        return model.lowrank_majorizer(x, self.order, rank=int(rank),
+                                       rule=self.opts["lowrank_rule"])    # counted as a bound
 
     def update(self, model, state):
         self.advance(model, state, state.x + self.pending_step(state))
@@ -204,24 +224,19 @@ class Squarem(_MMBase):
         description="Alg. 2 accelerated by SQUAREM (Varadhan & Roland 2008) with a monotone "
                     "safeguard")
     options = {**_MMBase.options, "max_backtracks": 0, "step_factor": 4.0}
-
-    def init(self, model, x):
-        state = super().init(model, x)
-        state.extra.update(alpha_max=1.0, cycles=0, extrapolations_accepted=0)
-        return state
+    state_class = SquaremState
 
     def limit_reached(self, model, state):
         return model.n_bound >= self.max_iter
 
     def update(self, model, state):
-        ex = state.extra
         cons = self.constraints
         x0 = state.x
         d0 = self.pending_step(state)
         x1 = x0 + d0
         if not self.advance(model, state, x1):                        # x1 = F(x0)
             return
-        d1, stat = self.mm_step(ex["maj"], ex["inner"])                # x2 = F(x1)
+        d1, stat = self.mm_step(state.maj, state.inner)                # x2 = F(x1)
         status = self.stop_status(state, stat)
         if status is None and model.n_bound >= self.max_iter:
             status = Status.MAX_ITER
@@ -235,13 +250,13 @@ class Squarem(_MMBase):
         # v = 0: the MM map moved by the same step twice (or not at all); no curvature
         # information to extrapolate with, so take the plain step.
         raw = -math.sqrt(rr / vv) if vv > 1e-300 and rr > 0 else -1.0
-        alpha_max = ex["alpha_max"]
+        alpha_max = state.alpha_max
         clipped = raw <= -alpha_max and alpha_max < _ALPHA_CAP
         alpha = max(-alpha_max, min(-1.0, raw))
-        ex["cycles"] += 1
+        state.cycles += 1
         f1 = state.f
         if alpha == -1.0 and clipped:
-            ex["alpha_max"] = alpha_max * self.opts["step_factor"]
+            state.alpha_max = alpha_max * self.opts["step_factor"]
         for attempt in range(self.opts["max_backtracks"] + 1):
             if alpha == -1.0:
                 break
@@ -254,10 +269,10 @@ class Squarem(_MMBase):
             maj_ext = model.majorizer(x_ext, self.order)
             if maj_ext.value <= f1:
                 if attempt == 0 and clipped:
-                    ex["alpha_max"] = alpha_max * self.opts["step_factor"]
-                ex["maj"] = maj_ext
+                    state.alpha_max = alpha_max * self.opts["step_factor"]
+                state.maj = maj_ext
                 self.accept(model, state, x_ext, maj_ext.value, maj_ext.grad)
-                ex["extrapolations_accepted"] += 1
+                state.extrapolations_accepted += 1
                 return
             alpha = 0.5 * (alpha - 1.0)
             if model.n_bound >= self.max_iter:
@@ -265,48 +280,18 @@ class Squarem(_MMBase):
         self.advance(model, state, x1 + d1)             # the plain MM step: surely descends
 
     def result_info(self, state):
-        return {"cycles": state.extra["cycles"],
-                "extrapolations_accepted": state.extra["extrapolations_accepted"]}
-
-
-def _eigen_fits(H) -> bool:
-    """precond="auto" takes the Gram-eigenbasis form for m >= 2 dense class blocks of size b
-    over at least b rows once the m (b, b) blocks pass ``_BLOCKS_MAX_ELEMS`` (8 MB) and while
-    the (b, b) eigenvectors fit in ``EIGEN_MAX_ELEMS``: one (b, b) array instead of m, and
-    refreshes about m b / 2 times cheaper (KMNIST, b = 785: 4.9 MB instead of 49 MB). Below
-    that size the exact blocks stay (digits, b = 65: 554 products to a 1e-8 target with
-    blocks, 804 with the eigenbasis form)."""
-    fac = H.block_factors()
-    if fac is None or any(sp.issparse(f[0]) for f in fac[0]):
-        return False
-    m, b = fac[1].shape
-    rows = sum(f[0].shape[0] for f in fac[0])
-    return m >= 2 and rows >= b and m * b * b > _BLOCKS_MAX_ELEMS and b * b <= EIGEN_MAX_ELEMS
-
-
-def _fewer_rows_than_block(H) -> bool:
-    """Whether H's class blocks have more columns than there are rows (or no factored form)."""
-    fac = H.block_factors()
-    if fac is None:
-        return True
-    return sum(f[0].shape[0] for f in fac[0]) < fac[1].shape[1]
+        return {"cycles": state.cycles,
+                "extrapolations_accepted": state.extrapolations_accepted}
 
 
 class _NewtonDirection:
     """Newton direction -H^{-1} g: dense Cholesky, or truncated PCG for large p.
 
-    The PCG path preconditions with a lagged block-Jacobi preconditioner, rebuilt only when the
-    last solve needed more than ``refresh`` products (a lagged preconditioner is still SPD).
-    ``precond``: "blocks" (the operator's own ``preconditioner()``), "gram" (the blocks
-    approximated by w_a X^T X + D_a, X^T X formed once: exact at theta = 0, a refresh costs
-    m b^3), "eigen" (each block's exact diagonal in the eigenbasis of X^T X: one (b, b)
-    array for all classes, a refresh one pass over the rows) or "auto": "eigen" for m >= 2
-    dense blocks over at least b rows once m b^2 > ``_BLOCKS_MAX_ELEMS`` (KMNIST); with
-    fewer rows than b the whole softmax Hessian by Woodbury (:func:`zbound._linalg.
-    softmax_woodbury`, rebuilt every step; dense X, t n <= 1500: SRBCT) or else the
-    operator's own per-class Woodbury form (Text, sparse); otherwise the Gram form
-    first and true blocks from the first refresh on; see docs/solvers.md for the
-    measurements. ``auto``: ``by_shape`` at the first Hessian.
+    The PCG path preconditions with a lagged preconditioner from the curvature's own
+    :class:`~zbound.bounds.policy.PreconditionerPolicy` (``precond``: "auto", "gram", "blocks"
+    or "eigen"), rebuilt only when the last solve needed more than ``refresh`` products (a
+    lagged preconditioner is still SPD), or at every step where the policy builds an exact
+    inverse. ``auto``: ``by_shape`` at the first Hessian.
     Forcing term min(0.3, 30 sqrt(||g|| / ||g0||)): a constant 0.3 through
     the bulk of the iterations (measured fastest to a 1e-6 target on weakly regularized digits),
     shrinking towards the end for superlinear convergence.
@@ -322,10 +307,7 @@ class _NewtonDirection:
         self.last = 0
         self.products = 0
         self.builds = 0
-        self.kind = precond
-        self.gram = None
-        self.rows_gram = None       # (id of X, X X^T) for softmax_woodbury
-        self.basis = None
+        self.policy = PreconditionerPolicy(precond)
 
     def by_shape(self, H) -> None:
         """inner="auto", decided at the first Hessian from its shape: T rows of dense data,
@@ -336,11 +318,10 @@ class _NewtonDirection:
         than about an eighth of its own cost in products (b / 32, at least ``refresh``), or,
         for a single block (two classes: the block is the whole Hessian), 3."""
         self.auto = False
-        fac = H.block_factors()
-        if fac is None or any(sp.issparse(f[0]) for f in fac[0]):
+        shape = block_shape(H)
+        if shape is None:
             return
-        rows = sum(f[0].shape[0] for f in fac[0])
-        m, b = fac[1].shape
+        rows, m, b = shape
         if self.inner == "cholesky" and rows * m * b >= _CG_WORK:
             self.inner = "cg"
             self.maxiter = max(self.maxiter, 20)
@@ -351,79 +332,10 @@ class _NewtonDirection:
         self.refresh = _ONE_BLOCK_REFRESH if m == 1 else max(self.refresh, b // 32)
 
     def build(self, H):
-        kind = self.kind
-        if kind == "auto" and _eigen_fits(H):
-            kind = "eigen"
-        elif kind == "auto" and _fewer_rows_than_block(H):
-            # the whole Hessian, class coupling included, by Woodbury through one (t n, t n)
-            # system when that is small: rebuilt at every Newton step (it is then the exact
-            # inverse up to the penalty's rank-one part, taken by its diagonal); SRBCT,
-            # 75 x 2309, 4 classes, C = 1: 134 -> 33 products to tol 3e-4
-            pre = self._softmax_woodbury(H)
-            if pre is not None:
-                self.refresh = 0
-                return pre
-            # else the operator's own preconditioner: Woodbury through rows x rows systems
-            # per class block (the Gram form would build and invert m dense (b, b) blocks:
-            # SRBCT, 75 rows and b = 2309, 6 s of an 8 s fit)
-            kind = "blocks"
-        elif kind == "auto":
-            # the Gram form first (cheap, exact at theta = 0); true blocks once a solve with it
-            # got long (the probabilities then vary too much over the rows)
-            kind = "gram" if self.precond is None else "blocks"
-        if kind == "eigen":
-            pre = self._from_factors(H, "basis", gram_eigenbasis, eigen_block_preconditioner)
-            if pre is not None:
-                return pre
-            kind = "gram"
-        if kind == "gram":
-            pre = self._from_factors(H, "gram", factor_gram, gram_block_jacobi)
-            if pre is not None:
-                return pre
-        return _block_preconditioner(H)
-
-    def _softmax_woodbury(self, H):
-        """:func:`zbound._linalg.softmax_woodbury` for H = one dense softmax Hessian plus
-        diagonal and rank-one penalties (those by their diagonal), X X^T kept across builds;
-        None for any other H or too many rows x classes."""
-        from zbound.bounds.curvature import (
-            DiagonalCurvature,
-            RankOneCurvature,
-            SoftmaxCurvature,
-        )
-
-        parts = getattr(H, "parts", (H,))
-        soft = [c for c in parts if isinstance(c, SoftmaxCurvature)]
-        if len(soft) != 1 or soft[0].n < 2 or sp.issparse(soft[0].X):
-            return None
-        S = soft[0]
-        extra = np.full((S.n, S.d), S.reg)
-        for c in parts:
-            if c is S:
-                continue
-            if not isinstance(c, DiagonalCurvature | RankOneCurvature):
-                return None
-            extra += c.diagonal().reshape(extra.shape)
-        if S.X.shape[0] * S.n > SOFTMAX_WOODBURY_MAX:
-            return None
-        key = id(S.X)
-        if self.rows_gram is None or self.rows_gram[0] != key:
-            self.rows_gram = (key, S.X @ S.X.T)
-        return softmax_woodbury(S.X, S.P, S.weights, S.intercept, extra, self.rows_gram[1])
-
-    def _from_factors(self, H, attr: str, setup, make):
-        """``make(setup(factors), factors, extra)`` from H's dense ``block_factors``, the
-        per-data-set ``setup`` (X^T X or its eigenvectors) cached in ``attr`` by the identity
-        of the data arrays; None for sparse or unfactored H."""
-        fac = H.block_factors()
-        if fac is None or any(sp.issparse(f[0]) for f in fac[0]):
-            return None
-        key = tuple(id(f[0]) for f in fac[0])
-        cached = getattr(self, attr)
-        if cached is None or cached[0] != key:
-            cached = (key, setup(fac[0]))
-            setattr(self, attr, cached)
-        return make(cached[1], fac[0], fac[1])
+        pre, every_step = self.policy.build(H, first=self.precond is None)
+        if every_step:
+            self.refresh = 0
+        return pre
 
     def __call__(self, H, g: np.ndarray, ratio: float):
         if self.auto:
@@ -443,26 +355,6 @@ class _NewtonDirection:
         self.last = k
         self.products += k
         return -d
-
-
-def _block_preconditioner(H):
-    """``H.preconditioner()``, except that dense class blocks of dense factors are built by
-    :func:`zbound._linalg.factor_blocks` (row chunks of 256 KB and syrk: on adult the
-    operator's own assembly held a 1 MB weighted chunk and a second copy of the weights, the
-    fit's peak memory) and inverted in place by ``block_jacobi``."""
-    fac = H.block_factors()
-    if fac is not None:
-        pairs, extra = fac
-        rows = sum(f[0].shape[0] for f in pairs)
-        if block_preconditioner_kind(rows, extra.shape[1], extra.shape[0],
-                                     block_budget(pairs)) == "dense":
-            blocks = factor_blocks(pairs, extra)
-            del pairs, fac
-            if blocks is not None:
-                pre = block_jacobi(blocks)
-                if pre is not None:
-                    return pre
-    return H.preconditioner()
 
 
 @register
@@ -507,36 +399,32 @@ class NewtonBound(_MMBase):
     def init(self, model, x):
         p = x.shape[0]
         f, g, H = model.value_grad_hessian(x)
-        state = State(x, f, g)
         inner = self.resolve_inner(p)
-        state.extra.update(
-            H=H, g0=max(_norm(g), 1e-300), inner=inner,
+        return NewtonBoundState(
+            x, f, g, H=H, g0=max(_norm(g), 1e-300), inner=inner,
             direction=_NewtonDirection(inner, self.opts["cg_maxiter"] or max(20, min(p, 250)),
                                        auto=self.inner == "auto" and self.constraints is None,
-                                       precond=self.opts["precond"]),
-            newton_steps=0, bound_steps=0, backtracked_newton_steps=0)
-        return state
+                                       precond=self.opts["precond"]))
 
     def stationarity(self, model, state):
         cons = self.constraints
         if cons is None:
             return float(np.max(np.abs(state.g)))
-        Hd = state.extra["H"].to_dense()
+        Hd = state.H.to_dense()
         d, stat = constrained_step(Hd, state.g, state.x, cons)
-        state.extra["step"] = (d, float(state.g @ d) + 0.5 * float(d @ Hd @ d))
+        state.step = (d, float(state.g @ d) + 0.5 * float(d @ Hd @ d))
         return stat
 
     def update(self, model, state):
-        ex = state.extra
         f, g, x = state.f, state.g, state.x
         target = self.target
         if self.constraints is None:
-            d = ex["direction"](ex["H"], g, _norm(g) / ex["g0"])
+            d = state.direction(state.H, g, _norm(g) / state.g0)
             pred = None if d is None else 0.5 * float(g @ d)
         else:
-            if "step" not in ex:
+            if state.step is None:
                 self.stationarity(model, state)
-            d, pred = ex.pop("step")
+            (d, pred), state.step = state.step, None
         if d is not None and pred == 0.0:
             state.status = Status.ZERO_STEP
             return
@@ -548,8 +436,8 @@ class NewtonBound(_MMBase):
                 # alone and skip the gradient and Hessian if it is.
                 f_new = model.value(x_new)
                 if f_new <= target:   # < f: the stopping test failed at f
-                    ex["newton_steps"] += 1
-                    ex["H"] = None
+                    state.newton_steps += 1
+                    state.H = None
                     self.accept(model, state, x_new, f_new, None)
                     return
             f_new, g_new, H_new = model.value_grad_hessian(x_new)
@@ -572,9 +460,9 @@ class NewtonBound(_MMBase):
                     accepted = True
                     x_new = x + found[0] * d
                     f_new, g_new, H_new = model.value_grad_hessian(x_new)
-                    ex["backtracked_newton_steps"] += 1
+                    state.backtracked_newton_steps += 1
         if accepted:
-            ex["newton_steps"] += 1
+            state.newton_steps += 1
         else:
             maj = model.majorizer(x, self.order)
             if self.opts["fallback"] == "direction" and d is not None and pred < 0.0:
@@ -583,24 +471,23 @@ class NewtonBound(_MMBase):
                 gd = float(g @ d)
                 dCd = float(d @ maj.curvature.matvec(d))
                 d = d * min(1.0, -gd / dCd) if dCd > 0.0 else \
-                    self.mm_step(maj, ex["inner"])[0]
+                    self.mm_step(maj, state.inner)[0]
             else:
-                d = self.mm_step(maj, ex["inner"])[0]
+                d = self.mm_step(maj, state.inner)[0]
             x_new = x + d
             f_new, g_new, H_new = model.value_grad_hessian(x_new)
             if not f_new <= f + _ROUND * max(1.0, abs(f)):
                 state.status = Status.NO_DECREASE
                 return
-            ex["bound_steps"] += 1
-        ex["H"] = H_new
+            state.bound_steps += 1
+        state.H = H_new
         self.accept(model, state, x_new, f_new, g_new)
 
     def result_info(self, state):
-        ex = state.extra
-        return {"newton_steps": ex["newton_steps"], "bound_steps": ex["bound_steps"],
-                "backtracked_newton_steps": ex["backtracked_newton_steps"],
-                "inner": ex["direction"].inner, "cg_products": ex["direction"].products,
-                "preconditioner_builds": ex["direction"].builds}
+        d = state.direction
+        return {"newton_steps": state.newton_steps, "bound_steps": state.bound_steps,
+                "backtracked_newton_steps": state.backtracked_newton_steps,
+                "inner": d.inner, "cg_products": d.products, "preconditioner_builds": d.builds}
 
 
 __all__ = ["BoundMM", "Squarem", "NewtonBound", "constrained_step"]

@@ -68,9 +68,12 @@ from __future__ import annotations
 
 import math
 import warnings
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from zbound.models.base import FixedCurvature, SinglePrecision, supports
 from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import backtrack
 from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
@@ -319,12 +322,8 @@ _EXPLICIT_MAX_D = 256
 
 
 def _parts(model):
-    """(loss, penalties) of an objective as a solver sees it (CountedModel unwrapped)."""
-    from zbound.solvers.base import CountedModel
-
-    obj = model.model if isinstance(model, CountedModel) else model
-    loss = getattr(obj, "loss", obj)
-    return loss, tuple(getattr(obj, "penalties", ()))
+    """(loss, penalties) of an objective, or (the model, ()) for a bare loss."""
+    return getattr(model, "loss", model), tuple(getattr(model, "penalties", ()))
 
 
 def preconditioner_cost(model) -> tuple[float, float] | None:
@@ -335,7 +334,7 @@ def preconditioner_cost(model) -> tuple[float, float] | None:
     import scipy.sparse as sp
 
     loss, _ = _parts(model)
-    if not callable(getattr(loss, "bound_gram", None)):
+    if not supports(loss, FixedCurvature):
         return None
     t, d, k = loss.n_samples, loss.d, loss.k
     X = loss.X
@@ -506,25 +505,20 @@ class BoundPreconditioner:
 def _penalty_parts(loss, penalties):
     """(D (d,), w, e) of L2 penalties equal over the classes plus at most one centering term
     w (1 (x) e)(1 (x) e)^T; None for any other penalty structure."""
-    from zbound.bounds.curvature import DiagonalCurvature, RankOneCurvature, ScaledIdentity
-
     k, d = loss.k, loss.d
     p = k * d
     D = np.zeros(p)
     w, e = 0.0, None
     for pen in penalties:
-        C = pen.curvature(p)
-        if isinstance(C, ScaledIdentity):
-            D += C.scale
-        elif isinstance(C, DiagonalCurvature):
-            D += C.values
-        elif isinstance(C, RankOneCurvature):
-            U = C.u.reshape(k, d)
+        form = pen.curvature(p).diagonal_plus_rank_one()
+        if form is None:
+            return None
+        D += form[0]
+        for weight, u in form[1]:
+            U = np.asarray(u).reshape(k, d)
             if e is not None or not (U == U[0]).all():
                 return None
-            e, w = U[0].copy(), C.weight
-        else:
-            return None
+            e, w = U[0].copy(), weight
     Dk = D.reshape(k, d)
     if not (Dk == Dk[0]).all():
         return None
@@ -556,7 +550,7 @@ def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
     condition number is at most 1 + (largest eigenvalue) / mu, single precision resolves it).
     ``explicit``: see :class:`BoundPreconditioner`."""
     loss, penalties = _parts(model)
-    if not callable(getattr(loss, "bound_gram", None)):
+    if not supports(loss, FixedCurvature):
         return None
     k, d = loss.k, loss.d
     if 8 * d * d > _MAX_GRAM_BYTES:
@@ -581,11 +575,34 @@ def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
 def has_single_form(model) -> bool:
     """Whether ``model`` can evaluate in float32 (``single_precision()``; for an objective,
     its loss too: :meth:`zbound.models.loss.SoftmaxLoss.single_precision`)."""
-    loss = getattr(model, "loss", model)
-    return callable(getattr(model, "single_precision", None)) and \
-        callable(getattr(loss, "single_precision", None))
+    return supports(model, SinglePrecision) and \
+        supports(getattr(model, "loss", model), SinglePrecision)
 
 
+@dataclass
+class LBFGSState(State):
+    """The bound-safeguarded L-BFGS state: the curvature pairs (``memory``) and the fixed
+    preconditioner ``h0`` (or None); the float32 model while iterations run in float32
+    (``fast``, None in float64) with the levels at which they stop (``levels``: decrease and
+    gradient relative to ``g_first``); the Newton finish (solver, its state) once started;
+    and step counts."""
+
+    memory: Any = None
+    h0: Any = None
+    fast: Any = None
+    g_first: float = 0.0
+    levels: tuple[float, float] = (0.0, 0.0)
+    newton: tuple | None = None
+    newton_iterations: int = 0
+    initial_steps: int = 0
+    unit_steps: int = 0
+    interpolated_steps: int = 0
+    bound_steps: int = 0
+    single_iterations: int = 0
+    single_evaluations: int = 0
+
+
+@register
 class LBFGSBound(Solver):
     """L-BFGS directions; the bound gives the step length where the unit step fails (monotone).
 
@@ -657,18 +674,15 @@ class LBFGSBound(Solver):
         if fast is not None and not (math.isfinite(f) and np.isfinite(g).all()):
             fast = None                          # float32 overflowed here: float64 throughout
             f, g = model.value_and_grad(x)
-        state = State(x, f, g)
         single = self.single_precision(x.shape[0])
         h0 = self._preconditioner(model, single)
         dtype = np.float32 if single else np.float64
         mem = CompactMemory(x.shape[0], self.memory_size(x.shape[0]), dtype, h0)
         mem.start(g)
-        state.extra.update(memory=mem, unit_steps=0, bound_steps=0, interpolated_steps=0,
-                           initial_steps=0, h0=h0, fast=fast, single_iterations=0,
-                           single_evaluations=0, g_first=float(np.max(np.abs(g))),
-                           levels=_SINGLE_LEVELS["newton" if self.newton_finish(model)
-                                                 else "lbfgs"])
-        return state
+        return LBFGSState(x, f, g, memory=mem, h0=h0, fast=fast,
+                          g_first=float(np.max(np.abs(g))),
+                          levels=_SINGLE_LEVELS["newton" if self.newton_finish(model)
+                                                else "lbfgs"])
 
     def memory_size(self, p: int) -> int:
         """Pairs kept: ``memory``; "auto": ``_AUTO_MEMORY[1]`` where that many float64 pairs
@@ -722,8 +736,8 @@ class LBFGSBound(Solver):
         status = self.stop_status(state, stat)
         if status is not None:
             return "target" if status is Status.TARGET else "other"
-        min_decrease, min_grad = state.extra["levels"]
-        if stat <= min_grad * state.extra["g_first"] or (
+        min_decrease, min_grad = state.levels
+        if stat <= min_grad * state.g_first or (
                 state.f_prev is not None
                 and state.f_prev - state.f <= min_decrease * max(1.0, abs(state.f))):
             return "other"
@@ -744,30 +758,29 @@ class LBFGSBound(Solver):
         """End the float32 phase: re-evaluate at the current iterate in float64 (the value
         ``f`` if already known: then the gradient stays float32's, for a run that stops here)
         and carry on with the same curvature pairs, or with Newton steps (``finish``)."""
-        ex = state.extra
-        ex["single_evaluations"] = ex["fast"].n_evals
-        ex["fast"] = None
-        ex["single_iterations"] = state.nit
+        state.single_evaluations = state.fast.n_evals
+        state.fast = None
+        state.single_iterations = state.nit
         if f is None and self.newton_finish(model):
             from zbound.solvers.majorization import NewtonBound
 
             newton = NewtonBound(tol=self.tol, ftol=self.ftol, max_iter=self.max_iter,
                                  target=self.target, order=self.order)
             ns = newton.init(model, state.x)
-            ex["newton"] = (newton, ns)
+            state.newton = (newton, ns)
             state.g = ns.g
             f = ns.f
         elif f is None:
             f, g = model.value_and_grad(state.x)
             state.g = g
-            ex["memory"].regrad(g)
+            state.memory.regrad(g)
         state.f, state.f_prev = float(f), None
         if state.recorder is not None and len(state.recorder):    # the trace holds float64
             g = state.g                                           # from this iterate on
             state.recorder.amend(state.f, math.sqrt(g @ g), model.n_evals)
 
     def check(self, model, state):
-        if state.extra.get("fast") is not None:
+        if state.fast is not None:
             why = self._leave_single(state)
             if why is None and not self.limit_reached(model, state):
                 return
@@ -779,7 +792,7 @@ class LBFGSBound(Solver):
         super().check(model, state)
 
     def result(self, model, state):
-        if state.extra.get("fast") is not None:       # stopped in float32 (callback): certify
+        if state.fast is not None:                    # stopped in float32 (callback): certify
             self._to_double(model, state)
         return super().result(model, state)
 
@@ -841,17 +854,16 @@ class LBFGSBound(Solver):
         return None
 
     def update(self, model, state):
-        ex = state.extra
-        if ex.get("newton") is not None:                # the Newton finish
-            newton, ns = ex["newton"]
+        if state.newton is not None:                    # the Newton finish
+            newton, ns = state.newton
             newton.update(model, ns)
             if ns.status is not Status.RUNNING:
                 state.status = ns.status
                 return
             self.accept(model, state, ns.x, ns.f, ns.g)
-            ex["newton_iterations"] = ex.get("newton_iterations", 0) + 1
+            state.newton_iterations += 1
             return
-        fast = ex["fast"]
+        fast = state.fast
         if fast is not None:
             self._step(fast, model, state)
             if state.status is Status.NO_DECREASE:      # float32 lost its way: float64 on
@@ -863,9 +875,8 @@ class LBFGSBound(Solver):
     def _step(self, model, exact, state):
         """One iteration evaluating ``model`` (float32 or float64); the bound safeguard is
         ``exact``'s majorizer."""
-        ex = state.extra
         f, g, x = state.f, state.g, state.x
-        mem, h0 = ex["memory"], ex["h0"]
+        mem, h0 = state.memory, state.h0
         pairs = len(mem) > 0
         d = mem.direction() if (pairs or h0 is not None) else -g
         gd = float(g @ d)
@@ -889,14 +900,17 @@ class LBFGSBound(Solver):
             f_new, g_new = model.value_and_grad(x_try)
             if f_new <= f + _ARMIJO * step * gd:
                 x_new = x_try
-                ex["unit_steps" if pairs else "initial_steps"] += 1
+                if pairs:
+                    state.unit_steps += 1
+                else:
+                    state.initial_steps += 1
             else:
                 # value-only backtracking: up to ``backtracks`` interpolated Armijo trials
                 found = backtrack(model.value, x, d, f, gd, step, f_new, self.opts["backtracks"])
                 if found is not None:
                     x_new = x + found[0] * d
                     f_new, g_new = model.value_and_grad(x_new)
-                    ex["interpolated_steps"] += 1
+                    state.interpolated_steps += 1
         if x_new is None:
             x_new = self._bound_step(exact, state, d)
             if x_new is None:
@@ -906,7 +920,7 @@ class LBFGSBound(Solver):
             if not f_new <= f + _ROUND * max(1.0, abs(f)):
                 state.status = Status.NO_DECREASE
                 return
-            ex["bound_steps"] += 1
+            state.bound_steps += 1
         if not (math.isfinite(f_new) and np.isfinite(g_new).all()):
             state.status = Status.NO_DECREASE
             return
@@ -914,15 +928,14 @@ class LBFGSBound(Solver):
         self.accept(exact, state, x_new, f_new, g_new)
 
     def result_info(self, state):
-        ex = state.extra
-        info = {k: ex[k] for k in ("initial_steps", "unit_steps", "interpolated_steps",
-                                   "bound_steps")}
-        if "fast" in ex and (ex["single_iterations"] or ex["single_evaluations"]):
-            info.update(single_iterations=ex["single_iterations"],
-                        single_evaluations=ex["single_evaluations"])
-        if ex.get("newton") is not None:
-            info.update(newton_iterations=ex.get("newton_iterations", 0),
-                        newton=ex["newton"][0].result_info(ex["newton"][1]))
+        info = {"initial_steps": state.initial_steps, "unit_steps": state.unit_steps,
+                "interpolated_steps": state.interpolated_steps, "bound_steps": state.bound_steps}
+        if state.single_iterations or state.single_evaluations:
+            info.update(single_iterations=state.single_iterations,
+                        single_evaluations=state.single_evaluations)
+        if state.newton is not None:
+            info.update(newton_iterations=state.newton_iterations,
+                        newton=state.newton[0].result_info(state.newton[1]))
         return info
 
 
@@ -981,7 +994,7 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
     saves; small problems; other models)."""
     loss, _ = _parts(model)
     k = getattr(loss, "k", 0)
-    if k < 1 or not callable(getattr(loss, "bound_gram", None)):
+    if k < 1 or not supports(loss, FixedCurvature):
         return default
     if k == 1 and (evaluation not in ("auto", "mixed") or not has_single_form(model)):
         return default

@@ -42,11 +42,14 @@ optimum leaves the span of the data and the reduction does not hold.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
+from zbound.models.base import SoftmaxData, supports
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 
@@ -54,6 +57,50 @@ _ARMIJO = 1e-4
 #: "auto" uses the dense Cholesky path (K = X X^T formed once) for dense X while t m is at most
 #: this; otherwise matrix-free CG in sample space.
 DIRECT_MAX = 3000
+
+
+@dataclass
+class SampleSpaceWork:
+    """What the sample-space Newton method keeps between iterations. The iterate is
+    theta = c theta_0 + U A (U the rows' class-block design), with scores ``Z``,
+    probabilities ``P``, per-row label-bound data ``S``, residuals ``R``, ||theta||^2
+    ``nrm2``, X^T R (``XtR``) and its Gram product (``GR``, None until needed); ``design``
+    the data's products, ``reg`` the L2 strength, ``k`` classes (the first ``free`` not
+    among the sample-space unknowns), ``m`` unknowns per row, ``t`` rows, ``complete``
+    whether the classes are complete, labels ``y`` and weights ``sw``, the labelled rows and
+    their labels among the unknowns (``rows``, ``yfree``), the inner solver, theta_0 and the
+    first gradient norm."""
+
+    design: Any
+    reg: float
+    k: int
+    free: int
+    m: int
+    t: int
+    complete: bool
+    y: np.ndarray
+    sw: np.ndarray | None
+    rows: np.ndarray
+    yfree: np.ndarray
+    inner: str
+    theta0: np.ndarray
+    c: float = 1.0
+    A: np.ndarray | None = None
+    Z: np.ndarray | None = None
+    R: np.ndarray | None = None
+    P: np.ndarray | None = None
+    S: Any = None
+    nrm2: float = 0.0
+    g0: float = 1.0
+    XtR: np.ndarray | None = None
+    GR: np.ndarray | None = None
+
+
+@dataclass
+class SampleSpaceState(State):
+    """The sample-space method's state: its :class:`SampleSpaceWork`."""
+
+    work: SampleSpaceWork | None = None
 
 
 def _softmax_parts(Z: np.ndarray, y: np.ndarray, sw, free: int):
@@ -189,25 +236,25 @@ class _Design:
 
 
 def _check_model(model):
-    """(loss, reg) of an Objective(SoftmaxLoss, L2Penalty(reg > 0)); TypeError/ValueError."""
-    from zbound.models.loss import SoftmaxLoss
-    from zbound.models.penalty import L2Penalty
-
-    inner = getattr(model, "model", model)          # CountedModel
-    loss = getattr(inner, "loss", None)
-    if not isinstance(loss, SoftmaxLoss):
+    """(loss, reg) of an objective over a softmax loss (:class:`SoftmaxData`) with one penalty
+    reg/2 ||theta||^2; TypeError/ValueError otherwise."""
+    loss = getattr(model, "loss", None)
+    if loss is None or not supports(loss, SoftmaxData):
+        name = type(getattr(model, "model", model)).__name__
         raise TypeError("the sample-space methods need a softmax regression objective "
                         "(zbound.models.multinomial.MultinomialLogistic, or an Objective over a "
-                        f"SoftmaxLoss), got {type(inner).__name__}")
-    pens = getattr(inner, "penalties", ())
-    if len(pens) != 1 or not isinstance(pens[0], L2Penalty) or pens[0].n_params is not None:
+                        f"SoftmaxLoss), got {name}")
+    pens = tuple(getattr(model, "penalties", ()))
+    form = pens[0].curvature(model.n_params).diagonal_plus_rank_one() if len(pens) == 1 \
+        else None
+    if form is None or form[1] or not (form[0] == form[0][0]).all():
         raise ValueError("the sample-space methods need exactly one L2 penalty reg/2 "
                          "||theta||^2 with a scalar reg > 0 (the optimum then lies in the span "
                          "of the data); got "
                          f"{[type(p).__name__ for p in pens] or 'no penalty'}"
-                         + (" with per-coordinate strengths" if len(pens) == 1
-                            and isinstance(pens[0], L2Penalty) else ""))
-    reg = float(pens[0].strength)
+                         + (" with per-coordinate strengths" if form is not None and not form[1]
+                            else ""))
+    reg = float(form[0][0])
     if not reg > 0.0:
         raise ValueError(f"the sample-space methods need reg > 0, got {reg}")
     return loss, reg
@@ -230,33 +277,33 @@ class _SampleSpace(Solver):
 
     # -- evaluation at a point given by its scores ---------------------------------------------
     def _eval(self, model, ex, Z: np.ndarray):
-        loss, P, S = _softmax_parts(Z, ex["y"], ex["sw"], ex["free"])
-        R = P[:, ex["free"]:].copy()
-        R[ex["rows"], ex["yfree"]] -= 1.0
-        if ex["sw"] is not None:
-            R *= ex["sw"][:, None]
+        loss, P, S = _softmax_parts(Z, ex.y, ex.sw, ex.free)
+        R = P[:, ex.free:].copy()
+        R[ex.rows, ex.yfree] -= 1.0
+        if ex.sw is not None:
+            R *= ex.sw[:, None]
         model.n_value += 1
         return loss, P, S, R
 
     def _materialize(self, model, ex, c: float, A: np.ndarray, R: np.ndarray):
         """theta = c theta_0 + U a and its gradient U (r + reg a) + reg c theta_0, by one
         product X^T [a, r + reg a] (caches X^T r for the next G r)."""
-        k, reg, zs = ex["k"], ex["reg"], ex["complete"]
+        k, reg, zs = ex.k, ex.reg, ex.complete
         RA = R + reg * A
         if zs:
-            B = ex["design"].t_product(np.hstack([A[:, :-1], RA[:, :-1]]))
+            B = ex.design.t_product(np.hstack([A[:, :-1], RA[:, :-1]]))
             B1, B2 = B[:, : k - 1], B[:, k - 1:]
             B1 = np.hstack([B1, -B1.sum(axis=1, keepdims=True)])
             B2 = np.hstack([B2, -B2.sum(axis=1, keepdims=True)])
         else:
-            B = ex["design"].t_product(np.hstack([A, RA]))
+            B = ex.design.t_product(np.hstack([A, RA]))
             B1, B2 = B[:, :k], B[:, k:]
         theta = np.ascontiguousarray(B1.T).ravel()
         g = np.ascontiguousarray(B2.T).ravel()
         if c != 0.0:
-            theta += c * ex["theta0"]
-            g += (reg * c) * ex["theta0"]
-        ex["XtR"] = B2 - reg * B1
+            theta += c * ex.theta0
+            g += (reg * c) * ex.theta0
+        ex.XtR = B2 - reg * B1
         model.n_value_and_grad += 1
         return theta, g
 
@@ -278,10 +325,9 @@ class _SampleSpace(Solver):
         yfree = yl - free
         rows = np.arange(t)
         has = yfree >= 0
-        ex = {"design": design, "reg": reg, "k": k, "free": free, "m": m, "t": t,
-              "complete": complete, "y": yl, "sw": loss.sample_weight,
-              "rows": rows[has], "yfree": yfree[has],
-              "inner": inner, "theta0": x.copy()}
+        ex = SampleSpaceWork(design=design, reg=reg, k=k, free=free, m=m, t=t,
+                             complete=complete, y=yl, sw=loss.sample_weight, rows=rows[has],
+                             yfree=yfree[has], inner=inner, theta0=x.copy())
         W0 = x.reshape(k, loss.d)
         Z0 = design.product(np.ascontiguousarray(W0.T))                # (t, k) scores
         n0 = float(x @ x)
@@ -291,16 +337,16 @@ class _SampleSpace(Solver):
         XtR = design.t_product(R, complete)
         g = np.ascontiguousarray(XtR.T).ravel() + reg * x
         model.n_value_and_grad += 1
-        ex.update(Z0=Z0, n0=n0, c=1.0, A=np.zeros((t, k)), Z=Z0, R=R, P=P, S=S, nrm2=n0,
-                  f_loss=f_loss, g0=max(math.sqrt(float(g @ g)), 1e-300), XtR=XtR, GR=None)
-        return State(x, f, g, extra=ex)
+        ex.c, ex.A, ex.Z, ex.R, ex.P, ex.S, ex.nrm2 = 1.0, np.zeros((t, k)), Z0, R, P, S, n0
+        ex.g0, ex.XtR, ex.GR = max(math.sqrt(float(g @ g)), 1e-300), XtR, None
+        return SampleSpaceState(x, f, g, work=ex)
 
     # -- the step -------------------------------------------------------------------------------
     def _blocks(self, model, ex, kind: str) -> np.ndarray:
         """Per-row curvature blocks (t, k, k) over the free classes, sample weights included."""
-        free = ex["free"]
+        free = ex.free
         if kind == "hessian":
-            Pf = ex["P"][:, free:]
+            Pf = ex.P[:, free:]
             A = -Pf[:, :, None] * Pf[:, None, :]
             idx = np.arange(Pf.shape[1])
             A[:, idx, idx] += Pf
@@ -308,19 +354,19 @@ class _SampleSpace(Solver):
         else:
             from zbound.bounds.multinomial import label_bound
 
-            _, _, B = label_bound(ex["S"], self.order)
+            _, _, B = label_bound(ex.S, self.order)
             A = np.ascontiguousarray(B[:, free:, free:])
             model.n_bound += 1
-        sw = ex["sw"]
+        sw = ex.sw
         if sw is not None:
             A = A * sw[:, None, None]
         return A
 
     def _solve(self, ex, Phi: np.ndarray, b: np.ndarray, rtol: float):
         """(y, G Phi y) with y = M^{-1} b, M = reg I + Phi^T G Phi; b (t, m)."""
-        reg, design = ex["reg"], ex["design"]
+        reg, design = ex.reg, ex.design
         t, k, m = Phi.shape
-        if ex["inner"] == "cholesky":
+        if ex.inner == "cholesky":
             K = design.K
             Pm = np.ascontiguousarray(Phi.transpose(0, 2, 1)).reshape(t * m, k)
             M = (Pm @ Pm.T).reshape(t, m, t, m)
@@ -349,7 +395,7 @@ class _SampleSpace(Solver):
         p = zr.copy()
         rz = float(np.vdot(r, zr))
         for _ in range(maxiter):
-            GVp = design.gram_product(np.einsum("jkm,jm->jk", Phi, p), ex["complete"])
+            GVp = design.gram_product(np.einsum("jkm,jm->jk", Phi, p), ex.complete)
             Mp = reg * p + np.einsum("jkm,jk->jm", Phi, GVp)
             alpha = rz / float(np.vdot(p, Mp))
             y += alpha * p
@@ -367,29 +413,29 @@ class _SampleSpace(Solver):
     def _candidate(self, model, ex, kind: str, rtol: float):
         """(a', z') of the step to the minimizer of the quadratic model with curvature
         ``kind`` ("hessian" or "bound"); G r is cached per iterate."""
-        reg = ex["reg"]
-        Phi = _factor(self._blocks(model, ex, kind), ex["complete"])
-        GR = ex["GR"]
+        reg = ex.reg
+        Phi = _factor(self._blocks(model, ex, kind), ex.complete)
+        GR = ex.GR
         if GR is None:
-            design, zs = ex["design"], ex["complete"]
+            design, zs = ex.design, ex.complete
             if design.K is not None:
-                GR = design.K @ ex["R"]
+                GR = design.K @ ex.R
             else:
-                GR = design.product(ex["XtR"], zs)
-            ex["GR"] = GR
-        rhs = GR + reg * ex["Z"]
+                GR = design.product(ex.XtR, zs)
+            ex.GR = GR
+        rhs = GR + reg * ex.Z
         b = np.einsum("jkm,jk->jm", Phi, rhs)
         y, GV = self._solve(ex, Phi, b, rtol)
         V = np.einsum("jkm,jm->jk", Phi, y)
-        A_new = (V - ex["R"]) / reg
+        A_new = (V - ex.R) / reg
         Z_new = (GV - GR) / reg
         return A_new, Z_new
 
     def _line(self, model, state, A_new, Z_new, armijo: bool):
         """Try theta + s (theta' - theta), s = 1, 1/2, ...; returns the accepted point or None.
         ``armijo``: sufficient decrease (Newton); else any decrease (majorizer minimizer)."""
-        ex, reg = state.extra, state.extra["reg"]
-        c, A, Z, R, nrm2, f = ex["c"], ex["A"], ex["Z"], ex["R"], ex["nrm2"], state.f
+        ex, reg = state.work, state.work.reg
+        c, A, Z, R, nrm2, f = ex.c, ex.A, ex.Z, ex.R, ex.nrm2, state.f
         dZ = Z_new - Z
         tn = float(np.vdot(Z, A_new))                 # theta . theta'
         n_new = float(np.vdot(A_new, Z_new))          # ||theta'||^2
@@ -420,9 +466,9 @@ class _SampleSpace(Solver):
         return None
 
     def update(self, model, state):
-        ex = state.extra
+        ex = state.work
         gn = math.sqrt(float(state.g @ state.g))
-        rtol = min(0.5, math.sqrt(gn / ex["g0"]))
+        rtol = min(0.5, math.sqrt(gn / ex.g0))
         new = None
         if self.curvature == "hessian":
             A_new, Z_new = self._candidate(model, ex, "hessian", rtol)
@@ -430,7 +476,7 @@ class _SampleSpace(Solver):
         if new is None:          # the bound: its minimizer decreases f (tight solve)
             A_new, Z_new = self._candidate(model, ex, "bound", rtol)
             new = self._line(model, state, A_new, Z_new, armijo=False)
-            if new is None and ex["inner"] == "cg":
+            if new is None and ex.inner == "cg":
                 A_new, Z_new = self._candidate(model, ex, "bound", 1e-12)
                 new = self._line(model, state, A_new, Z_new, armijo=False)
         if new is None:
@@ -439,13 +485,14 @@ class _SampleSpace(Solver):
                              "minimizer (rounding level reached)")
             return
         theta, g = self._materialize(model, ex, new["c"], new["A"], new["R"])
-        ex.update({k: new[k] for k in ("c", "A", "Z", "R", "P", "S", "nrm2")})
-        ex["GR"] = None
+        for key in ("c", "A", "Z", "R", "P", "S", "nrm2"):
+            setattr(ex, key, new[key])
+        ex.GR = None
         self.accept(model, state, theta, new["f"], g)
 
     def result_info(self, state):
-        return {"inner": state.extra["inner"], "curvature": self.curvature,
-                "sample_dim": state.extra["t"] * state.extra["m"]}
+        return {"inner": state.work.inner, "curvature": self.curvature,
+                "sample_dim": state.work.t * state.work.m}
 
 
 @register
@@ -455,6 +502,7 @@ class SampleNewton(_SampleSpace):
     regression with a scalar L2 penalty; see :mod:`zbound.solvers.sample_space`."""
 
     info = MethodInfo("sample-newton", peer=False, constraints="none", uses_bound=True,
+                      requires=SoftmaxData,
                       description="Newton with the exact Hessian solved in sample space "
                                   "(Woodbury on X X^T; d >> t softmax + L2), bound safeguard")
     curvature = "hessian"
@@ -466,6 +514,7 @@ class SampleBound(_SampleSpace):
     space; monotone. For d >> t softmax regression with a scalar L2 penalty."""
 
     info = MethodInfo("sample-bound", peer=False, constraints="none", uses_bound=True,
+                      requires=SoftmaxData,
                       description="Alg. 2 bound majorization with the step solved in sample "
                                   "space (Woodbury on X X^T; d >> t softmax + L2)")
     curvature = "bound"

@@ -41,22 +41,21 @@ from __future__ import annotations
 
 import math
 import numbers
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 from scipy.linalg.blas import dger
 
-from zbound._linalg import jacobi, pcg, pd_cholesky, singular_rtol
-from zbound.bounds.curvature import DiagonalCurvature, RankOneCurvature
 from zbound.bounds.lowrank import LowRankCurvature
-from zbound.models.base import Majorizer
-from zbound.models.loss import SoftmaxLoss
+from zbound.models.base import Batchable, Majorizer, SoftmaxData, supports
 from zbound.models.objective import Objective
-from zbound.models.penalty import InterceptCentering, L2Penalty
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.first_order import SGD, Adam
 from zbound.solvers.result import Recorder, Status
+from zbound.utils.linalg import jacobi, pcg, pd_cholesky, singular_rtol
 
 __all__ = ["SPFB", "LSPFB", "SBM", "ShermanMorrisonSBM", "StochasticSGD", "StochasticMomentum",
            "StochasticAdam", "StochasticSolver", "BlockedLowRank", "KroneckerFactored",
@@ -69,13 +68,48 @@ SCHEDULES = ("constant", "inverse")
 DENSE_MAX = 1000
 
 
+@dataclass
+class StochasticState(State):
+    """A stochastic method's state (``x``; ``f`` is NaN: no full objective is evaluated).
+
+    ``t`` counts steps (the schedule's clock), ``updates`` accepted updates, ``batch_value``
+    the last mini-batch objective. The bound steps keep their curvature (``cache``, built
+    ``n_bound`` times, next at step ``next_build``), the majorizer stashed by the pass that
+    gave the gradient (``stashed``: (majorizer, penalties), None when absent), running
+    averages of the bound pieces (``avg_dense``, ``avg_label``), the Gram factor's average
+    and eigendecomposition (``gram``, ``gram_n`` builds over ``gram_rows`` rows,
+    ``gram_eig``, ``gram_shift``), the last CG direction (``last_dir``) and the last
+    Sherman-Morrison inverse (``M``); the first-order rules their optimizer (``opt``) and,
+    on the PyTorch backend, its parameter tensor and the torch module."""
+
+    t: int = 0
+    updates: int = 0
+    batch_value: float = math.nan
+    cache: Any = None
+    n_bound: int = 0
+    next_build: int = 1
+    stashed: tuple | None = None
+    avg_dense: np.ndarray | None = None
+    avg_label: np.ndarray | None = None
+    gram: np.ndarray | None = None
+    gram_n: int = 0
+    gram_rows: int = 0
+    gram_eig: tuple | None = None
+    gram_shift: float = 0.0
+    last_dir: np.ndarray | None = None
+    M: np.ndarray | None = None
+    opt: Any = None
+    param: Any = None
+    torch: Any = None
+
+
 # ---------------------------------------------------------------------------- batch models
 def _scaled_penalty(pen, c: float):
-    if isinstance(pen, L2Penalty):
-        return L2Penalty(pen.strength * c)
-    if isinstance(pen, InterceptCentering):
-        return InterceptCentering(pen.u, pen.weight * c)
-    raise TypeError(f"cannot scale penalty {type(pen).__name__} for a mini-batch")
+    scaled = getattr(pen, "scaled", None)
+    if not callable(scaled):
+        raise TypeError(f"cannot scale penalty {type(pen).__name__} for a mini-batch (it has "
+                        "no scaled(c) method)")
+    return scaled(c)
 
 
 def batch_objective(model, rows, n_total: int | None = None) -> Objective:
@@ -89,7 +123,7 @@ def batch_objective(model, rows, n_total: int | None = None) -> Objective:
     n_total : T, the number of rows of the full objective (default ``model.loss.n_samples``)
     """
     loss = getattr(model, "loss", None)
-    if loss is None or not callable(getattr(loss, "subset", None)):
+    if loss is None or not supports(loss, Batchable):
         raise TypeError(f"stochastic methods need an Objective whose loss has subset(rows); got "
                         f"{type(model).__name__}")
     rows = np.asarray(rows)
@@ -357,8 +391,7 @@ class StochasticSolver(Solver):
         raise NotImplementedError
 
     def init(self, model, x):
-        return State(np.array(x, dtype=np.float64, copy=True), math.nan,
-                     extra={"t": 0, "updates": 0})
+        return StochasticState(np.array(x, dtype=np.float64, copy=True), math.nan)
 
     def update(self, batch, state: State) -> None:
         """One step on the mini-batch model ``batch`` (see :func:`batch_objective`)."""
@@ -369,7 +402,7 @@ class StochasticSolver(Solver):
             state.status = Status.FAILED
             state.message = "non-finite objective or gradient on a mini-batch (step too large?)"
             return
-        state.extra["t"] += 1
+        state.t += 1
         d = self.direction(batch, state, x, g)
         with np.errstate(over="ignore", invalid="ignore"):
             x_new = self.apply_step(state, x, d)
@@ -378,15 +411,15 @@ class StochasticSolver(Solver):
             state.message = "the iterate became non-finite (step too large?)"
             return
         state.x = x_new
-        state.extra["batch_value"] = f
-        state.extra["updates"] += 1
+        state.batch_value = f
+        state.updates += 1
 
     def value_and_grad(self, batch, state, x):
         """The batch model's value and gradient at x (a method may compute more alongside)."""
         return batch.value_and_grad(x)
 
     def apply_step(self, state, x, d):
-        return x - self.step_size(state.extra["t"]) * d
+        return x - self.step_size(state.t) * d
 
     # -- the epoch loop -------------------------------------------------------------------------
     def run(self, model, x0):
@@ -429,7 +462,7 @@ class StochasticSolver(Solver):
         return self.result(model, state)
 
     def result_info(self, state):
-        return {"updates": state.extra.get("updates", 0)}
+        return {"updates": state.updates}
 
 
 # ----------------------------------------------------------------------------- bound steps
@@ -465,26 +498,20 @@ class _BoundStep(StochasticSolver):
         raise NotImplementedError
 
     def direction(self, batch, state, x, g):
-        ex = state.extra
-        if ex.get("cache") is None or (ex["t"] - 1) % int(self.opts["refresh"]) == 0:
-            ex["cache"] = self.build(self.curvature_model(batch), x)
-            ex["n_bound"] = ex.get("n_bound", 0) + 1
-        return self.solve(ex["cache"], g, state)
+        if state.cache is None or (state.t - 1) % int(self.opts["refresh"]) == 0:
+            state.cache = self.build(self.curvature_model(batch), x)
+            state.n_bound += 1
+        return self.solve(state.cache, g, state)
 
     def result_info(self, state):
-        return {**super().result_info(state), "curvatures": state.extra.get("n_bound", 0)}
+        return {**super().result_info(state), "curvatures": state.n_bound}
 
 
 def _penalty_diagonal(penalties, p: int) -> np.ndarray:
     """The diagonal of the penalties' curvature (L2 strengths; the centering term's u_i^2 w)."""
     diag = np.zeros(p)
     for pen in penalties:
-        if isinstance(pen, L2Penalty):
-            diag += pen.strength
-        elif isinstance(pen, InterceptCentering):
-            diag += pen.weight * pen.u ** 2
-        else:
-            raise TypeError(f"unsupported penalty {type(pen).__name__} in a stochastic bound step")
+        diag += pen.curvature(p).diagonal()
     return diag
 
 
@@ -648,16 +675,15 @@ class SPFB(_BoundStep):
                 or o["cg_maxiter"] < 1:
             raise ValueError(f"cg_maxiter must be an integer >= 1, got {o['cg_maxiter']!r}")
 
-    def _mix(self, ex, key, new):
-        """The running / exponential average of the bound pieces (``curvature="average"``)."""
-        if self.opts["curvature"] != "average" or ex.get(key) is None:
-            ex[key] = new
+    def _mix(self, ex, old, new):
+        """The running / exponential average of a bound piece (``curvature="average"``): the
+        piece ``new`` of this build averaged with ``old`` (None before the first)."""
+        if self.opts["curvature"] != "average" or old is None:
             return new
-        k = ex["n_bound"] + 1
+        k = ex.n_bound + 1
         w = self.opts["average_weight"]
         rho = 1.0 / k if w is None else max(1.0 / k, float(w))
-        ex[key] = (1.0 - rho) * ex[key] + rho * new
-        return ex[key]
+        return (1.0 - rho) * old + rho * new
 
     def _gram(self, ex, C):
         """Eigendecomposition of the Gram factor, averaged over the first ``gram_updates``
@@ -667,29 +693,29 @@ class SPFB(_BoundStep):
         diverges on KMNIST: the pixels are strongly correlated.) With ``gram_shrink`` = s the
         eigenvalues are shifted by s tr(G) / rows (rows: the rows averaged so far)."""
         K = int(self.opts["gram_updates"])
-        if ex.get("gram_n", 0) < K:
+        if ex.gram_n < K:
             X = _design(C)
             G = X.T @ X / X.shape[0]
-            k = ex.get("gram_n", 0) + 1
-            ex["gram"] = G if k == 1 else ex["gram"] + (G - ex["gram"]) / k
-            ex["gram_n"] = k
-            ex["gram_rows"] = ex.get("gram_rows", 0) + X.shape[0]
+            k = ex.gram_n + 1
+            ex.gram = G if k == 1 else ex.gram + (G - ex.gram) / k
+            ex.gram_n = k
+            ex.gram_rows += X.shape[0]
             at = self.opts["gram_eig_builds"]
             if (k == K or k & (k - 1) == 0) if at is None else k in at:
-                ex["gram_eig"] = np.linalg.eigh(ex["gram"])
+                ex.gram_eig = np.linalg.eigh(ex.gram)
             # damping: G + gram_shrink * tr(G) / rows * I (rows averaged so far; the same
             # eigenvectors, so no extra decomposition): the Gram factor only grows (PSD order)
-            ex["gram_shift"] = (float(self.opts["gram_shrink"]) * float(np.trace(ex["gram"]))
-                                / ex["gram_rows"])
-        eg, Ug = ex["gram_eig"]
-        c = ex.get("gram_shift", 0.0)
+            ex.gram_shift = (float(self.opts["gram_shrink"]) * float(np.trace(ex.gram))
+                             / ex.gram_rows)
+        eg, Ug = ex.gram_eig
+        c = ex.gram_shift
         return (eg + c, Ug) if c else (eg, Ug)
 
     def build(self, batch, x, ex=None):
-        ex = {} if ex is None else ex
+        ex = StochasticState(x, math.nan) if ex is None else ex
         p = x.shape[0]
         if batch is None:                       # the majorizer stashed by value_and_grad
-            M, pen = ex.pop("_maj"), ex.pop("_pen")
+            (M, pen), ex.stashed = ex.stashed, None
         else:
             M, pen = batch.loss.majorizer(x, self.order), batch.penalties
         C = M.curvature
@@ -697,11 +723,8 @@ class SPFB(_BoundStep):
         if p <= int(self.opts["dense_max"]):
             A = _dense_curvature(C)
             for q in pen:
-                if isinstance(q, L2Penalty):
-                    A[np.diag_indices(p)] += q.strength
-                else:
-                    A += q.weight * np.outer(q.u, q.u)
-            A = self._mix(ex, "avg_dense", A)
+                q.curvature(p).add_to_dense(A)
+            A = ex.avg_dense = self._mix(ex, ex.avg_dense, A)
             c = pd_cholesky(A)
             if c is not None:
                 return ("chol", (c, True))
@@ -713,14 +736,13 @@ class SPFB(_BoundStep):
         if self.opts["curvature"] == "average" or self.opts["precond"] == "kron":
             if not hasattr(C, "_B_rows"):
                 raise TypeError("the Kronecker curvature needs a softmax bound curvature")
-            B = self._mix(ex, "avg_label", _label_weight_matrix(C))
+            B = ex.avg_label = self._mix(ex, ex.avg_label, _label_weight_matrix(C))
             kron = KroneckerFactored(B, self._gram(ex, C), lam, self.opts["kron_rank"])
         if self.opts["curvature"] == "average":
             return ("kron", kron)
         op = C
         for q in pen:
-            op = op + (DiagonalCurvature(np.broadcast_to(q.strength, (p,)).copy())
-                       if isinstance(q, L2Penalty) else RankOneCurvature(q.u, q.weight))
+            op = op + q.curvature(p)
         pre = kron.solve if kron is not None else jacobi(op.diagonal())
         return ("cg", op, pre)
 
@@ -728,41 +750,36 @@ class SPFB(_BoundStep):
         """Updates until the next bound build: ``refresh``, or ``late_refresh`` once the Gram
         factor's average is complete (only above ``dense_max``, where a Gram factor is kept)."""
         late = self.opts["late_refresh"]
-        if late is not None and ex.get("gram_n", 0) >= int(self.opts["gram_updates"]):
-            return max(1, int(ex["t"])) if late == "doubling" else int(late)
+        if late is not None and ex.gram_n >= int(self.opts["gram_updates"]):
+            return max(1, int(ex.t)) if late == "doubling" else int(late)
         return int(self.opts["refresh"])
 
     def _due(self, state) -> bool:
-        ex = state.extra
-        return ex.get("cache") is None or ex["t"] >= ex.get("next_build", 1)
+        return state.cache is None or state.t >= state.next_build
 
     def value_and_grad(self, batch, state, x):
         # one pass gives the value, the gradient and the bound (the Alg. 1 sums share it)
-        state.extra.pop("_maj", None)
-        state.extra.pop("_pen", None)
+        state.stashed = None
         if self.opts["curvature_rows"] is None and self._due_next(state):
             M = batch.loss.majorizer(x, self.order)
             f, g = M.value, M.grad.copy()
             for q in batch.penalties:
                 f += q.add_value_grad(x, g)
-            state.extra["_maj"], state.extra["_pen"] = M, batch.penalties
+            state.stashed = (M, batch.penalties)
             return f, g
         return batch.value_and_grad(x)
 
     def _due_next(self, state) -> bool:
-        ex = state.extra
-        return ex.get("cache") is None or ex["t"] + 1 >= ex.get("next_build", 1)
+        return state.cache is None or state.t + 1 >= state.next_build
 
     def direction(self, batch, state, x, g):
-        ex = state.extra
         if self._due(state):
-            src = None if "_maj" in ex else self.curvature_model(batch)
-            ex["cache"] = self.build(src, x, ex)
-            ex["n_bound"] = ex.get("n_bound", 0) + 1
-            ex["next_build"] = ex["t"] + self._interval(ex)
-        ex.pop("_maj", None)
-        ex.pop("_pen", None)
-        return self.solve(ex["cache"], g, state)
+            src = None if state.stashed is not None else self.curvature_model(batch)
+            state.cache = self.build(src, x, state)
+            state.n_bound += 1
+            state.next_build = state.t + self._interval(state)
+        state.stashed = None
+        return self.solve(state.cache, g, state)
 
     def solve(self, cache, g, state):
         kind = cache[0]
@@ -773,7 +790,7 @@ class SPFB(_BoundStep):
         if kind == "kron":
             return cache[1].solve(g)
         C, pre = cache[1], cache[2]
-        x0 = state.extra.get("last_dir")
+        x0 = state.last_dir
         if x0 is not None:
             e, _ = pcg(C.matvec, g - C.matvec(x0), pre, float(self.opts["cg_rtol"]),
                        int(self.opts["cg_maxiter"]))
@@ -781,7 +798,7 @@ class SPFB(_BoundStep):
         else:
             d, _ = pcg(C.matvec, g, pre, float(self.opts["cg_rtol"]),
                        int(self.opts["cg_maxiter"]))
-        state.extra["last_dir"] = d
+        state.last_dir = d
         return d
 
 
@@ -824,7 +841,7 @@ class LSPFB(_BoundStep):
         return acc == "blocked" or (acc == "auto" and self.opts["lowrank_rule"] == "exact")
 
     def build(self, batch, x):
-        if self.blocked() and isinstance(batch.loss, SoftmaxLoss):
+        if self.blocked() and supports(batch.loss, SoftmaxData):
             return lowrank_majorizer_blocked(batch, x, self.order, rank=int(self.opts["rank"]),
                                              block=int(self.opts["block"])).curvature
         return batch.lowrank_majorizer(x, self.order, rank=int(self.opts["rank"]),
@@ -868,12 +885,12 @@ class ShermanMorrisonSBM(StochasticSolver):
         diag = np.zeros(p)
         extra = []
         for pen in batch.penalties:
-            if isinstance(pen, L2Penalty):
-                diag += pen.strength
-            elif isinstance(pen, InterceptCentering):
-                extra.append(math.sqrt(pen.weight) * pen.u)
-            else:
-                raise TypeError(f"sbm-sm: unsupported penalty {type(pen).__name__}")
+            form = pen.curvature(p).diagonal_plus_rank_one()
+            if form is None:
+                raise TypeError(f"sbm-sm: unsupported penalty {type(pen).__name__} (its "
+                                "curvature is not diagonal plus rank-one terms)")
+            diag += form[0]
+            extra.extend(math.sqrt(w) * u for w, u in form[1])
         if not (diag > 0).all():
             raise ValueError("sbm-sm starts from M = (lambda I)^{-1} and needs a positive L2 "
                              "strength on every parameter")
@@ -894,7 +911,7 @@ class ShermanMorrisonSBM(StochasticSolver):
             den = 1.0 + float(r @ u)
             phi -= u * (float(r @ phi) / den)
             M = dger(-1.0 / den, u, u, a=M, overwrite_a=1)
-        state.extra["M"] = M
+        state.M = M
         return phi
 
 
@@ -942,25 +959,24 @@ class _FirstOrder(StochasticSolver):
         if self.backend() == "torch":
             import torch
             param = torch.tensor(state.x, dtype=torch.float64, requires_grad=True)
-            state.extra["param"] = param
-            state.extra["opt"] = self.make_torch(torch, [param], lr)
-            state.extra["torch"] = torch
+            state.param = param
+            state.opt = self.make_torch(torch, [param], lr)
+            state.torch = torch
         else:
-            state.extra["opt"] = self.make_numpy(lr)
+            state.opt = self.make_numpy(lr)
         return state
 
     def direction(self, batch, state, x, g):
         return g
 
     def apply_step(self, state, x, g):
-        ex = state.extra
-        lr = self.step_size(ex["t"])
-        opt = ex["opt"]
-        if "param" in ex:
-            torch = ex["torch"]
+        lr = self.step_size(state.t)
+        opt = state.opt
+        if state.param is not None:
+            torch = state.torch
             for group in opt.param_groups:
                 group["lr"] = lr
-            param = ex["param"]
+            param = state.param
             with torch.no_grad():
                 if not np.array_equal(param.numpy(), x):      # moved by hand (partial_fit)
                     param.copy_(torch.from_numpy(x))

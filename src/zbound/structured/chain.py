@@ -36,7 +36,8 @@ import numpy as np
 from zbound.bounds.junction import alg1_gershgorin
 from zbound.bounds.scalar import beta, log_softmax
 
-_LOGSPACE_RANGE = 600.0
+# Score range (nats) of a sequence above which its recursion runs in log space from the start.
+LOGSPACE_RANGE = 600.0
 # Floor on every unnormalized message entry of the scaled recursion. A product or sum term that
 # underflows is below 2.3e-308 (absolute rounding error of subnormals: 5e-324), so where every
 # entry it belongs to exceeds this floor, what was lost is relatively below 1e-18: the
@@ -168,7 +169,7 @@ class Potentials:
         self.S = S
         self.T = T
         self.tmax = float(T.max())
-        self.logspace = bool(T.max() - T.min() > _LOGSPACE_RANGE)
+        self.logspace = bool(T.max() - T.min() > LOGSPACE_RANGE)
         self.expT = np.exp(T - self.tmax)
 
 
@@ -498,7 +499,8 @@ def bwd_apply(pot, B, cur, x, ET):
     return ((e * x) @ pot.expT.T + e @ ET[0].T) / (e @ pot.expT.T)
 
 
-def _et(pot, VT):
+def tangent_terms(pot, VT):
+    """(exp(T) * V_T, V_T): the transition terms of a tangent product along V."""
     return (pot.expT * VT, VT)
 
 
@@ -568,7 +570,7 @@ def hessian_matvec(layout, pot, log_z, A, B, P, SV, VT, n_jobs=None):
     n, m = SV.shape
     q = np.empty((n, m))
     r = np.empty((n, m))
-    ET = _et(pot, VT)
+    ET = tangent_terms(pot, VT)
 
     def run(c):
         tangent_chunk(c, pot, A, SV, ET, q)

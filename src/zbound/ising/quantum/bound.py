@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from zbound._threads import blas_threads as _limit_blas_threads
 from zbound.ising.features import FeatureSet, _unpack, coefficient_matrix
 from zbound.ising.model import check_scale, relative_gap
 from zbound.ising.quantum.chambolle_pock import solve_quantum
 from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
 from zbound.ising.quantum.duality import marginals_from_means, spin_means
+from zbound.utils.threads import blas_threads as _limit_blas_threads
 
 
 @dataclass

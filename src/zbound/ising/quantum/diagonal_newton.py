@@ -41,10 +41,10 @@ import numpy as np
 import scipy.linalg.lapack
 from scipy.linalg.blas import dsyrk, ssyrk
 
-from zbound._linalg import cholesky_solve
 from zbound.ising.features import FeatureSet
 from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import dual_value, feasible_primal, primal_value
+from zbound.utils.linalg import cholesky_solve
 
 CONTINUATION_FACTOR = 4.0   # eps_{k+1} = eps_k / 4
 CONTINUATION_START = 64.0   # eps_0 = 64 eps (rounded to a power of 4 times eps)

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg.lapack
 
-from zbound._linalg import psd_solve
 from zbound.ising.features import FeatureSet
 from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import feasible_primal, primal_value
+from zbound.utils.linalg import psd_solve
 
 # Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis
 # and a p x p Hessian (p = dim of V-perp in the coordinates used); above these sizes plain CP.
@@ -130,7 +130,7 @@ class DualNewton:
                                     self.eigendecompositions - start)
             mu = 1e-12 * max(float(np.max(np.diag(H))), 1e-300)
             # Cholesky where H + mu I is numerically positive definite, else the minimum-norm
-            # step (the pivot and singular-value threshold of zbound._linalg.singular_rtol)
+            # step (the pivot and singular-value threshold of zbound.utils.linalg.singular_rtol)
             delta = psd_solve(H + mu * np.eye(self.p), -g)
             slope = float(g @ delta)
             if not slope < 0:

@@ -506,7 +506,7 @@ def _read_lazily(name, n_train):
         return
     import gzip
 
-    from zbound.datasets._base import data_file
+    from zbound.datasets import data_file
     rel = "conll2000/train.txt.gz" if name == "conll2000" else \
         "conll2002/nltk_with_pos/esp.train.gz"
     count, cur = 0, []

@@ -24,16 +24,6 @@ from zbound.bench.suites.latent.problems import Split, load_split, stripes
 from zbound.bench.timing import thread_limit
 
 
-def _method(name: str):
-    if name == "em":
-        from zbound.solvers.latent_em import LatentEM
-        return LatentEM
-    if name == "em-joint":
-        from zbound.solvers.latent_em import LatentJointEM
-        return LatentJointEM
-    return name
-
-
 def fit_once(X, y, n_classes, M, reg, method: str, x0, cfg: Config) -> dict[str, Any]:
     """One run from x0: the result and its wall time (model construction included).
     "bound-long" is Alg. 2 with ``cfg.toy_long_ftol``, 10x the iterations and 4x the time."""
@@ -50,7 +40,7 @@ def fit_once(X, y, n_classes, M, reg, method: str, x0, cfg: Config) -> dict[str,
         return time.perf_counter() - t0 > budget
 
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        res = minimize(model, x0, method=_method(method), ftol=ftol, tol=1e-10,
+        res = minimize(model, x0, method=method, ftol=ftol, tol=1e-10,
                        max_iter=max_iter, callback=stop)
     seconds = time.perf_counter() - t0
     return {"res": res, "model": model, "seconds": seconds}

@@ -64,9 +64,9 @@ from zbound.bench.suites.logreg_large.problems import (
 
 # shared with logreg-small: the default's name, the time-budget callback, curve downsampling,
 # the BLAS thread limit
-from zbound.bench.suites.logreg_small.runs import _budget_callback as _budget
-from zbound.bench.suites.logreg_small.runs import _downsample, default_method
-from zbound.bench.timing import thread_limit, traced_peak
+from zbound.bench.suites.logreg_small.runs import default_method
+from zbound.bench.timing import budget_callback as _budget
+from zbound.bench.timing import downsample, thread_limit, traced_peak
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -562,7 +562,7 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
             out = first[m.name][0]
             r = out["res"]
             obj = np.asarray(r.trace.objective)
-            idx = _downsample(obj.shape[0], cfg.curve_points)
+            idx = downsample(obj.shape[0], cfg.curve_points)
             curves[m.name] = {"seconds": (out["t_build"]
                                           + np.asarray(r.trace.seconds)[idx]).tolist(),
                               "iteration": idx.tolist(),

@@ -53,7 +53,7 @@ from zbound.bench.suites.logreg_small.problems import (
     sklearn_theta,
     start_points,
 )
-from zbound.bench.timing import thread_limit, time_alternating
+from zbound.bench.timing import budget_callback, downsample, thread_limit, time_alternating
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -106,17 +106,12 @@ def method_plan(cfg: Config) -> tuple[list[str], dict[str, str], str]:
     return library, solver_of, default
 
 
-def _budget_callback(budget_s: float) -> Callable[[np.ndarray, float], bool]:
-    t0 = time.perf_counter()
-    return lambda x, f: time.perf_counter() - t0 > budget_s
-
-
 def _library_fn(problem: Problem, method: str, x0: np.ndarray, cfg: Config):
     from zbound.solvers import minimize
 
     def fn():
         return minimize(problem.model(), x0, method=method, target=problem.target, tol=1e-12,
-                        max_iter=cfg.max_iter, callback=_budget_callback(cfg.time_budget_s))
+                        max_iter=cfg.max_iter, callback=budget_callback(cfg.time_budget_s))
 
     return fn
 
@@ -169,16 +164,9 @@ def eval_costs(problem: Problem, x0: np.ndarray, n: int = 15) -> dict[str, float
     return out
 
 
-def _downsample(n: int, k: int) -> np.ndarray:
-    if n <= k:
-        return np.arange(n)
-    idx = np.unique(np.round(np.geomspace(1, n, k)).astype(int) - 1)
-    return np.unique(np.concatenate([[0], idx, [n - 1]]))
-
-
 def _curve(trace, f_star: float, k: int) -> dict[str, list[float]]:
     obj = np.asarray(trace.objective, dtype=np.float64)
-    idx = _downsample(obj.shape[0], k)
+    idx = downsample(obj.shape[0], k)
     return {"iteration": idx.tolist(), "seconds": np.asarray(trace.seconds)[idx].tolist(),
             "gap": (obj[idx] - f_star).tolist()}
 
@@ -348,7 +336,7 @@ def squarem_count_check(problem: Problem, starts: np.ndarray, squarem: dict[str,
 
     def run(method, x0, max_iter):
         r = minimize(problem.model(), x0, method=method, target=problem.target, tol=1e-12,
-                     max_iter=max_iter, callback=_budget_callback(cfg.count_check_budget_s))
+                     max_iter=max_iter, callback=budget_callback(cfg.count_check_budget_s))
         return int(r.counts.get("bound", 0)), bool(r.fun <= problem.target)
 
     rows = []

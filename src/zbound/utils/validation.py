@@ -33,3 +33,6 @@ def check_reg(reg) -> float:
     if not np.isfinite(reg) or reg < 0:
         raise ValueError(f"reg must be finite and >= 0, got {reg}")
     return float(reg)
+
+
+__all__ = ["check_design", "check_reg"]

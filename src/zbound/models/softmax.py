@@ -50,3 +50,6 @@ def class_major_product(R: np.ndarray, X, intercept: bool = False) -> np.ndarray
     if sp.issparse(X):
         return np.ascontiguousarray(np.asarray(X.T @ R.T).T)
     return R @ X
+
+
+__all__ = ["class_major_scores", "logsumexp_classes", "class_major_product"]

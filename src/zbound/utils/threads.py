@@ -75,3 +75,6 @@ def limit_small_fits(fit):
             return fit(self, X, y, *args, **kwargs)
 
     return wrapper
+
+
+__all__ = ["SMALL_WORK", "blas_threads", "fit_threads", "limit_small_fits"]
