@@ -296,12 +296,12 @@ def test_average_curvature_is_the_running_or_exponential_mean(weight):
 
 
 def test_kronecker_factored_solve_and_label_factor():
-    from zbound.solvers.stochastic import KroneckerFactored, _label_weight_matrix
+    from zbound.solvers.stochastic import KroneckerFactored
 
     model = logistic_problem(1, t=50, d=4, n=4, reg=0.3)
     x = 0.2 * np.random.default_rng(1).standard_normal(model.n_params)
     C = model.loss.majorizer(x).curvature
-    B = _label_weight_matrix(C)
+    B = C.label_weight_matrix()
     np.testing.assert_allclose(B, C.B.sum(axis=0), rtol=1e-12, atol=1e-14)
     rng = np.random.default_rng(2)
     G = rng.standard_normal((C.d, C.d))
@@ -345,7 +345,7 @@ def test_damped_kronecker_step_is_the_explicit_solve(shrink, eig_builds):
     """Above dense_max the averaged step is eta (Bbar (x) (G_e + c I) + lambda I)^{-1} g:
     Bbar the running mean of the label factors, G_e the Gram average at the last build listed
     in gram_eig_builds, c = gram_shrink * tr(Gbar) / rows with Gbar the current Gram average."""
-    from zbound.solvers.stochastic import _design, _label_weight_matrix, _penalty_diagonal
+    from zbound.solvers.stochastic import _penalty_diagonal
 
     model = logistic_problem(8, t=60, d=4, n=3, reg=0.5)
     p = model.n_params
@@ -357,10 +357,10 @@ def test_damped_kronecker_step_is_the_explicit_solve(shrink, eig_builds):
     for k, rows in enumerate(iterate_batches(60, 15, np.random.default_rng(3)), start=1):
         batch = batch_objective(model, rows)
         C = batch.loss.majorizer(state.x).curvature
-        B = _label_weight_matrix(C)
+        B = C.label_weight_matrix()
         Bbar = B if Bbar is None else Bbar + (B - Bbar) / k
         if k <= 3:
-            X = _design(C)
+            X = C.design()
             G = X.T @ X / X.shape[0]
             Gbar = G if Gbar is None else Gbar + (G - Gbar) / k
             rows_seen += X.shape[0]
@@ -379,11 +379,9 @@ def test_damped_kronecker_step_is_the_explicit_solve(shrink, eig_builds):
 def test_damping_only_adds_curvature():
     """Bbar (x) (G + c I) - Bbar (x) G = c Bbar (x) I is PSD for c >= 0: damping never
     lowers the curvature (Bbar, a sum of Alg. 1 label factors, is PSD)."""
-    from zbound.solvers.stochastic import _label_weight_matrix
-
     model = logistic_problem(9, t=40, d=3, n=4, reg=0.5)
     x = np.random.default_rng(0).standard_normal(model.n_params)
-    B = _label_weight_matrix(model.loss.majorizer(x).curvature)
+    B = model.loss.majorizer(x).curvature.label_weight_matrix()
     assert np.linalg.eigvalsh(np.kron(B, 0.3 * np.eye(3))).min() >= -1e-12
 
 
@@ -434,7 +432,7 @@ def test_first_batch_gram_with_doubling_rebuilds_is_the_explicit_solve(monkeypat
     first batch's, damped by s tr(G_1) / rows_1 and decomposed once; the bound is rebuilt at
     updates 1, 2, 4, 8, ... and every step is the explicit solve with the running mean of the
     label factors of those builds."""
-    from zbound.solvers.stochastic import _design, _label_weight_matrix, _penalty_diagonal
+    from zbound.solvers.stochastic import _penalty_diagonal
 
     model = logistic_problem(4, t=160, d=4, n=3, reg=0.5)
     p = model.n_params
@@ -456,10 +454,10 @@ def test_first_batch_gram_with_doubling_rebuilds_is_the_explicit_solve(monkeypat
         if t & (t - 1) == 0:                            # a build at 1, 2, 4, 8, 16
             C = batch.loss.majorizer(state.x).curvature
             n_builds += 1
-            B = _label_weight_matrix(C)
+            B = C.label_weight_matrix()
             Bbar = B if Bbar is None else Bbar + (B - Bbar) / n_builds
             if G1 is None:
-                X = _design(C)
+                X = C.design()
                 G1 = X.T @ X / X.shape[0]
                 G1 = G1 + 2.0 * np.trace(G1) / X.shape[0] * np.eye(G1.shape[0])
         lam = _penalty_diagonal(batch.penalties, p).max()

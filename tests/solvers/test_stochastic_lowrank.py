@@ -192,7 +192,6 @@ def test_averaged_kronecker_spfb_with_a_truncated_gram():
 @pytest.mark.parametrize("fit_intercept", [False, True])
 def test_binary_dense_curvature_fast_path(fit_intercept):
     """One free class: the weighted Gram product equals the general dense assembly."""
-    from zbound.solvers.stochastic import _dense_curvature
 
     rng = np.random.default_rng(9)
     X = rng.standard_normal((50, 6))
@@ -200,4 +199,4 @@ def test_binary_dense_curvature_fast_path(fit_intercept):
     loss = SoftmaxLoss(X, y, 2, sample_weight=rng.uniform(0, 2, 50), reference_class=True,
                        fit_intercept=fit_intercept)
     C = loss.majorizer(rng.standard_normal(loss.n_params)).curvature
-    np.testing.assert_allclose(_dense_curvature(C), C.to_dense(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(C.assemble(), C.to_dense(), rtol=1e-12, atol=1e-12)

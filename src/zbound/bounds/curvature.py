@@ -100,6 +100,29 @@ class Curvature:
         curvatures have it: what a solver needs to know of a penalty's structure."""
         return None
 
+    def assemble(self) -> np.ndarray:
+        """The (p, p) matrix for a dense factorization, by the cheapest assembly the
+        structure has (default: :meth:`to_dense`)."""
+        return self.to_dense()
+
+    # Factors of a softmax bound (Alg. 1), where the operator is one; None elsewhere.
+    def label_vectors(self) -> np.ndarray | None:
+        """(t, n, k) weighted label vectors sqrt(w_i) l_i of an Alg. 1 softmax bound
+        (:meth:`LabelBoundCurvature.label_vectors`), or None."""
+        return None
+
+    def design(self) -> np.ndarray | None:
+        """The dense design the operator's Gram products are taken of, or None."""
+        return None
+
+    def label_weight_matrix(self) -> np.ndarray | None:
+        """sum_j s_j B_j, the label factor of the Kronecker approximation, or None."""
+        return None
+
+    def rank_one_terms(self) -> np.ndarray | None:
+        """R (m, p) with R^T R this operator, one row per rank-one term, or None."""
+        return None
+
     def quad(self, v: np.ndarray) -> float:
         """v^T C v."""
         return float(v @ self.matvec(v))
@@ -938,6 +961,58 @@ class LabelBoundCurvature(KroneckerCurvature):
         if self._B is None:
             self._B = self._B_rows(0, self.X.shape[0])
         return self._B
+
+    # -- factors: rank-one terms, the Kronecker approximation ----------------------------------
+    def label_vectors(self) -> np.ndarray:
+        """sqrt(w_i) l_i for every sample and visited label (sample weights inside w), as
+        (t, n_labels, n): l_i = e_{label_i} - m_{i-1} over the free classes,
+        m_i = m_{i-1} + rho_i l_i, vectorized over samples (sum_i over a sample gives B_j).
+        The ridge ``reg`` is not part of them."""
+        perm, rho, w = self.perm, self.rho, self.w
+        n, t = perm.shape
+        free = self.free
+        cols = np.arange(t)
+        m = np.zeros((t, n))
+        out = np.empty((t, n, n - free))
+        for i in range(n):
+            L = -m
+            L[cols, perm[i]] += 1.0
+            out[:, i] = np.sqrt(np.maximum(w[i], 0.0))[:, None] * L[:, free:]
+            m += rho[i][:, None] * L
+        return out
+
+    def design(self) -> np.ndarray:
+        """The dense design the Gram products are taken of ([X, 1] with an intercept)."""
+        X = self.X.toarray() if sp.issparse(self.X) else np.asarray(self.X)
+        if self.intercept:
+            X = np.hstack([X, np.ones((X.shape[0], 1))])
+        return X
+
+    def label_weight_matrix(self) -> np.ndarray:
+        """sum_j s_j B_j over the free classes, (n, n): the label factor of the Kronecker
+        approximation (sum_j s_j B_j) (x) (sum_j x_j x_j^T / t). One Gram product of the
+        weighted label vectors (B_j = sum_i w_i l_i l_i^T)."""
+        L = self.label_vectors()
+        L = L.reshape(-1, L.shape[-1])
+        return L.T @ L
+
+    def rank_one_terms(self) -> np.ndarray:
+        """R of shape (m, p), one row r = sqrt(s_j w_i) (l_i (x) x_j) per sample j and visited
+        label i with a positive weight (sample-major, labels in visiting order), so that
+        R^T R is this curvature without its ridge. Dense; meant for small p."""
+        L, X = self.label_vectors(), self.design()
+        t, n, k = L.shape
+        out = (L[:, :, :, None] * X[:, None, None, :]).reshape(t * n, k * X.shape[1])
+        return out[(self.w.T > 0).reshape(-1)]
+
+    def assemble(self) -> np.ndarray:
+        """With one free class (binary with a reference class) and no ridge, one weighted
+        Gram product [X, 1]^T diag(b_j) [X, 1] (b_j = s_j B_j, 1 x 1); else ``to_dense``."""
+        if self.n == 1 and not self.reg:
+            X = self.design()
+            b = self._B_rows(0, X.shape[0])[:, 0, 0]
+            return (X * b[:, None]).T @ X
+        return self.to_dense()
 
     def to_dense(self):
         t = self.X.shape[0]

@@ -377,7 +377,51 @@ def eigen_block_preconditioner(Q: np.ndarray, factors, extra: np.ndarray):
     return apply
 
 
+
+class KroneckerFactored:
+    """(Bbar (x) G + lam I)^{-1} by the eigendecompositions of the (n, n) label factor Bbar and
+    the (d, d) Gram factor G: two products of an (n, d) matrix per solve, O(n d^2 + n^2 d).
+
+    The Kronecker approximation of a softmax bound curvature sum_j s_j B_j (x) x_j x_j^T is
+    (sum_j s_j B_j) (x) (sum_j x_j x_j^T / m) (K-FAC's independence assumption); not a bound, a
+    preconditioner (and, in SPFB's averaged mode above ``dense_max``, the curvature itself).
+
+    ``rank``: keep only the top ``rank`` eigenpairs of G and replace the rest by their mean
+    sigma (G ~ U_r diag(e_r) U_r^T + sigma (I - U_r U_r^T), the same trace); a solve then costs
+    O(n d rank + n^2 d) instead of O(n d^2). None: the whole spectrum. ``gram_eig`` may be
+    (diagonal, None) for a diagonal Gram factor.
+    """
+
+    def __init__(self, B: np.ndarray, gram_eig, lam: float, rank: int | None = None):
+        self.eb, self.Ub = np.linalg.eigh(0.5 * (B + B.T))
+        eg, Ug = gram_eig
+        eb = np.maximum(self.eb, 0.0)
+        self.tail = None
+        self.d = eg.shape[0]
+        if Ug is not None and rank is not None and int(rank) < eg.shape[0]:
+            r = int(rank)
+            rest = np.maximum(eg[:-r], 0.0)            # eigh is ascending: the top r are last
+            sigma = float(rest.mean()) if rest.size else 0.0
+            eg, Ug = eg[-r:], Ug[:, -r:]
+            self.tail = 1.0 / (eb * sigma + lam)
+        self.eg, self.Ug = eg, Ug
+        self.den = eb[:, None] * np.maximum(eg, 0.0)[None, :] + lam
+
+    def solve(self, v: np.ndarray) -> np.ndarray:
+        n = self.Ub.shape[0]
+        Vm = v.reshape(n, self.d)
+        if self.Ug is None:                            # a diagonal Gram factor
+            return (self.Ub @ ((self.Ub.T @ Vm) / self.den)).ravel()
+        A = Vm @ self.Ug
+        Z = self.Ub.T @ A
+        Z /= self.den
+        out = (self.Ub @ Z) @ self.Ug.T
+        if self.tail is not None:                      # the complement of the top r
+            perp = Vm - A @ self.Ug.T
+            out += self.Ub @ (self.tail[:, None] * (self.Ub.T @ perp))
+        return out.ravel()
+
 __all__ = ["MAX_BLOCK_ELEMS", "MIN_BLOCK_ELEMS", "EIGEN_MAX_ELEMS", "SOFTMAX_WOODBURY_MAX",
            "block_budget", "block_preconditioner_kind", "woodbury_block_jacobi",
            "softmax_woodbury", "factor_gram", "factor_blocks", "gram_block_jacobi",
-           "gram_eigenbasis", "eigen_block_preconditioner"]
+           "gram_eigenbasis", "eigen_block_preconditioner", "KroneckerFactored"]

@@ -49,7 +49,8 @@ import scipy.linalg
 import scipy.linalg.lapack
 from scipy.linalg.blas import dger
 
-from zbound.bounds.lowrank import LowRankCurvature
+from zbound.bounds.lowrank import BlockedLowRank, blocked_lowrank_update
+from zbound.bounds.preconditioners import KroneckerFactored
 from zbound.models.base import Batchable, Majorizer, SoftmaxData, supports
 from zbound.models.objective import Objective
 from zbound.solvers.base import MethodInfo, Solver, State, register
@@ -144,31 +145,6 @@ def iterate_batches(n: int, batch_size: int, rng: np.random.Generator | None):
         yield order[a:a + batch_size]
 
 
-# ------------------------------------------------------------------- Alg. 1 rank-one terms
-def _label_vectors(C) -> np.ndarray:
-    """sqrt(w_i) l_i for every sample and visited label of an Alg. 1 softmax curvature ``C``
-    (:class:`~zbound.bounds.curvature.LabelBoundCurvature`, sample weights inside w), as
-    (t, n, n - free): l_i = e_{label_i} - m_{i-1} over the free classes,
-    m_i = m_{i-1} + rho_i l_i, vectorized over samples (sum_i over a sample gives B_j)."""
-    perm, rho, w = C.perm, C.rho, C.w
-    n, t = perm.shape
-    free = C.free
-    cols = np.arange(t)
-    m = np.zeros((t, n))
-    out = np.empty((t, n, n - free))
-    for i in range(n):
-        L = -m
-        L[cols, perm[i]] += 1.0
-        out[:, i] = np.sqrt(np.maximum(w[i], 0.0))[:, None] * L[:, free:]
-        m += rho[i][:, None] * L
-    return out
-
-
-def _weighted_label_vectors(C):
-    """:func:`_label_vectors` and the dense design ([X, 1] with an implicit intercept)."""
-    return _label_vectors(C), _design(C)
-
-
 def softmax_bound_terms(loss, theta: np.ndarray, order: str = "descending") -> np.ndarray:
     """The rank-one terms of the Alg. 1 bound of a :class:`~zbound.models.loss.SoftmaxLoss`.
 
@@ -179,117 +155,7 @@ def softmax_bound_terms(loss, theta: np.ndarray, order: str = "descending") -> n
     m_i = m_{i-1} + rho_i l_i (the factors of ``label_bound_factors``), vectorized over samples.
     Dense; meant for small p (Sherman-Morrison SBM).
     """
-    C = loss.majorizer(np.asarray(theta, dtype=np.float64), order).curvature
-    L, X = _weighted_label_vectors(C)
-    t, n, k = L.shape
-    out = (L[:, :, :, None] * X[:, None, None, :]).reshape(t * n, k * X.shape[1])
-    return out[(C.w.T > 0).reshape(-1)]            # sample-major, labels in visiting order
-
-
-# ------------------------------------------------------- blocked low-rank accumulation
-def _eigh(M: np.ndarray):
-    """Ascending eigenpairs of a small symmetric matrix (raw LAPACK dsyevd: the wrapper's
-    checks cost more than a (k+b)-sized problem)."""
-    w, Q, info = scipy.linalg.lapack.dsyevd(M)
-    if info != 0:
-        w, Q = np.linalg.eigh(M)
-    return w, Q
-
-
-class BlockedLowRank:
-    """V^T diag(s) V + diag(D) accumulated ``block`` rank-one terms at a time: the block version
-    of the "exact" rule of :mod:`zbound.bounds.lowrank` (one (k+b)-sized eigenproblem per block
-    of b terms instead of b Python-level rank-one updates).
-
-    For a block R (b, p) with P = V R^T and the residual G = R^T - V^T P = Q_g R_g (thin QR,
-    after a second Gram-Schmidt pass against V), the sum V^T diag(s) V + R^T R is exactly
-    U^T M U with U = [V; Q_g^T] and M = diag(s, 0) + F F^T, F = [P; R_g] ((k + b) x b). M is
-    eigendecomposed, the top ``rank`` pairs are kept, and every other pair (c, w) is absorbed
-    into the diagonal, D += c |v| ||v||_1 with v = U^T w (the least-trace diagonal that
-    dominates c v v^T). Each step adds a PSD matrix to the exact running sum, so the result
-    dominates it for any V (R^T = V^T P + Q_g R_g holds by construction; orthonormal V only
-    makes it tight). Cost O(p (k + b)^2) per block; the (k + b, p) work arrays are allocated
-    once (fresh megabyte-sized arrays per block cost page faults comparable to the BLAS work).
-    """
-
-    def __init__(self, p: int, rank: int, block: int):
-        _check_positive_int("rank", rank)
-        _check_positive_int("block", block)
-        self.p, self.rank, self.block = int(p), int(rank), int(block)
-        m = self.rank + self.block
-        self.U = np.empty((m, self.p))             # rows [V; Q_g^T]
-        self.W = np.empty((m, self.p))             # rotated basis
-        self.GT = np.empty((self.block, self.p))
-        self.k = 0
-        self.s = np.zeros(0)
-        self.D = np.zeros(self.p)
-
-    @property
-    def V(self) -> np.ndarray:
-        return self.U[:self.k]
-
-    def add_block(self, R: np.ndarray) -> None:
-        """Sigma += R^T R for R (b, p), b <= ``block``."""
-        R = np.asarray(R, dtype=np.float64)
-        b = R.shape[0]
-        if b == 0:
-            return
-        if b > self.block or R.shape[1] != self.p:
-            raise ValueError(f"a block must have at most {self.block} rows of length {self.p}, "
-                             f"got {R.shape}")
-        k = self.k
-        V = self.U[:k]
-        GT = self.GT[:b]
-        if k:
-            P = R @ V.T                            # (b, k): P^T
-            np.matmul(P, V, out=GT)
-            np.subtract(R, GT, out=GT)             # G^T = R - P^T V
-            c = GT @ V.T                           # second Gram-Schmidt pass
-            P += c
-            GT -= c @ V
-        else:
-            P = np.zeros((b, 0))
-            GT[...] = R
-        Qg, Rg = scipy.linalg.qr(GT.T, mode="economic", check_finite=False)
-        q = Rg.shape[0]                            # min(b, p)
-        F = np.vstack([P.T, Rg])
-        M = F @ F.T
-        M[np.arange(k), np.arange(k)] += self.s
-        lam, Q = _eigh(M)                          # ascending
-        m = k + q
-        self.U[k:m] = Qg.T
-        W = self.W[:m]
-        np.matmul(Q.T, self.U[:m], out=W)          # the eigenvectors in R^p
-        drop = max(0, m - self.rank)
-        if drop:
-            Wd = np.abs(W[:drop])
-            c = np.maximum(lam[:drop], 0.0) * Wd.sum(axis=1)
-            self.D += c @ Wd
-        self.k = m - drop
-        self.U[:self.k] = W[drop:m]
-        self.s = np.maximum(lam[drop:], 0.0)
-
-    def add_rows(self, R: np.ndarray) -> None:
-        """Every row of R as a rank-one term, ``block`` at a time."""
-        for a in range(0, R.shape[0], self.block):
-            self.add_block(R[a:a + self.block])
-
-    def curvature(self) -> LowRankCurvature:
-        return LowRankCurvature(self.V.copy(), np.diag(self.s), self.D.copy(), self.rank)
-
-
-def blocked_lowrank_update(V: np.ndarray, s: np.ndarray, D: np.ndarray, R: np.ndarray,
-                           rank: int):
-    """One block update of :class:`BlockedLowRank` on explicit (V, s, D): returns the new
-    (V, s) and adds the absorbed pairs to D in place."""
-    acc = BlockedLowRank(D.shape[0], rank, max(1, R.shape[0]))
-    k = V.shape[0]
-    if k > rank:
-        raise ValueError(f"V has {k} rows, more than rank = {rank}")
-    acc.U[:k] = V
-    acc.k, acc.s, acc.D = k, np.asarray(s, dtype=np.float64), D
-    acc.add_block(R)
-    return acc.V.copy(), acc.s
+    return loss.majorizer(np.asarray(theta, dtype=np.float64), order).curvature.rank_one_terms()
 
 
 def lowrank_majorizer_blocked(batch, theta: np.ndarray, order: str = "descending",
@@ -302,9 +168,10 @@ def lowrank_majorizer_blocked(batch, theta: np.ndarray, order: str = "descending
     theta = np.asarray(theta, dtype=np.float64)
     maj = batch.loss.majorizer(theta, order)
     C = maj.curvature
-    if not hasattr(C, "perm"):                     # not one softmax chunk: stream the terms
+    Lw = C.label_vectors()
+    if Lw is None:                                 # not one softmax chunk: stream the terms
         return batch.lowrank_majorizer(theta, order, rank=rank, rule="exact")
-    Lw, X = _weighted_label_vectors(_strip_reg(C) if getattr(C, "reg", 0.0) else C)
+    X = C.design()
     t, n, kf = Lw.shape
     d = X.shape[1]
     p = kf * d
@@ -515,90 +382,6 @@ def _penalty_diagonal(penalties, p: int) -> np.ndarray:
     return diag
 
 
-def _label_weight_matrix(C) -> np.ndarray:
-    """sum_j s_j B_j over the free classes, (n, n), of an Alg. 1 curvature (LabelBoundCurvature,
-    possibly with an intercept): the label factor of its Kronecker approximation. One Gram
-    product of the weighted label vectors (B_j = sum_i w_i l_i l_i^T)."""
-    if getattr(C, "reg", 0.0):
-        C = _strip_reg(C)
-    L = _label_vectors(C)
-    L = L.reshape(-1, L.shape[-1])
-    return L.T @ L
-
-
-def _dense_curvature(C) -> np.ndarray:
-    """The (p, p) curvature; with one free class (binary with a reference class) one weighted
-    Gram product [X, 1]^T diag(b_j) [X, 1] (b_j = s_j B_j, 1 x 1) instead of the general
-    assembly."""
-    if getattr(C, "n", None) == 1 and hasattr(C, "_B_rows") and not getattr(C, "reg", 0.0):
-        X = _design(C)
-        b = C._B_rows(0, X.shape[0])[:, 0, 0]
-        return (X * b[:, None]).T @ X
-    return C.to_dense()
-
-
-def _strip_reg(C):
-    import copy
-
-    C = copy.copy(C)
-    C.reg = 0.0
-    return C
-
-
-def _design(C) -> np.ndarray:
-    """The dense design the curvature's Gram is taken of ([X, 1] with an intercept)."""
-    import scipy.sparse as sp
-
-    X = C.X.toarray() if sp.issparse(C.X) else np.asarray(C.X)
-    if getattr(C, "intercept", False):
-        X = np.hstack([X, np.ones((X.shape[0], 1))])
-    return X
-
-
-class KroneckerFactored:
-    """(Bbar (x) G + lam I)^{-1} by the eigendecompositions of the (n, n) label factor Bbar and
-    the (d, d) Gram factor G: two products of an (n, d) matrix per solve, O(n d^2 + n^2 d).
-
-    The Kronecker approximation of a softmax bound curvature sum_j s_j B_j (x) x_j x_j^T is
-    (sum_j s_j B_j) (x) (sum_j x_j x_j^T / m) (K-FAC's independence assumption); not a bound, a
-    preconditioner (and, in SPFB's averaged mode above ``dense_max``, the curvature itself).
-
-    ``rank``: keep only the top ``rank`` eigenpairs of G and replace the rest by their mean
-    sigma (G ~ U_r diag(e_r) U_r^T + sigma (I - U_r U_r^T), the same trace); a solve then costs
-    O(n d rank + n^2 d) instead of O(n d^2). None: the whole spectrum. ``gram_eig`` may be
-    (diagonal, None) for a diagonal Gram factor.
-    """
-
-    def __init__(self, B: np.ndarray, gram_eig, lam: float, rank: int | None = None):
-        self.eb, self.Ub = np.linalg.eigh(0.5 * (B + B.T))
-        eg, Ug = gram_eig
-        eb = np.maximum(self.eb, 0.0)
-        self.tail = None
-        self.d = eg.shape[0]
-        if Ug is not None and rank is not None and int(rank) < eg.shape[0]:
-            r = int(rank)
-            rest = np.maximum(eg[:-r], 0.0)            # eigh is ascending: the top r are last
-            sigma = float(rest.mean()) if rest.size else 0.0
-            eg, Ug = eg[-r:], Ug[:, -r:]
-            self.tail = 1.0 / (eb * sigma + lam)
-        self.eg, self.Ug = eg, Ug
-        self.den = eb[:, None] * np.maximum(eg, 0.0)[None, :] + lam
-
-    def solve(self, v: np.ndarray) -> np.ndarray:
-        n = self.Ub.shape[0]
-        Vm = v.reshape(n, self.d)
-        if self.Ug is None:                            # a diagonal Gram factor
-            return (self.Ub @ ((self.Ub.T @ Vm) / self.den)).ravel()
-        A = Vm @ self.Ug
-        Z = self.Ub.T @ A
-        Z /= self.den
-        out = (self.Ub @ Z) @ self.Ug.T
-        if self.tail is not None:                      # the complement of the top r
-            perp = Vm - A @ self.Ug.T
-            out += self.Ub @ (self.tail[:, None] * (self.Ub.T @ perp))
-        return out.ravel()
-
-
 @register
 class SPFB(_BoundStep):
     """SGB Alg. 2 (Stochastic Partition Function Bound) on mini-batches.
@@ -694,7 +477,7 @@ class SPFB(_BoundStep):
         eigenvalues are shifted by s tr(G) / rows (rows: the rows averaged so far)."""
         K = int(self.opts["gram_updates"])
         if ex.gram_n < K:
-            X = _design(C)
+            X = C.design()
             G = X.T @ X / X.shape[0]
             k = ex.gram_n + 1
             ex.gram = G if k == 1 else ex.gram + (G - ex.gram) / k
@@ -721,7 +504,7 @@ class SPFB(_BoundStep):
         C = M.curvature
         diag = _penalty_diagonal(pen, p)
         if p <= int(self.opts["dense_max"]):
-            A = _dense_curvature(C)
+            A = C.assemble()
             for q in pen:
                 q.curvature(p).add_to_dense(A)
             A = ex.avg_dense = self._mix(ex, ex.avg_dense, A)
@@ -734,9 +517,10 @@ class SPFB(_BoundStep):
         lam = float(diag.max()) if diag.size and diag.max() > 0 else 1e-12
         kron = None
         if self.opts["curvature"] == "average" or self.opts["precond"] == "kron":
-            if not hasattr(C, "_B_rows"):
+            Bc = C.label_weight_matrix()
+            if Bc is None:
                 raise TypeError("the Kronecker curvature needs a softmax bound curvature")
-            B = ex.avg_label = self._mix(ex, ex.avg_label, _label_weight_matrix(C))
+            B = ex.avg_label = self._mix(ex, ex.avg_label, Bc)
             kron = KroneckerFactored(B, self._gram(ex, C), lam, self.opts["kron_rank"])
         if self.opts["curvature"] == "average":
             return ("kron", kron)
