@@ -13,7 +13,7 @@ API = (Path(__file__).resolve().parents[1] / "docs" / "api.rst").read_text()
 PACKAGES = ["zbound.solvers", "zbound.datasets", "zbound.ising", "zbound.ising.quantum",
             "zbound.moe", "zbound.distributed", "zbound.structured", "zbound.estimators",
             "zbound.bounds.policy", "zbound.bounds.preconditioners", "zbound.models.base",
-            "zbound.models.softmax",
+            "zbound.models.softmax", "zbound.bounds.boehning", "zbound.models.boehning",
             "zbound.utils.linalg", "zbound.utils.validation", "zbound.utils.threads"]
 
 

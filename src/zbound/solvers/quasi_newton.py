@@ -73,7 +73,13 @@ from typing import Any
 
 import numpy as np
 
+from zbound.bounds.boehning import BoundPreconditioner  # noqa: F401  (re-exported)
 from zbound.models.base import FixedCurvature, SinglePrecision, supports
+from zbound.models.boehning import (  # noqa: F401  (re-exported)
+    bound_preconditioner,
+    preconditioner_cost,
+    preconditioner_fits,
+)
 from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import backtrack
 from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
@@ -276,17 +282,6 @@ class CompactMemory:
         return out
 
 
-# precondition="auto" builds the preconditioner when the Gram matrix and its Cholesky factor
-# cost at most ``_SETUP_BUDGET`` gradient evaluations, applying it at most ``_APPLY_BUDGET`` of
-# one, and its (d, d) matrix at most ``_MAX_GRAM_BYTES`` (SRBCT, d = 2309 and 66 rows: setup
-# ~1800 gradients, skipped; KMNIST 2000 x 785: 22; adult: 27; digits: 1.6).
-_SETUP_BUDGET = 40.0
-_APPLY_BUDGET = 0.5
-_MAX_GRAM_BYTES = 256 * 2**20
-# The Gram matrix of the preconditioner is estimated from every m-th row once there are more
-# than max(_GRAM_MIN_ROWS, _GRAM_ROWS_PER_COLUMN d) rows (a metric, not a bound, is needed).
-_GRAM_MIN_ROWS = 4096
-_GRAM_ROWS_PER_COLUMN = 20
 PRECONDITIONERS = ("none", "bound", "auto")
 # memory="auto" (lbfgs-precond): 80 pairs where they fit in 1 MB as float64 (p <= 819), else
 # 40. Measured, medians over 5 starts, ms to the 1e-3 / 1e-8 targets with 40 / 60 / 80 / 120
@@ -317,259 +312,9 @@ _AUTO_SINGLE_BYTES = 2**20
 # precision="single" keeps the preconditioner's factor in float32 only for shrink >= this (a
 # shrunk B has condition number <= 1 + d / shrink; shrink = 0, the bound itself, stays float64)
 _SINGLE_MIN_SHRINK = 0.1
-# BoundPreconditioner keeps explicit inverses (one GEMM per application) up to this d
-_EXPLICIT_MAX_D = 256
-
-
 def _parts(model):
     """(loss, penalties) of an objective, or (the model, ()) for a bare loss."""
     return getattr(model, "loss", model), tuple(getattr(model, "penalties", ()))
-
-
-def preconditioner_cost(model) -> tuple[float, float] | None:
-    """(setup, per application) cost of :class:`BoundPreconditioner` for ``model`` in units of
-    one gradient evaluation (flop counts: Gram t d^2, Cholesky d^3 / 3, two triangular solves
-    2 k d^2, against a gradient's 4 t k d; sparse X: nnz in place of t d), or None where it
-    does not apply (no ``bound_gram``)."""
-    import scipy.sparse as sp
-
-    loss, _ = _parts(model)
-    if not supports(loss, FixedCurvature):
-        return None
-    t, d, k = loss.n_samples, loss.d, loss.k
-    X = loss.X
-    nnz = X.nnz if sp.issparse(X) else t * X.shape[1]
-    grad = 4.0 * max(nnz, 1) * k
-    factors = 2 if (k >= 2 and loss.k < loss.n_classes) else 1
-    setup = nnz * d + factors * d ** 3 / 3.0
-    return setup / grad, 2.0 * factors * k * d * d / grad
-
-
-class BoundPreconditioner:
-    """v -> B^{-1} v for Boehning's fixed curvature of a softmax objective plus its penalties,
-    shrunk towards its mean eigenvalue:
-
-        B = (I_k - 1 1^T / K) / 2 (x) G + I_k (x) (diag(D) + mu I) + w (1 1^T) (x) (e e^T),
-
-    G = ``loss.bound_gram()`` (weighted Gram matrix, intercept column implicit), k the free
-    classes of K, D the per-class L2 strengths (the same for every class), w e e^T the
-    intercept-centering term, mu = ``shrink`` lambda tr(G) / d (lambda = 1/2, or 1/4 for one
-    weight vector). With ``shrink = 0`` B bounds the Hessian everywhere. The class factor has
-    two eigenvalues, 1/2 on vectors summing to 0 and (1 - k/K)/2 along 1, so
-    B^{-1} = P (x) M_perp^{-1} + (1 1^T / k) (x) M_1^{-1} with P = I - 1 1^T / k,
-    M_perp = G / 2 + diag(D) + mu I and M_1 = (1 - k/K)/2 G + diag(D) + mu I + w k e e^T: one
-    Cholesky factor of a (d, d) matrix (M_1 is diagonal plus rank one when k = K; two factors
-    with a reference class and k >= 2). Built once; never a (p, p) matrix. ``G`` is
-    overwritten. The factors are in rectangular full packed storage (LAPACK trttf / pftrf /
-    pftrs: half a (d, d) array, solves as fast as with the full one) and in ``G``'s precision:
-    a float32 ``G`` (``bound_preconditioner(..., dtype=np.float32)``) gives float32 factors,
-    half the memory again, for a shrunk B whose condition number single precision resolves.
-    ``explicit`` (default: d <= 256) also keeps M_perp^{-1} and M_1^{-1} as (d, d) arrays,
-    so that an application is one GEMM instead of two packed triangular solves.
-    """
-
-    def __init__(self, G: np.ndarray, k: int, n_classes: int, D: np.ndarray, w: float = 0.0,
-                 e: np.ndarray | None = None, shrink: float = 1.0,
-                 explicit: bool | None = None):
-        import scipy.linalg.lapack as lapack
-
-        self.k, self.d = int(k), G.shape[0]
-        lam1 = 0.5 * (1.0 - k / n_classes)
-        lam = 0.5 if self.k >= 2 else lam1
-        diagG = np.diag(G).astype(np.float64)
-        mu = shrink * lam * float(diagG.sum()) / self.d
-        D = np.asarray(D, dtype=np.float64) + mu
-        scale = max(lam * float(np.max(diagG)), float(np.max(D, initial=0.0)), 1e-300)
-        floor = 1e-10 * scale
-        self.shrink = shrink
-        self.n_classes, self.mu = int(n_classes), mu
-        self.D0, self.w, self.e = D - mu, float(w), e   # the penalties alone
-        self.dtype = G.dtype
-        pre = "s" if G.dtype == np.float32 else "d"
-        trttf, pftrf = getattr(lapack, pre + "trttf"), getattr(lapack, pre + "pftrf")
-        self._pftrs = getattr(lapack, pre + "pftrs")
-
-        def factor(M):
-            # The factor in rectangular full packed storage (LAPACK trttf / pftrf / pftrs):
-            # d (d + 1) / 2 numbers instead of d^2, solves as fast as potrs (level-3 BLAS).
-            # M.T is Fortran-ordered (M symmetric): trttf reads M without a copy.
-            M.flat[:: self.d + 1] += floor
-            arf, info = trttf(M.T, transr="N", uplo="L")
-            if info == 0:
-                arf, info = pftrf(self.d, arf, transr="N", uplo="L", overwrite_a=1)
-            if info != 0:
-                raise np.linalg.LinAlgError(
-                    f"the bound preconditioner's matrix is not positive definite (pftrf info "
-                    f"{info})")
-            return arf
-
-        self.perp = self.one = self.sm = self.one_diag = None
-        if self.k >= 2:                 # G itself is overwritten unless M_1 needs it too
-            M = G.copy() if lam1 > 0.0 else G
-            M *= 0.5
-            M.flat[:: self.d + 1] += D
-            self.perp = factor(M)
-        if lam1 > 0.0:
-            G *= lam1
-            G.flat[:: self.d + 1] += D
-            if e is not None and w > 0.0:
-                G += (w * self.k) * np.outer(e, e)
-            self.one = factor(G)
-        else:                           # diag(D) + w k e e^T: Sherman-Morrison
-            self.one_diag = 1.0 / np.maximum(D, floor)
-            if e is not None and w > 0.0:
-                ed = e * self.one_diag
-                self.sm = (ed, (w * self.k) / (1.0 + w * self.k * float(e @ ed)))
-        # Small d: the inverses explicitly, so that an application is one GEMM (the packed
-        # solve's transposes and calls cost more than its flops there: 28 us against about
-        # 8 us on digits, d = 65, per application, once per iteration)
-        # B^{-1} v = V M_perp^{-1} + 1 (m Q), m the class mean of V, Q = M_1^{-1} - M_perp^{-1}
-        # (one weight vector: v M_1^{-1})
-        self.explicit = self.d <= _EXPLICIT_MAX_D if explicit is None else bool(explicit)
-        self.perp_inv = self.Q = None
-        if self.explicit:
-            eye = np.eye(self.d)
-            if self.one is not None:
-                Q = self._solve(self.one, eye.astype(self.dtype)).astype(np.float64)
-            else:
-                Q = np.diag(self.one_diag)
-                if self.sm is not None:
-                    ed, c = self.sm
-                    Q -= c * np.outer(ed, ed)
-            if self.perp is not None:
-                P = self._solve(self.perp, eye.astype(self.dtype)).astype(np.float64)
-                Q -= P
-                self.perp_inv = np.ascontiguousarray(P, dtype=self.dtype)
-            self.Q = np.ascontiguousarray(Q, dtype=self.dtype)
-
-    def first_length(self, x: np.ndarray, d: np.ndarray, gd: float) -> float:
-        """Step length along d = -B^{-1} g that minimizes the objective's second-order model
-        at x when every class has the same score at x (x = 0, the usual start: uniform
-        class probabilities); 1 anywhere else.
-
-        There the softmax Hessian is exactly (I - 1 1^T / K) / K (x) G plus the penalties:
-        2 / K times Boehning's data curvature (I - 1 1^T / K) / 2 (x) G. Since B d = -g,
-        d^T B d = -g^T d, and the data part of d^T B d is that minus the penalties' and
-        the shrink's, so the model's curvature along d costs O(p) and no product with X
-        (with the sampled Gram matrix of a large t it is an estimate). The length is
-        Armijo-tested like any other trial."""
-        W = x.reshape(self.k, self.d)
-        uniform = not W.any() if self.k < self.n_classes else bool((W == W[0]).all())
-        if not uniform or not gd < 0.0:
-            return 1.0
-        D = d.reshape(self.k, self.d)
-        pen = float(np.einsum("kd,kd,d->", D, D, self.D0))
-        if self.e is not None and self.w > 0.0:
-            pen += self.w * float(self.e @ D.sum(axis=0)) ** 2
-        data = -gd - pen - self.mu * float(d @ d)
-        curv = (2.0 / self.n_classes) * max(data, 0.0) + pen
-        if not (curv > 0.0 and math.isfinite(curv)):
-            return 1.0
-        return max(1.0, -gd / curv)
-
-    def _solve(self, c, B):
-        """c c^T X = B for the lower Cholesky factor c (in the factor's precision)."""
-        B = np.asarray(B, dtype=self.dtype)
-        x, _ = self._pftrs(self.d, c, B if B.ndim == 2 else B[:, None], transr="N", uplo="L")
-        return x if B.ndim == 2 else x[:, 0]
-
-    def __call__(self, v: np.ndarray) -> np.ndarray:
-        """B^{-1} v, in the precision of v (float32 in, float32 out; else float64)."""
-        out_dtype = np.float32 if v.dtype == np.float32 else np.float64
-        V = v.reshape(self.k, self.d)
-        if self.explicit:
-            V = np.asarray(V, dtype=self.dtype)
-            if self.perp_inv is None:                   # k = 1
-                return np.asarray(V[0] @ self.Q, dtype=out_dtype)
-            R = V @ self.perp_inv
-            m = V.sum(axis=0)
-            m *= 1.0 / self.k
-            R += m @ self.Q
-            return np.asarray(R, dtype=out_dtype).ravel()
-        m = V.mean(axis=0)
-        if self.one is not None:
-            mo = self._solve(self.one, m)
-        else:
-            mo = m * self.one_diag
-            if self.sm is not None:
-                ed, c = self.sm
-                mo -= (c * float(ed @ m)) * ed
-        if self.perp is None:                   # k = 1: the class mean is v itself
-            return np.asarray(mo, dtype=out_dtype)
-        R = self._solve(self.perp, (V - m).T).T
-        R = np.asarray(R, dtype=out_dtype)
-        R += mo
-        return R.ravel()
-
-
-def _penalty_parts(loss, penalties):
-    """(D (d,), w, e) of L2 penalties equal over the classes plus at most one centering term
-    w (1 (x) e)(1 (x) e)^T; None for any other penalty structure."""
-    k, d = loss.k, loss.d
-    p = k * d
-    D = np.zeros(p)
-    w, e = 0.0, None
-    for pen in penalties:
-        form = pen.curvature(p).diagonal_plus_rank_one()
-        if form is None:
-            return None
-        D += form[0]
-        for weight, u in form[1]:
-            U = np.asarray(u).reshape(k, d)
-            if e is not None or not (U == U[0]).all():
-                return None
-            e, w = U[0].copy(), weight
-    Dk = D.reshape(k, d)
-    if not (Dk == Dk[0]).all():
-        return None
-    return Dk[0].copy(), w, e
-
-
-def preconditioner_fits(model) -> bool:
-    """Whether ``precondition="auto"`` builds :class:`BoundPreconditioner` for ``model``: a
-    softmax objective of the supported penalty structure whose setup costs at most 40
-    gradient evaluations and whose (d, d) matrix fits in 256 MB (nothing is built here)."""
-    cost = preconditioner_cost(model)
-    if cost is None or cost[0] > _SETUP_BUDGET or cost[1] > _APPLY_BUDGET:
-        return False
-    loss, penalties = _parts(model)
-    if 8 * loss.d * loss.d > _MAX_GRAM_BYTES:
-        return False
-    return _penalty_parts(loss, penalties) is not None
-
-
-def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
-                         dtype=np.float64, explicit: bool | None = None
-                         ) -> BoundPreconditioner | None:
-    """:class:`BoundPreconditioner` for a softmax objective (a loss with ``bound_gram``, L2
-    penalties equal over classes, at most one intercept-centering term); None for anything
-    else. Raises ValueError when its (d, d) matrix would exceed 256 MB. ``sample``: the Gram
-    matrix from every m-th row once there are more than max(4096, 20 d) rows (scaled to the
-    total weight; B is then an estimate, not a bound). ``dtype`` float32 keeps the factor in
-    single precision (half the memory and of a solve's memory traffic; for a shrunk B, whose
-    condition number is at most 1 + (largest eigenvalue) / mu, single precision resolves it).
-    ``explicit``: see :class:`BoundPreconditioner`."""
-    loss, penalties = _parts(model)
-    if not supports(loss, FixedCurvature):
-        return None
-    k, d = loss.k, loss.d
-    if 8 * d * d > _MAX_GRAM_BYTES:
-        raise ValueError(f"the bound preconditioner needs a dense {d} x {d} matrix "
-                         f"({8 * d * d / 2**20:.0f} MB, limit {_MAX_GRAM_BYTES // 2**20} MB); "
-                         "use precondition='none' (or 'auto', which skips it)")
-    parts = _penalty_parts(loss, penalties)
-    if parts is None:
-        return None
-    D, w, e = parts
-    rows = None
-    if sample:
-        rows = max(_GRAM_MIN_ROWS, _GRAM_ROWS_PER_COLUMN * d)
-    with np.errstate(over="ignore", invalid="ignore"):
-        G = loss.bound_gram(rows, dtype=dtype)
-    if not np.isfinite(G).all():
-        # features of magnitude ~sqrt(max float / rows): X^T X leaves the dtype's range
-        raise FloatingPointError(f"the bound's Gram matrix X^T X overflows {np.dtype(dtype).name}")
-    return BoundPreconditioner(G, k, loss.n_classes, D, w, e, shrink, explicit)
 
 
 def has_single_form(model) -> bool:
