@@ -99,3 +99,31 @@ def test_bad_input():
         ChainCRF().partial_fit(X, y)
     with pytest.raises(ValueError, match="sequences but"):
         ChainCRF().fit(X, y[:-1])
+
+
+def test_public_featurizer_and_objective_are_what_the_estimator_fits():
+    """featurize + encode_labels + chain_crf_objective give the objective ChainCRF minimizes:
+    its value at coef_ is objective_, its gradient there ~0; setting coef_ moves predict."""
+    from zbound.models.crf import chain_crf_objective
+    from zbound.structured import encode_labels, featurize
+
+    X, y = toy(40, seed=3)
+    crf = ChainCRF(c2=0.3, tol=1e-10, max_iter=500).fit(X, y)
+    M, lengths, index = featurize(X, None, grow=True)
+    yi, classes = encode_labels(y, lengths)
+    assert list(classes) == list(crf.classes_)
+    assert index.vocabulary_ == crf.index_.vocabulary_
+    obj = chain_crf_objective(M, lengths, yi, len(classes), c2=0.3)
+    f, g = obj.value_and_grad(crf.coef_)
+    assert f == pytest.approx(crf.objective_, rel=1e-12)
+    assert np.max(np.abs(g)) <= 1e-6 * max(1.0, abs(f))
+    twin = ChainCRF(c2=0.3)
+    twin.index_, twin.classes_, twin.n_features_in_ = index, classes, M.shape[1]
+    twin.coef_ = crf.coef_
+    assert twin.predict(X) == crf.predict(X)
+    twin.coef_ = np.zeros_like(crf.coef_)          # all scores 0: ties go to the first label
+    assert all(set(p) == {classes[0]} for p in twin.predict(X))
+    with pytest.raises(ValueError, match="was not seen in training"):
+        encode_labels([["Z"]], np.array([1]), classes)
+    with pytest.raises(ValueError, match="3 tokens but 2 labels"):
+        encode_labels([["A", "B"]], np.array([3]))

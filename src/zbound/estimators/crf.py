@@ -21,7 +21,6 @@ position-major, see :func:`zbound.structured.chain.chunk_value_grad`).
 
 from __future__ import annotations
 
-import itertools
 from numbers import Integral, Real
 
 import numpy as np
@@ -30,27 +29,11 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from zbound.estimators._params import Number
-from zbound.models.crf import ChainCRFLoss
-from zbound.models.objective import Objective
-from zbound.models.penalty import L2Penalty
+from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
-from zbound.structured.features import FeatureIndex, token_features
+from zbound.structured.features import encode_labels, featurize
 
 SOLVERS = ("lbfgs-bound", "bound", "newton-bound", "lbfgs", "sgd")
-
-
-def _is_raw(seq) -> bool:
-    tok = seq[0]
-    return isinstance(tok, str) or (isinstance(tok, tuple) and all(isinstance(a, str)
-                                                                    for a in tok))
-
-
-def _featurize(seq):
-    if isinstance(seq[0], str):
-        return token_features(list(seq))
-    words = [t[0] for t in seq]
-    pos = [t[1] for t in seq] if len(seq[0]) > 1 else None
-    return token_features(words, pos)
 
 
 class ChainCRF(BaseEstimator):
@@ -111,62 +94,34 @@ class ChainCRF(BaseEstimator):
     }
 
     def _matrices(self, X, grow: bool):
-        """Sequences -> (CSR of all tokens, lengths)."""
-        if isinstance(X, np.ndarray) and X.dtype != object:
-            raise TypeError("X must be a list of sequences (lists of tokens), not a 2-D array")
-        X = list(X)
-        if not X:
-            raise ValueError("X holds no sequences")
-        if all(sp.issparse(x) for x in X):
-            for j, x in enumerate(X):
-                if x.shape[0] == 0:
-                    raise ValueError(f"sequence {j} is empty")
-            M = sp.vstack([sp.csr_matrix(x, dtype=np.float64) for x in X]).tocsr()
-            if not np.all(np.isfinite(M.data)):
-                raise ValueError("feature values contain NaN or inf")
+        """Sequences -> (CSR of all tokens, lengths) by :func:`zbound.structured.featurize`,
+        with this model's feature index (made on the first call); sets ``_precomputed``."""
+        M, lengths, index = featurize(X, getattr(self, "index_", None), grow=grow,
+                                      n_features=self.n_features)
+        self._precomputed = index is None
+        if self._precomputed:
             if grow and not hasattr(self, "n_features_in_"):
                 self.n_features_in_ = M.shape[1]
             if M.shape[1] != getattr(self, "n_features_in_", M.shape[1]):
                 raise ValueError(f"X has {M.shape[1]} features, the model "
                                  f"{self.n_features_in_}")
-            self._precomputed = True
-            return M, np.array([x.shape[0] for x in X])
-        for j, seq in enumerate(X):
-            if isinstance(seq, str | bytes) or not hasattr(seq, "__len__"):
-                raise TypeError(f"sequence {j} must be a list of tokens, got "
-                                f"{type(seq).__name__}")
-            if len(seq) == 0:
-                raise ValueError(f"sequence {j} is empty")
-        X = [_featurize(s) if _is_raw(s) else s for s in X]
-        if not hasattr(self, "index_"):
-            self.index_ = FeatureIndex(self.n_features)
-        self._precomputed = False
-        M, lengths = self.index_.transform(X, grow=grow)
+        elif not hasattr(self, "index_"):
+            self.index_ = index
         return M, lengths
 
     def _labels(self, y, lengths, grow: bool):
-        y = list(y)
-        if len(y) != len(lengths):
-            raise ValueError(f"X has {len(lengths)} sequences but y has {len(y)}")
-        for j, (ys, n) in enumerate(zip(y, lengths)):
-            if isinstance(ys, str) or len(ys) != n:
-                raise ValueError(f"sequence {j} has {n} tokens but "
-                                 f"{len(ys) if not isinstance(ys, str) else 1} labels")
-        flat = list(itertools.chain.from_iterable(y))
-        if grow and not hasattr(self, "classes_"):
-            self.classes_ = np.array(sorted(set(flat), key=str), dtype=object)
-            if self.classes_.size < 1:
-                raise ValueError("no labels")
-        lookup = {c: i for i, c in enumerate(self.classes_)}
-        try:
-            return np.array([lookup[v] for v in flat], dtype=np.int64)
-        except KeyError as exc:
-            raise ValueError(f"label {exc.args[0]!r} was not seen in training; known labels: "
-                             f"{list(self.classes_)}") from None
+        """Label indices by :func:`zbound.structured.encode_labels` (``classes_`` set on the
+        first call with ``grow``)."""
+        known = getattr(self, "classes_", None)
+        if known is None and not grow:
+            raise ValueError("no labels known: fit first")
+        yi, classes = encode_labels(y, lengths, known)
+        if known is None:
+            self.classes_ = classes
+        return yi
 
     def _objective(self, M, lengths, yi):
-        loss = ChainCRFLoss(M, lengths, yi, len(self.classes_), n_jobs=self.n_jobs)
-        return Objective(loss, L2Penalty(2.0 * float(self.c2)))
+        return chain_crf_objective(M, lengths, yi, len(self.classes_), self.c2, self.n_jobs)
 
     def _resize(self, n_feat):
         """Grow the state weights to n_feat attributes (new ones start at 0)."""
@@ -179,7 +134,14 @@ class ChainCRF(BaseEstimator):
 
     @property
     def coef_(self) -> np.ndarray:
+        """All weights as one vector: the state weights (n_features, n_labels) row-major,
+        then the transitions (n_labels, n_labels); setting it sets both (the parameter
+        vector of :func:`zbound.models.crf.chain_crf_objective`)."""
         return np.concatenate([self.state_weights_.ravel(), self.transitions_.ravel()])
+
+    @coef_.setter
+    def coef_(self, theta):
+        self._set_coef(np.asarray(theta, dtype=np.float64))
 
     def _set_coef(self, theta):
         m = len(self.classes_)

@@ -31,6 +31,8 @@ import scipy.sparse as sp
 from zbound.bounds.curvature import Curvature
 from zbound.bounds.junction import alg1_gershgorin
 from zbound.models.base import Majorizer
+from zbound.models.objective import Objective
+from zbound.models.penalty import L2Penalty
 from zbound.structured.chain import (
     LOGSPACE_RANGE,
     ChainLayout,
@@ -385,3 +387,14 @@ class ChainBoundCurvature(_ChainOperator):
         dW = np.asarray(loss.X2T @ own[lay.perm]).ravel()
         dT = (1.0 + 1.0 / self.eps) * fac.K.ravel()
         return self.scale * np.concatenate([dW, dT]) + self.reg
+
+
+def chain_crf_objective(M, lengths, y, n_labels: int, c2: float = 1.0, n_jobs=None):
+    """CRFsuite's objective of a linear-chain CRF: sum_j -log p(y_j | x_j) + c2 ||theta||^2,
+    as an :class:`~zbound.models.objective.Objective` (the library's L2 strength 2 c2) over
+    :class:`ChainCRFLoss` (token features ``M`` (CSR, rows in sequence order), sequence
+    ``lengths``, label indices ``y`` of every token, forward-backward on ``n_jobs`` threads).
+    What :class:`zbound.ChainCRF` minimizes."""
+    loss = ChainCRFLoss(M, lengths, y, n_labels, n_jobs=n_jobs)
+    return Objective(loss, L2Penalty(2.0 * float(c2)))
+

@@ -8,7 +8,15 @@ from zbound.structured.chain import (
     marginals,
     viterbi,
 )
-from zbound.structured.features import FeatureIndex, attributes, token_features, word_shape
+from zbound.structured.features import (
+    FeatureIndex,
+    attributes,
+    encode_labels,
+    featurize,
+    token_features,
+    word_shape,
+)
 
 __all__ = ["ChainLayout", "FeatureIndex", "Potentials", "alg1_apply", "attributes",
-           "forward_backward", "marginals", "token_features", "viterbi", "word_shape"]
+           "encode_labels", "featurize", "forward_backward", "marginals", "token_features",
+           "viterbi", "word_shape"]

@@ -15,6 +15,7 @@ corpus becomes one CSR matrix of all tokens, sequence after sequence, plus the l
 
 from __future__ import annotations
 
+import itertools
 import numbers
 import re
 
@@ -149,3 +150,81 @@ class FeatureIndex:
                           shape=(len(indptr) - 1, n_cols))
         X.sum_duplicates()
         return X, np.asarray(lengths, dtype=np.int64)
+
+
+def _is_raw(seq) -> bool:
+    tok = seq[0]
+    return isinstance(tok, str) or (isinstance(tok, tuple) and all(isinstance(a, str)
+                                                                    for a in tok))
+
+
+def _raw_features(seq):
+    if isinstance(seq[0], str):
+        return token_features(list(seq))
+    words = [t[0] for t in seq]
+    pos = [t[1] for t in seq] if len(seq[0]) > 1 else None
+    return token_features(words, pos)
+
+
+def featurize(X, index: FeatureIndex | None, grow: bool = False, n_features: int | None = None):
+    """Sequences -> (M, lengths, index): the CSR matrix of every token's features (rows in
+    sequence order), the sequence lengths, and the :class:`FeatureIndex` that named the
+    columns (None for precomputed matrices).
+
+    ``X``: a list of sequences, each a list of tokens: raw tokens (strings, or (word, POS)
+    tuples: featurized by :func:`token_features`), feature dicts or lists of feature
+    strings (columns from ``index``, a new one of ``n_features`` hashed columns or a learned
+    vocabulary when ``index`` is None; new attributes get columns only with ``grow``); or a
+    list of sparse (n_tokens_j, n_features) matrices, taken as they are. Empty input, empty
+    sequences, non-finite values and 2-D arrays raise.
+    """
+    if isinstance(X, np.ndarray) and X.dtype != object:
+        raise TypeError("X must be a list of sequences (lists of tokens), not a 2-D array")
+    X = list(X)
+    if not X:
+        raise ValueError("X holds no sequences")
+    if all(sp.issparse(x) for x in X):
+        for j, x in enumerate(X):
+            if x.shape[0] == 0:
+                raise ValueError(f"sequence {j} is empty")
+        M = sp.vstack([sp.csr_matrix(x, dtype=np.float64) for x in X]).tocsr()
+        if not np.all(np.isfinite(M.data)):
+            raise ValueError("feature values contain NaN or inf")
+        return M, np.array([x.shape[0] for x in X]), None
+    for j, seq in enumerate(X):
+        if isinstance(seq, str | bytes) or not hasattr(seq, "__len__"):
+            raise TypeError(f"sequence {j} must be a list of tokens, got "
+                            f"{type(seq).__name__}")
+        if len(seq) == 0:
+            raise ValueError(f"sequence {j} is empty")
+    X = [_raw_features(s) if _is_raw(s) else s for s in X]
+    if index is None:
+        index = FeatureIndex(n_features)
+    M, lengths = index.transform(X, grow=grow)
+    return M, lengths, index
+
+
+def encode_labels(y, lengths, classes=None):
+    """Label sequences -> (indices of every token's label, classes): ``y`` a list of label
+    sequences matching ``lengths``; ``classes`` the known labels (None: the sorted set of
+    those in ``y``). A label outside ``classes``, or a length that differs, raises."""
+    y = list(y)
+    if len(y) != len(lengths):
+        raise ValueError(f"X has {len(lengths)} sequences but y has {len(y)}")
+    for j, (ys, n) in enumerate(zip(y, lengths)):
+        if isinstance(ys, str) or len(ys) != n:
+            raise ValueError(f"sequence {j} has {n} tokens but "
+                             f"{len(ys) if not isinstance(ys, str) else 1} labels")
+    flat = list(itertools.chain.from_iterable(y))
+    if classes is None:
+        classes = np.array(sorted(set(flat), key=str), dtype=object)
+        if classes.size < 1:
+            raise ValueError("no labels")
+    lookup = {c: i for i, c in enumerate(classes)}
+    try:
+        return np.array([lookup[v] for v in flat], dtype=np.int64), classes
+    except KeyError as exc:
+        raise ValueError(f"label {exc.args[0]!r} was not seen in training; known labels: "
+                         f"{list(classes)}") from None
+
+

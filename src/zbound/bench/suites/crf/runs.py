@@ -237,9 +237,10 @@ def run_corpus(ctx, name, cfg: Config):
     from threadpoolctl import threadpool_limits
 
     from zbound.estimators.crf import ChainCRF
+    from zbound.models.crf import chain_crf_objective
     from zbound.solvers import minimize
     from zbound.solvers.quasi_newton import LBFGSBound
-    from zbound.structured.features import attributes, token_features
+    from zbound.structured.features import attributes, encode_labels, featurize, token_features
 
     n_train, n_test = cfg.corpora[name]
     data = ctx.load(name, load, name, n_train, n_test)
@@ -251,20 +252,19 @@ def run_corpus(ctx, name, cfg: Config):
     feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1 else None)
              for x, _ in train]
     ytr = [y for _, y in train]
-    crf = ChainCRF(c2=cfg.c2, n_jobs=cfg.n_jobs)
-    M, lengths = crf._matrices(feats, grow=True)
-    yi = crf._labels(ytr, lengths, grow=True)
+    M, lengths, index = featurize(feats, None, grow=True)
+    yi, classes = encode_labels(ytr, lengths)
     featurize_s = time.perf_counter() - t0
+    crf = ChainCRF(c2=cfg.c2, n_jobs=cfg.n_jobs)     # predicts at a given theta (coef_)
+    crf.index_, crf.classes_, crf.n_features_in_ = index, classes, M.shape[1]
     test_feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1
                                  else None) for x, _ in test]
     ytest = [y for _, y in test]
     t0 = time.perf_counter()
-    obj = crf._objective(M, lengths, yi)
+    obj = chain_crf_objective(M, lengths, yi, len(classes), cfg.c2, cfg.n_jobs)
     setup_s = time.perf_counter() - t0          # added to the library's times to target
-    crf2 = ChainCRF(c2=cfg.c2, n_jobs=2)
-    crf2.classes_ = crf.classes_
     t0 = time.perf_counter()
-    obj2 = crf2._objective(M, lengths, yi)      # chunks cut for two threads
+    obj2 = chain_crf_objective(M, lengths, yi, len(classes), cfg.c2, 2)  # chunks for 2 threads
     setup2_s = time.perf_counter() - t0
     items = [[dict(attributes(tok)) for tok in seq] for seq in feats]
     common = dict(task="train", dataset=name,
@@ -274,7 +274,7 @@ def run_corpus(ctx, name, cfg: Config):
                 setup_s=setup_s)
 
     def test_scores(theta):
-        crf._set_coef(theta)
+        crf.coef_ = theta
         return scores(crf.predict(test_feats), ytest, chunked)
 
     with tempfile.TemporaryDirectory() as tmp, threadpool_limits(1):
