@@ -336,3 +336,14 @@ def test_stochastic_solver_points_to_the_sgd_estimator():
     y = np.arange(20) % 2
     with pytest.raises(ValueError, match="stochastic.*BoundSGDClassifier"):
         BoundLogisticRegression(solver="spfb").fit(X, y)
+
+
+def test_precision_needs_a_method_that_evaluates_in_float32(iris):
+    """precision='mixed' goes with the registered methods that take ``evaluation``; any other
+    method is refused, naming them."""
+    X, y = iris
+    with pytest.raises(ValueError, match=r"needs an L-BFGS solver \(lbfgs-bound, lbfgs-precond\)"):
+        BoundLogisticRegression(solver="newton-bound", precision="mixed").fit(X, y)
+    est = BoundLogisticRegression(solver="lbfgs-bound", precision="mixed", tol=1e-8).fit(X, y)
+    ref = BoundLogisticRegression(solver="newton-bound", tol=1e-10).fit(X, y)
+    assert est.objective_ == pytest.approx(ref.objective_, rel=1e-7)

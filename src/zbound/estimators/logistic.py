@@ -32,7 +32,7 @@ from zbound.constraints import LinearConstraints
 from zbound.estimators._params import STACKLEVEL, Number, fit_method, registered
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
-from zbound.solvers import METHODS, minimize
+from zbound.solvers import METHODS, minimize, solver_class
 
 _ORDERS = ("descending", "ascending", "given")
 # The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
@@ -100,9 +100,14 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 
 # -- the estimator -----------------------------------------------------------------------------
 
-#: solvers that evaluate in float32 first with precision="mixed" / "mixed-lean" (the
-#: registered ones; LBFGSBound itself is not in the method registry)
-_MIXED_SOLVERS = ("lbfgs-precond",)
+
+
+def _mixed(info) -> bool:
+    """A registered method that can evaluate in float32 first (its options take
+    ``evaluation``: precision="mixed" / "mixed-lean")."""
+    return "evaluation" in solver_class(info.name).options
+
+
 _PRECISIONS = ("auto", "double", "mixed", "mixed-lean")
 #: L-BFGS pairs of the estimator's "lbfgs-precond" fits (peak memory within 2x scikit-learn's)
 _ESTIMATOR_PAIRS = 40
@@ -395,11 +400,11 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             solver = _solvers.choose_method(
                 model, constraints, evaluation="mixed-lean" if precision == "auto" else precision)
         options = {}
-        if solver in _MIXED_SOLVERS:
+        if _mixed(METHODS[solver]):
             options["evaluation"] = _auto_evaluation(model) if precision == "auto" else precision
         elif precision not in ("auto", "double") and self.solver != "auto":
             raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
-                             f"({', '.join(_MIXED_SOLVERS)}) or 'auto', got {solver!r}")
+                             f"({', '.join(registered(_mixed))}) or 'auto', got {solver!r}")
         if solver == "lbfgs-precond":
             # 40 curvature pairs, not the solver's 80 for small p ("auto"): the pairs would be
             # the fit's largest arrays (digits: 832 KB, scikit-learn's whole peak 0.55 MB)
