@@ -142,3 +142,21 @@ def test_models_never_import_solvers():
             elif isinstance(node, ast.ImportFrom):
                 names = [node.module or ""]
             assert not any(n.startswith("zbound.solvers") for n in names), path.name
+
+
+@pytest.mark.parametrize("name", sorted(METHODS))
+def test_every_option_has_a_constraint_that_names_it(name):
+    """Each registered method states a constraint for every option it takes, and a value that
+    fits none is refused when the solver is configured, naming the option and the method;
+    the defaults themselves satisfy the constraints."""
+    from sklearn.utils._param_validation import validate_parameter_constraints
+
+    from zbound.solvers import solver_class
+
+    cls = solver_class(name)
+    missing = set(cls.options) - set(cls.option_constraints)
+    assert not missing, f"{name}: options without a constraint: {sorted(missing)}"
+    validate_parameter_constraints(cls.option_constraints, dict(cls.options), name)
+    for option in cls.options:
+        with pytest.raises(ValueError, match=f"'{option}' parameter of method '{name}'"):
+            cls(**{option: object()})

@@ -3,22 +3,21 @@
 Each estimator states ``_parameter_constraints`` (scikit-learn's ``Interval`` /
 ``StrOptions`` / "boolean" / None ...), and ``fit`` / ``partial_fit`` run under
 ``_fit_context``, which checks them once, before any work, with scikit-learn's messages.
-Two additions: :class:`Number` is an ``Interval`` that refuses booleans (``C=True`` is a
-mistake, not 1.0), and :func:`registered` is the live set of solver names in
-:data:`zbound.solvers.METHODS` that have a capability, so an estimator's choices come from the
-registry and never from a table of its own.
+Two additions: :class:`~zbound.utils.validation.Number` is an ``Interval`` that refuses
+booleans (``C=True`` is a mistake, not 1.0), and :func:`registered` is the live set of solver
+names in :data:`zbound.solvers.METHODS` that have a capability, so an estimator's choices come
+from the registry and never from a table of its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Set
 
-import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils._param_validation import Interval
 
 from zbound.solvers import METHODS, MethodInfo
 from zbound.utils.threads import limit_small_fits
+from zbound.utils.validation import Number  # noqa: F401  (the estimators' numbers)
 
 #: ``stacklevel`` of a warning issued in the body of a method decorated by
 #: :func:`fit_method`: the user's line is three frames up (two wrappers and the method).
@@ -31,15 +30,6 @@ def fit_method(fit):
     ``partial_fit`` on a fitted estimator skips it), and a small fit runs with one BLAS thread
     (:func:`zbound.utils.threads.limit_small_fits`)."""
     return limit_small_fits(_fit_context(prefer_skip_nested_validation=True)(fit))
-
-
-class Number(Interval):
-    """``Interval`` without booleans: True and False are not numbers here."""
-
-    def is_satisfied_by(self, val):
-        if isinstance(val, bool | np.bool_):
-            return False
-        return super().is_satisfied_by(val)
 
 
 class registered(Set):  # noqa: N801  (reads as a constraint: StrOptions(registered(...)))

@@ -32,6 +32,7 @@ from zbound.estimators._params import Number
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
+from zbound.utils.validation import Choices
 
 SOLVERS = ("lbfgs-bound", "bound", "newton-bound", "lbfgs", "sgd")
 
@@ -81,7 +82,7 @@ class ChainCRF(BaseEstimator):
     # ------------------------------------------------------------------ input handling
     _parameter_constraints: dict = {
         "c2": [Number(Real, 0, np.inf, closed="left")],
-        "solver": [StrOptions(set(SOLVERS))],
+        "solver": [StrOptions(Choices(*SOLVERS))],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "cg_maxiter": [Number(Integral, 1, None, closed="left")],

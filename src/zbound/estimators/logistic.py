@@ -33,6 +33,7 @@ from zbound.estimators._params import STACKLEVEL, Number, fit_method, registered
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import METHODS, minimize, solver_class
+from zbound.utils.validation import Choices
 
 _ORDERS = ("descending", "ascending", "given")
 # The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
@@ -242,12 +243,12 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                    Hidden(StrOptions(registered(lambda info: info.stochastic)))],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "max_iter": [Number(Integral, 1, None, closed="left")],
-        "order": [StrOptions(set(_ORDERS))],
+        "order": [StrOptions(Choices(*_ORDERS))],
         "coef_bounds": "no_validation",          # checked against the data's shape in fit
         "intercept_bounds": "no_validation",
-        "class_weight": [None, dict, StrOptions({"balanced"})],
+        "class_weight": [None, dict, StrOptions(Choices("balanced"))],
         "warm_start": ["boolean"],
-        "precision": [StrOptions(set(_PRECISIONS))],
+        "precision": [StrOptions(Choices(*_PRECISIONS))],
         "verbose": [Number(Integral, 0, None, closed="left")],
     }
 

@@ -25,6 +25,7 @@ from zbound.models.loss import check_sample_weight
 from zbound.moe.em import MSTEPS, fit_em
 from zbound.moe.gradient import fit_adam, fit_gd, fit_gradient_em
 from zbound.moe.model import EXPERTS, MoEProblem
+from zbound.utils.validation import Choices
 
 METHODS = ("em", "gradient-em", "gd", "adam")
 
@@ -111,11 +112,11 @@ class MixtureOfExperts(BaseEstimator):
     # -- checks ---------------------------------------------------------------------------------
     _parameter_constraints: dict = {
         "n_experts": [Number(Integral, 1, None, closed="left")],
-        "expert": [StrOptions(set(EXPERTS))],
+        "expert": [StrOptions(Choices(*EXPERTS))],
         "noise": [None, Number(Real, 0, np.inf, closed="neither")],
         "reg": [Number(Real, 0, np.inf, closed="left")],
-        "method": [StrOptions(set(METHODS))],
-        "mstep": [StrOptions(set(MSTEPS))],
+        "method": [StrOptions(Choices(*METHODS))],
+        "mstep": [StrOptions(Choices(*MSTEPS))],
         "learning_rate": [Number(Real, 0, np.inf, closed="neither"), tuple, list],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [Number(Real, 0, np.inf, closed="left")],

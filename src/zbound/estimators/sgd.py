@@ -29,6 +29,7 @@ from zbound.estimators._params import Number, fit_method, registered
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import solver_class
+from zbound.utils.validation import Choices
 
 _SCHEDULES = ("constant", "inverse")
 # what the estimator passes to its method (rank and lowrank_rule where the method takes them)
@@ -85,13 +86,13 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         "fit_intercept": ["boolean"],
         "method": [StrOptions(registered(_bound_step))],
         "lr": [Number(Real, 0, np.inf, closed="neither")],
-        "schedule": [StrOptions(set(_SCHEDULES))],
+        "schedule": [StrOptions(Choices(*_SCHEDULES))],
         "decay": [Number(Real, 0, np.inf, closed="neither")],
         "batch_size": [Number(Integral, 1, None, closed="left")],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [None, Number(Real, 0, np.inf, closed="left")],
         "rank": [Number(Integral, 1, None, closed="left")],
-        "lowrank_rule": [StrOptions({"exact", "sgb", "paper"})],
+        "lowrank_rule": [StrOptions(Choices("exact", "sgb", "paper"))],
         "refresh": [Number(Integral, 1, None, closed="left")],
         "random_state": [None, Integral, np.random.Generator],
     }

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import validate_parameter_constraints
 
 from zbound.constraints import LinearConstraints
 from zbound.models.base import supports
@@ -269,6 +270,9 @@ class Solver:
 
     info: ClassVar[MethodInfo]
     options: ClassVar[dict[str, Any]] = {}
+    #: scikit-learn parameter constraints of the options (a subclass extends its parent's);
+    #: the options a caller gives are checked against them when the solver is configured
+    option_constraints: ClassVar[dict[str, list]] = {}
 
     @property
     def _needs(self) -> tuple[str, ...]:
@@ -331,10 +335,14 @@ class Solver:
         self.callback, self.constraints, self.order, self.inner = (callback, constraints,
                                                                    order, inner)
         self._options = options
+        if options:
+            validate_parameter_constraints(self.option_constraints, options,
+                                           caller_name=f"method {self.info.name!r}")
         self.check_options()
 
     def check_options(self) -> None:
-        """Validate ``self.opts`` (methods with options override this)."""
+        """Checks that relate options (each option alone is checked by
+        :attr:`option_constraints`); methods that have such relations override this."""
 
     @property
     def config(self) -> dict[str, Any]:

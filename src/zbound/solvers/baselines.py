@@ -27,6 +27,7 @@ from zbound.solvers._linesearch import interpolated_step
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Recorder, Result, Status
 from zbound.utils.linalg import cholesky_solve, jacobi
+from zbound.utils.validation import POSITIVE_INT
 
 # Up to this many parameters SciPy's Newton-CG gets the dense Hessian, beyond it products.
 _DENSE_HESS_MAX = 300
@@ -202,6 +203,7 @@ class Newton(Solver):
                       description="Newton's method with backtracking Armijo line search "
                                   "(Cholesky or truncated CG)")
     options = {"cg_maxiter": None}
+    option_constraints = {"cg_maxiter": [None, POSITIVE_INT]}
 
     def init(self, model, x):
         p = x.shape[0]

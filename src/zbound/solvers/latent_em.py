@@ -40,6 +40,7 @@ import numpy as np
 from zbound.models.base import LatentLikelihood, supports
 from zbound.solvers.base import MethodInfo, Solver, State, configure, register
 from zbound.solvers.result import Status
+from zbound.utils.validation import NON_NEGATIVE, POSITIVE_INT
 
 __all__ = ["LatentEM", "LatentJointEM", "joint_to_theta", "theta_to_joint"]
 
@@ -83,6 +84,8 @@ class LatentEM(Solver):
                       description="EM on the latent conditional likelihood (E: responsibilities;"
                                   " M: soft-target softmax regression over the pairs)")
     options = {"m_method": "newton-bound", "m_max_iter": 50, "m_tol": 1e-8}
+    option_constraints = {"m_method": [str, type, Solver], "m_max_iter": [POSITIVE_INT],
+                          "m_tol": [NON_NEGATIVE]}
 
     def init(self, model, x):
         _parts(model)
@@ -160,6 +163,7 @@ class LatentJointEM(Solver):
                       description="EM on the joint likelihood of the shared-covariance "
                                   "Gaussian mixture (generative; its conditional evaluated)")
     options = {"cov_floor": 1e-6}
+    option_constraints = {"cov_floor": [NON_NEGATIVE]}
 
     def init(self, model, x):
         loss, _ = _parts(model)

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from numbers import Real
 from typing import Any, ClassVar
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from zbound.bounds.policy import PreconditionerPolicy, block_shape
 from zbound.models.base import LowRankMajorizer, supports
@@ -33,6 +35,7 @@ from zbound.solvers._linesearch import backtrack
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 from zbound.utils.linalg import ridged_cholesky_solve
+from zbound.utils.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, Choices, Number
 
 # rows x parameters from which inner="auto" runs truncated PCG instead of dense Cholesky
 # whatever p (adult, 32561 x 109: a dense Hessian per Newton step ~ 27 products).
@@ -113,6 +116,7 @@ class _MMBase(Solver):
     """Shared by the bound methods: the step that minimizes a majorizer."""
 
     options = {"cg_rtol": 1e-8, "cg_maxiter": None}
+    option_constraints = {"cg_rtol": [NON_NEGATIVE], "cg_maxiter": [None, POSITIVE_INT]}
     state_class: ClassVar[type[MMState]] = MMState
 
     def mm_step(self, maj, inner: str) -> tuple[np.ndarray, float]:
@@ -178,15 +182,8 @@ class BoundMM(_MMBase):
         description="Alg. 2 of Jebara & Choromanska (2012) as published: minimize the Alg. 1 "
                     "quadratic majorizer each iteration (QP under constraints)")
     options = {**_MMBase.options, "rank": None, "lowrank_rule": "exact"}
-
-    def check_options(self):
-        rank = self.opts["rank"]
-        if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int | np.integer)
-                                 or rank < 1):
-            raise ValueError(f"rank must be None or an integer >= 1, got {rank!r}")
-        if self.opts["lowrank_rule"] not in ("exact", "sgb", "paper"):
-            raise ValueError(f"lowrank_rule must be 'exact', 'sgb' or 'paper', got "
-                             f"{self.opts['lowrank_rule']!r}")
+    option_constraints = {**_MMBase.option_constraints, "rank": [None, POSITIVE_INT],
+                          "lowrank_rule": [StrOptions(Choices("exact", "sgb", "paper"))]}
 
     def build_majorizer(self, model, x):
         rank = self.opts["rank"]
@@ -224,6 +221,8 @@ class Squarem(_MMBase):
         description="Alg. 2 accelerated by SQUAREM (Varadhan & Roland 2008) with a monotone "
                     "safeguard")
     options = {**_MMBase.options, "max_backtracks": 0, "step_factor": 4.0}
+    option_constraints = {**_MMBase.option_constraints, "max_backtracks": [NON_NEGATIVE_INT],
+                          "step_factor": [Number(Real, 1, np.inf, closed="left")]}
     state_class = SquaremState
 
     def limit_reached(self, model, state):
@@ -384,17 +383,9 @@ class NewtonBound(_MMBase):
                     "short value-only backtracking, else the Alg. 1 bound as a line search "
                     "along it (or the bound step: fallback='step'); monotone; default")
     options = {**_MMBase.options, "backtracks": 4, "fallback": "direction", "precond": "auto"}
-
-    def check_options(self):
-        if self.opts["precond"] not in ("auto", "gram", "blocks", "eigen"):
-            raise ValueError(f"precond must be 'auto', 'gram', 'blocks' or 'eigen', got "
-                             f"{self.opts['precond']!r}")
-        if self.opts["fallback"] not in ("direction", "step"):
-            raise ValueError(f"fallback must be 'direction' or 'step', got "
-                             f"{self.opts['fallback']!r}")
-        b = self.opts["backtracks"]
-        if isinstance(b, bool) or not isinstance(b, int) or b < 0:
-            raise ValueError(f"backtracks must be an integer >= 0, got {b!r}")
+    option_constraints = {**_MMBase.option_constraints, "backtracks": [NON_NEGATIVE_INT],
+                          "fallback": [StrOptions(Choices("direction", "step"))],
+                          "precond": [StrOptions(Choices(*PreconditionerPolicy.KINDS))]}
 
     def init(self, model, x):
         p = x.shape[0]

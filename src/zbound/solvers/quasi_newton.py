@@ -72,6 +72,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from zbound.bounds.boehning import BoundPreconditioner  # noqa: F401  (re-exported)
 from zbound.models.base import FixedCurvature, SinglePrecision, supports
@@ -84,6 +85,7 @@ from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import backtrack
 from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
+from zbound.utils.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, Choices
 
 _ROUND = 1e-12
 
@@ -386,32 +388,16 @@ class LBFGSBound(Solver):
                "shrink": 1.0, "precision": "double", "evaluation": "double",
                "finish": "lbfgs"}
 
-    def check_options(self):
-        if self.opts["finish"] not in FINISHES:
-            raise ValueError(f"finish must be one of {FINISHES}, got {self.opts['finish']!r}")
-        if self.opts["evaluation"] not in EVALUATIONS:
-            raise ValueError(f"evaluation must be one of {EVALUATIONS}, got "
-                             f"{self.opts['evaluation']!r}")
-        if self.opts["precision"] not in PRECISIONS:
-            raise ValueError(f"precision must be one of {PRECISIONS}, got "
-                             f"{self.opts['precision']!r}")
-        if self.opts["precondition"] not in PRECONDITIONERS:
-            raise ValueError(f"precondition must be one of {PRECONDITIONERS}, got "
-                             f"{self.opts['precondition']!r}")
-        sh = self.opts["shrink"]
-        if isinstance(sh, bool) or not isinstance(sh, int | float | np.integer | np.floating) \
-                or not (math.isfinite(sh) and sh >= 0):
-            raise ValueError(f"shrink must be a finite number >= 0, got {sh!r}")
-        b = self.opts["backtracks"]
-        if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 0:
-            raise ValueError(f"backtracks must be an integer >= 0, got {b!r}")
-        if self.opts["first_step"] not in ("gradient", "hessian", "bound"):
-            raise ValueError(f"first_step must be 'gradient', 'hessian' or 'bound', got "
-                             f"{self.opts['first_step']!r}")
-        k = self.opts["memory"]
-        if k != "auto" and (isinstance(k, bool) or not isinstance(k, int | np.integer)
-                            or k < 1):
-            raise ValueError(f"memory must be an integer >= 1 or 'auto', got {k!r}")
+    option_constraints = {
+        "memory": [POSITIVE_INT, StrOptions(Choices("auto"))],
+        "first_step": [StrOptions(Choices("gradient", "hessian", "bound"))],
+        "backtracks": [NON_NEGATIVE_INT],
+        "precondition": [StrOptions(Choices(*PRECONDITIONERS))],
+        "shrink": [NON_NEGATIVE],
+        "precision": [StrOptions(Choices(*PRECISIONS))],
+        "evaluation": [StrOptions(Choices(*EVALUATIONS))],
+        "finish": [StrOptions(Choices(*FINISHES))],
+    }
 
     def init(self, model, x):
         fast = self._single_model(model)

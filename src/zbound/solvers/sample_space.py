@@ -52,6 +52,7 @@ import scipy.sparse as sp
 from zbound.models.base import SoftmaxData, supports
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
+from zbound.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT
 
 _ARMIJO = 1e-4
 #: "auto" uses the dense Cholesky path (K = X X^T formed once) for dense X while t m is at most
@@ -265,15 +266,8 @@ class _SampleSpace(Solver):
 
     curvature: str = "hessian"
     options = {"backtracks": 30, "cg_maxiter": None}
-
-    def check_options(self) -> None:
-        b = self.opts["backtracks"]
-        if isinstance(b, bool) or not isinstance(b, int | np.integer) or b < 0:
-            raise ValueError(f"backtracks must be an integer >= 0, got {b!r}")
-        m = self.opts["cg_maxiter"]
-        if m is not None and (isinstance(m, bool) or not isinstance(m, int | np.integer)
-                              or m < 1):
-            raise ValueError(f"cg_maxiter must be None or an integer >= 1, got {m!r}")
+    option_constraints = {"backtracks": [NON_NEGATIVE_INT],
+                          "cg_maxiter": [None, POSITIVE_INT]}
 
     # -- evaluation at a point given by its scores ---------------------------------------------
     def _eval(self, model, ex, Z: np.ndarray):

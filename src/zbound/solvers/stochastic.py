@@ -40,14 +40,15 @@ PyTorch's ``torch.optim`` when torch is installed (``backend="auto"``), else the
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
+from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 from scipy.linalg.blas import dger
+from sklearn.utils._param_validation import StrOptions
 
 from zbound.bounds.lowrank import BlockedLowRank, blocked_lowrank_update
 from zbound.bounds.preconditioners import KroneckerFactored
@@ -57,6 +58,14 @@ from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.first_order import SGD, Adam
 from zbound.solvers.result import Recorder, Status
 from zbound.utils.linalg import jacobi, pcg, pd_cholesky, singular_rtol
+from zbound.utils.validation import (
+    NON_NEGATIVE,
+    NON_NEGATIVE_INT,
+    POSITIVE,
+    POSITIVE_INT,
+    Choices,
+    Number,
+)
 
 __all__ = ["SPFB", "LSPFB", "SBM", "ShermanMorrisonSBM", "StochasticSGD", "StochasticMomentum",
            "StochasticAdam", "StochasticSolver", "BlockedLowRank", "KroneckerFactored",
@@ -208,11 +217,6 @@ def sherman_morrison_inverse(M: np.ndarray, R: np.ndarray) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------ the base
-def _check_positive_int(name, v):
-    if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-
-
 class StochasticSolver(Solver):
     """Shared by the stochastic methods: mini-batch epochs, step schedules, the run loop.
 
@@ -230,20 +234,9 @@ class StochasticSolver(Solver):
 
     options = {"lr": 1.0, "schedule": "constant", "decay": 1.0, "batch_size": 1000,
                "random_state": 0}
-
-    def check_options(self):
-        o = self.opts
-        lr = o["lr"]
-        if isinstance(lr, bool) or not isinstance(lr, numbers.Real) or not (
-                math.isfinite(lr) and lr > 0):
-            raise ValueError(f"lr must be a finite number > 0, got {lr!r}")
-        if o["schedule"] not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {o['schedule']!r}")
-        dec = o["decay"]
-        if isinstance(dec, bool) or not isinstance(dec, numbers.Real) or not (
-                math.isfinite(dec) and dec > 0):
-            raise ValueError(f"decay must be a finite number > 0, got {dec!r}")
-        _check_positive_int("batch_size", o["batch_size"])
+    option_constraints = {"lr": [POSITIVE], "schedule": [StrOptions(Choices(*SCHEDULES))],
+                          "decay": [POSITIVE], "batch_size": [POSITIVE_INT],
+                          "random_state": [None, Integral, np.random.Generator]}
 
     def step_size(self, t: int) -> float:
         """eta_t for the t-th update (t >= 1)."""
@@ -338,13 +331,8 @@ class _BoundStep(StochasticSolver):
     rows of the batch or the first ``curvature_rows`` of them."""
 
     options = {**StochasticSolver.options, "refresh": 1, "curvature_rows": None}
-
-    def check_options(self):
-        super().check_options()
-        _check_positive_int("refresh", self.opts["refresh"])
-        c = self.opts["curvature_rows"]
-        if c is not None:
-            _check_positive_int("curvature_rows", c)
+    option_constraints = {**StochasticSolver.option_constraints, "refresh": [POSITIVE_INT],
+                          "curvature_rows": [None, POSITIVE_INT]}
 
     def curvature_model(self, batch):
         """The batch model whose bound curvature the step uses (the first ``curvature_rows``
@@ -422,41 +410,30 @@ class SPFB(_BoundStep):
                "kron_rank": None, "gram_shrink": 0.0, "gram_eig_builds": None,
                "late_refresh": None}
 
+    option_constraints = {
+        **_BoundStep.option_constraints,
+        "dense_max": [NON_NEGATIVE_INT],
+        "cg_maxiter": [POSITIVE_INT],
+        "cg_rtol": [NON_NEGATIVE],
+        "curvature": [StrOptions(Choices("batch", "average"))],
+        "average_weight": [None, Number(Real, 0, 1, closed="right")],
+        "gram_updates": [POSITIVE_INT],
+        "precond": [StrOptions(Choices("kron", "jacobi"))],
+        "kron_rank": [None, POSITIVE_INT],
+        "gram_shrink": [NON_NEGATIVE],
+        "gram_eig_builds": [None, list, tuple],
+        "late_refresh": [None, POSITIVE_INT, StrOptions(Choices("doubling"))],
+    }
+
     def check_options(self):
-        super().check_options()
-        o = self.opts
-        if o["curvature"] not in ("batch", "average"):
-            raise ValueError(f"curvature must be 'batch' or 'average', got {o['curvature']!r}")
-        w = o["average_weight"]
-        if w is not None and (isinstance(w, bool) or not isinstance(w, numbers.Real)
-                              or not 0.0 < w <= 1.0):
-            raise ValueError(f"average_weight must be None or in (0, 1], got {w!r}")
-        if o["precond"] not in ("kron", "jacobi"):
-            raise ValueError(f"precond must be 'kron' or 'jacobi', got {o['precond']!r}")
-        _check_positive_int("gram_updates", o["gram_updates"])
-        if o["kron_rank"] is not None:
-            _check_positive_int("kron_rank", o["kron_rank"])
-        c = o["gram_shrink"]
-        if isinstance(c, bool) or not isinstance(c, numbers.Real) or not (
-                math.isfinite(c) and c >= 0):
-            raise ValueError(f"gram_shrink must be a finite number >= 0, got {c!r}")
-        at = o["gram_eig_builds"]
+        at = self.opts["gram_eig_builds"]
         if at is not None:
-            if isinstance(at, (str, bytes)) or not hasattr(at, "__iter__") or not len(at):
+            if not len(at) or not all(POSITIVE_INT.is_satisfied_by(k) for k in at):
                 raise ValueError(f"gram_eig_builds must be None or a non-empty sequence of "
-                                 f"build numbers, got {at!r}")
-            for k in at:
-                _check_positive_int("gram_eig_builds entry", k)
+                                 f"build numbers >= 1, got {at!r}")
             if 1 not in at:
                 raise ValueError(f"gram_eig_builds must contain 1 (the first build needs a "
                                  f"decomposition), got {at!r}")
-        late = o["late_refresh"]
-        if late is not None and late != "doubling":
-            _check_positive_int("late_refresh", late)
-        if isinstance(o["cg_maxiter"], bool) or not isinstance(o["cg_maxiter"],
-                                                                numbers.Integral) \
-                or o["cg_maxiter"] < 1:
-            raise ValueError(f"cg_maxiter must be an integer >= 1, got {o['cg_maxiter']!r}")
 
     def _mix(self, ex, old, new):
         """The running / exponential average of a bound piece (``curvature="average"``): the
@@ -605,16 +582,13 @@ class LSPFB(_BoundStep):
     options = {**_BoundStep.options, "schedule": "inverse", "rank": 10,
                "lowrank_rule": "exact", "accumulate": "auto", "block": 8}
 
+    option_constraints = {**_BoundStep.option_constraints, "rank": [POSITIVE_INT],
+                          "block": [POSITIVE_INT],
+                          "lowrank_rule": [StrOptions(Choices("exact", "sgb", "paper"))],
+                          "accumulate": [StrOptions(Choices("auto", "blocked", "sequential"))]}
+
     def check_options(self):
-        super().check_options()
-        _check_positive_int("rank", self.opts["rank"])
-        _check_positive_int("block", self.opts["block"])
-        if self.opts["lowrank_rule"] not in ("exact", "sgb", "paper"):
-            raise ValueError(f"lowrank_rule must be 'exact', 'sgb' or 'paper', got "
-                             f"{self.opts['lowrank_rule']!r}")
         acc = self.opts["accumulate"]
-        if acc not in ("auto", "blocked", "sequential"):
-            raise ValueError(f"accumulate must be 'auto', 'blocked' or 'sequential', got {acc!r}")
         if acc == "blocked" and self.opts["lowrank_rule"] != "exact":
             raise ValueError("accumulate='blocked' is the block version of the 'exact' rule; "
                              f"lowrank_rule={self.opts['lowrank_rule']!r} is sequential only")
@@ -664,6 +638,7 @@ class ShermanMorrisonSBM(StochasticSolver):
                       description="slides Alg. 4: SBM with Sherman-Morrison rank-one inverse "
                                   "updates")
     options = {**StochasticSolver.options, "max_params": 2000}
+    option_constraints = {**StochasticSolver.option_constraints, "max_params": [POSITIVE_INT]}
 
     def _start(self, batch, p):
         diag = np.zeros(p)
@@ -714,11 +689,10 @@ class _FirstOrder(StochasticSolver):
 
     options = {**StochasticSolver.options, "lr": 0.1, "backend": "auto"}
 
+    option_constraints = {**StochasticSolver.option_constraints,
+                          "backend": [StrOptions(Choices("auto", "numpy", "torch"))]}
+
     def check_options(self):
-        super().check_options()
-        if self.opts["backend"] not in ("auto", "numpy", "torch"):
-            raise ValueError(f"backend must be 'auto', 'numpy' or 'torch', got "
-                             f"{self.opts['backend']!r}")
         if self.opts["backend"] == "torch" and not _torch_available():
             raise ValueError("backend='torch' needs PyTorch installed")
 
@@ -792,6 +766,9 @@ class StochasticMomentum(_FirstOrder):
     info = MethodInfo("momentum", peer=True, constraints="none", stochastic=True,
                       description="mini-batch SGD with momentum (torch.optim.SGD)")
     options = {**_FirstOrder.options, "momentum": 0.9, "nesterov": False}
+    option_constraints = {**_FirstOrder.option_constraints,
+                          "momentum": [Number(Real, 0, 1, closed="left")],
+                          "nesterov": ["boolean"]}
 
     def make_numpy(self, lr):
         return SGD(lr, momentum=float(self.opts["momentum"]),
@@ -809,6 +786,8 @@ class StochasticAdam(_FirstOrder):
     info = MethodInfo("adam", peer=True, constraints="none", stochastic=True,
                       description="mini-batch Adam (torch.optim.Adam)")
     options = {**_FirstOrder.options, "lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8}
+    option_constraints = {**_FirstOrder.option_constraints, "betas": [tuple, list],
+                          "eps": [POSITIVE]}
 
     def make_numpy(self, lr):
         return Adam(lr, betas=tuple(self.opts["betas"]), eps=float(self.opts["eps"]))

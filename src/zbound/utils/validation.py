@@ -1,9 +1,53 @@
-"""Input checks shared by bounds and models: one place decides dtype, layout and finiteness."""
+"""Input checks shared by bounds and models: one place decides dtype, layout and finiteness;
+and :class:`Number`, the numeric parameter constraint of the estimators and solvers
+(scikit-learn's ``Interval`` without booleans)."""
 
 from __future__ import annotations
 
+from collections.abc import Set
+from numbers import Integral, Real
+
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import Interval
+
+
+class Number(Interval):
+    """scikit-learn's ``Interval`` constraint without booleans: True and False are not numbers
+    here (``C=True`` is a mistake, not 1.0)."""
+
+    def is_satisfied_by(self, val):
+        if isinstance(val, bool | np.bool_):
+            return False
+        return super().is_satisfied_by(val)
+
+
+class Choices(Set):
+    """A fixed set of names that keeps the order it was given: ``StrOptions(Choices(...))``
+    lists them in that order in its message (a plain set's order changes between runs)."""
+
+    def __init__(self, *names):
+        self._names = tuple(dict.fromkeys(names))
+
+    @classmethod
+    def _from_iterable(cls, it):
+        return cls(*it)
+
+    def __contains__(self, name) -> bool:
+        return name in self._names
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+
+#: the numeric constraints parameters most often have
+NON_NEGATIVE_INT = Number(Integral, 0, None, closed="left")
+POSITIVE_INT = Number(Integral, 1, None, closed="left")
+NON_NEGATIVE = Number(Real, 0, np.inf, closed="left")        # finite, >= 0
+POSITIVE = Number(Real, 0, np.inf, closed="neither")         # finite, > 0
 
 
 def check_design(X, nonempty: bool = False):
@@ -35,4 +79,5 @@ def check_reg(reg) -> float:
     return float(reg)
 
 
-__all__ = ["check_design", "check_reg"]
+__all__ = ["Number", "Choices", "NON_NEGATIVE_INT", "POSITIVE_INT", "NON_NEGATIVE", "POSITIVE",
+           "check_design", "check_reg"]
