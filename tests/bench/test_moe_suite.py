@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
@@ -35,7 +37,7 @@ def test_tiny_run(tmp_path):
 def test_tune_picks_lowest_final_objective():
     class Fit:
         def __init__(self, f):
-            self.objectives = [f]
+            self.trace = SimpleNamespace(objective=np.array([f], dtype=float))
 
     def run_one(method, lr):
         if method == "gradient-em":
@@ -77,7 +79,7 @@ def test_walk_takes_the_better_neighbour_of_its_start():
 def test_tune_scores_the_mean_over_tuning_instances():
     class Fit:
         def __init__(self, f):
-            self.objectives = [f]
+            self.trace = SimpleNamespace(objective=np.array([f], dtype=float))
 
     # a step that wins on one instance and diverges on the other is not chosen
     def first(method, lr):
@@ -108,7 +110,7 @@ def test_inversion_and_unit_init():
 def test_tune_marks_steps_whose_objective_jumps():
     class Fit:
         def __init__(self, objectives):
-            self.objectives = objectives
+            self.trace = SimpleNamespace(objective=np.array(objectives, dtype=float))
 
     # step 10 jumps on the way but ends lowest: chosen, and listed as unstable; step 1's
     # small oscillation (below UNSTABLE_RISE) is not listed

@@ -16,7 +16,7 @@ from zbound.moe import (
     fit_gradient_em,
     missing_information,
 )
-from zbound.moe.result import MONOTONE_RTOL
+from zbound.solvers.result import MONOTONE_RTOL
 
 
 def _linear_data(n=300, seed=0):
@@ -82,11 +82,11 @@ def test_em_never_increases_the_objective(idx, mstep):
     theta0 = np.random.default_rng(10 + idx).normal(size=pb.n_params) * 0.5
     fit = fit_em(pb, theta0, max_iter=25 if mstep == "bound" else 60, tol=0.0, mstep=mstep,
                  mstep_tol=1e-6)
-    f = np.asarray(fit.objectives)
+    f = np.asarray(fit.trace.objective)
     assert np.all(np.diff(f) <= MONOTONE_RTOL * np.maximum(1.0, np.abs(f[:-1])))
-    assert fit.monotone
+    assert fit.trace.is_monotone()
     assert f[-1] < f[0]
-    assert pb.value(fit.theta) == pytest.approx(fit.objective, rel=1e-12)
+    assert pb.value(fit.x) == pytest.approx(fit.fun, rel=1e-12)
 
 
 def test_em_beats_gd_on_linear_experts():
@@ -94,9 +94,9 @@ def test_em_beats_gd_on_linear_experts():
     theta0 = np.random.default_rng(3).normal(size=pb.n_params) * 0.5
     em = fit_em(pb, theta0, max_iter=50, tol=0.0)
     gd = fit_gd(pb, theta0, lr=0.3, max_iter=50)
-    assert em.objective < gd.objective
+    assert em.fun < gd.fun
     # linear experts recovered (up to the labelling of the experts)
-    coef = pb.unpack(em.theta).coef[:, :3]
+    coef = pb.unpack(em.x).coef[:, :3]
     truth = np.array([[1.0, 2.0, 0.0], [-2.0, 0.0, 1.0]])
     err = min(np.abs(coef - truth).max(), np.abs(coef[::-1] - truth).max())
     assert err < 0.15
@@ -107,14 +107,14 @@ def test_gradient_em_with_equal_steps_is_gd():
     theta0 = np.zeros(pb.n_params)
     a = fit_gradient_em(pb, theta0, 0.5, 0.5, max_iter=10)
     b = fit_gd(pb, theta0, 0.5, max_iter=10)
-    np.testing.assert_allclose(a.objectives, b.objectives, rtol=1e-12)
+    np.testing.assert_allclose(a.trace.objective, b.trace.objective, rtol=1e-12)
 
 
 def test_gd_divergence_is_reported():
     pb = _problems()[0]
     fit = fit_gd(pb, np.zeros(pb.n_params), lr=1e6, max_iter=20)
     assert fit.info["diverged"]
-    assert np.isfinite(fit.objective)
+    assert np.isfinite(fit.fun)
 
 
 def test_inner_gd_mstep_reaches_the_bound_mstep_objective():
@@ -122,7 +122,7 @@ def test_inner_gd_mstep_reaches_the_bound_mstep_objective():
     theta0 = np.random.default_rng(5).normal(size=pb.n_params) * 0.3
     exact = fit_em(pb, theta0, max_iter=30, tol=0.0)
     inner = fit_em(pb, theta0, max_iter=30, tol=0.0, mstep="gd", inner_steps=20, inner_lr=1.0)
-    assert exact.objective <= inner.objective + 1e-9
+    assert exact.fun <= inner.fun + 1e-9
 
 
 def test_soft_label_loss_matches_expanded_hard_labels():
@@ -177,7 +177,7 @@ def test_symmetric_gradient_hessian_and_missing_information(cls):
     # grad^2 L = grad^2 A - I_{z|x,y} (eqs. (42)-(43), closed forms (27), (29))
     np.testing.assert_allclose(H, m.hess_A(theta) - m.missing_information(theta), atol=1e-6)
     # at the maximum-likelihood point grad^2 L = I_c - I_m >= 0, so lambda_max(M) <= 1
-    mle = fit_em_symmetric(m, truth, 300).theta
+    mle = fit_em_symmetric(m, truth, 300).x
     mi = missing_information(m, mle)
     assert 0.0 <= mi.eigenvalues[0] and mi.lambda_max <= 1.0 + 1e-8
     np.testing.assert_allclose(np.sort(np.linalg.eigvals(mi.matrix).real), mi.eigenvalues,
@@ -199,7 +199,7 @@ def test_general_missing_information_in_unit_interval_at_optimum():
     pb = MoEProblem(X, y, 2, "linear", reg=1e-2)
     fit = fit_em(pb, np.random.default_rng(0).normal(size=pb.n_params) * 0.5, max_iter=500,
                  tol=1e-14)
-    mi = missing_information(pb, fit.theta)
+    mi = missing_information(pb, fit.x)
     assert mi.eigenvalues[0] > -1e-6 and mi.lambda_max < 1.0 + 1e-6
 
 
@@ -209,9 +209,9 @@ def test_symmetric_em_monotone_and_faster_than_gd(cls):
     m = cls(X, y)
     theta0 = truth + np.random.default_rng(12).normal(size=truth.size) * 0.5
     em = fit_em_symmetric(m, theta0, 30)
-    assert em.monotone
+    assert em.trace.is_monotone()
     gd = fit_gd(m, theta0, 1.0, 30)
-    assert em.objective <= gd.objective + 1e-12
+    assert em.fun <= gd.fun + 1e-12
 
 
 # -- bad input ----------------------------------------------------------------------------------
@@ -249,7 +249,7 @@ def test_degenerate_gate_reports_collapsed_expert():
     theta[pb.n_gate + pb.n_coef:] = np.log(pb.y_var)
     assert P.gate.shape == (2, 4)
     fit = fit_em(pb, theta, max_iter=20)
-    assert 2 in fit.collapsed
+    assert 2 in fit.info["collapsed"]
 
 
 def test_adam_backends_agree():
@@ -262,7 +262,7 @@ def test_adam_backends_agree():
     a = fit_adam(pb, theta0, 0.05, 20, backend="torch")
     b = fit_adam(pb, theta0, 0.05, 20, backend="numpy")
     assert a.info["backend"] == "torch" and b.info["backend"] == "numpy"
-    np.testing.assert_allclose(a.objectives, b.objectives, rtol=1e-9)
+    np.testing.assert_allclose(a.trace.objective, b.trace.objective, rtol=1e-9)
 
 
 def test_warm_newton_mstep_on_the_cg_path_is_monotone_and_reuses_its_preconditioner():
@@ -280,12 +280,12 @@ def test_warm_newton_mstep_on_the_cg_path_is_monotone_and_reuses_its_preconditio
                    mstep_options=opts)
             for cap, opts in ((1, {"cg_maxiter": 3}), (100, None))]
     for fit in fits:
-        f = np.asarray(fit.objectives)
+        f = np.asarray(fit.trace.objective)
         assert np.all(np.diff(f) <= MONOTONE_RTOL * np.maximum(1.0, np.abs(f[:-1])))
         assert f[-1] < f[0] - 0.1
         assert fit.info["mstep_cg_products"] > 0
         # 3 sub-problems x 15 EM iterations; the preconditioners are built far fewer times
         assert fit.info["mstep_preconditioner_builds"] < 15
     # the capped (generalized) EM step still makes most of the exact step's progress
-    assert fits[0].objective <= fits[1].objective + 0.05 * (fits[1].objectives[0]
-                                                            - fits[1].objective)
+    assert fits[0].fun <= fits[1].fun + 0.05 * (fits[1].trace.objective[0]
+                                                            - fits[1].fun)

@@ -30,6 +30,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 import zbound.solvers as _solvers
 from zbound.constraints import LinearConstraints
 from zbound.estimators._params import STACKLEVEL, Number, fit_method, registered
+from zbound.models.base import SoftmaxData
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import METHODS, minimize, solver_class
@@ -101,6 +102,12 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 
 # -- the estimator -----------------------------------------------------------------------------
 
+
+
+def _softmax_batch(info) -> bool:
+    """A registered batch method that runs on a softmax objective (the generic ones, and
+    those that need a softmax loss's rows)."""
+    return not info.stochastic and info.requires in (None, SoftmaxData)
 
 
 def _mixed(info) -> bool:
@@ -239,7 +246,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "C": [Number(Real, 0, np.inf, closed="neither")],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions(registered(lambda info: not info.stochastic, also=("auto",))),
+        "solver": [StrOptions(registered(_softmax_batch, also=("auto",))),
                    Hidden(StrOptions(registered(lambda info: info.stochastic)))],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "max_iter": [Number(Integral, 1, None, closed="left")],
@@ -265,7 +272,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         # benchmarks never disagree on it: DEFAULT_METHOD here (it takes bounds), refined by
         # zbound.solvers.choose_method once the objective is built.
         solver = _solvers.DEFAULT_METHOD if self.solver == "auto" else self.solver
-        batch = sorted(k for k, v in METHODS.items() if not v.stochastic)
+        batch = sorted(registered(_softmax_batch))
         if METHODS[solver].stochastic:
             raise ValueError(f"solver {solver!r} is stochastic (mini-batches over epochs); use "
                              f"zbound.BoundSGDClassifier(method={solver!r}) for it, or one of "

@@ -170,7 +170,7 @@ class MixtureOfExperts(BaseEstimator):
         for _ in range(self.n_init):
             theta0 = self._start(problem, rng)
             fit = self._run(problem, theta0, lr)
-            if best is None or fit.objective < best.objective:
+            if best is None or fit.fun < best.fun:
                 best = fit
         self._store(problem, best)
         if not best.converged and not best.info.get("diverged", False):
@@ -227,7 +227,7 @@ class MixtureOfExperts(BaseEstimator):
         return fit_adam(problem, theta0, lr[0], int(self.max_iter), tol=float(self.tol))
 
     def _store(self, problem, fit):
-        P = problem.unpack(fit.theta)
+        P = problem.unpack(fit.x)
         split = -1 if self.fit_intercept else None
         self.gate_coef_ = P.gate[:, :split].copy()
         self.gate_intercept_ = P.gate[:, -1].copy() if self.fit_intercept else \
@@ -237,12 +237,12 @@ class MixtureOfExperts(BaseEstimator):
             np.zeros(P.coef.shape[:-1])
         if problem.expert == "linear":
             self.noise_variance_ = np.exp(P.log_var)
-        self._theta = fit.theta.copy()
-        self.objective_ = float(fit.objective)
-        self.n_iter_ = int(fit.n_iter)
-        self.objective_curve_ = np.asarray(fit.objectives)
-        self.collapsed_experts_ = tuple(fit.collapsed)
-        R = problem.responsibilities(fit.theta)
+        self._theta = fit.x.copy()
+        self.objective_ = float(fit.fun)
+        self.n_iter_ = int(fit.nit)
+        self.objective_curve_ = np.asarray(fit.trace.objective)
+        self.collapsed_experts_ = tuple(fit.info.get("collapsed", ()))
+        R = problem.responsibilities(fit.x)
         self.expert_mass_ = problem.expert_mass(R)
         self._predictor = _strip(problem)
 

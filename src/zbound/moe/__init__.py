@@ -3,6 +3,11 @@ gradient descent (Fruytier, Mokhtari & Sanghavi, "Learning Mixtures of Experts w
 
 - :mod:`zbound.moe.model`: :class:`MoEProblem` (likelihood, posteriors, EM objective, gradients)
   and :class:`SoftLabelSoftmaxLoss` (the gate's M-step loss);
+Every training method is a registered solver returning :class:`zbound.solvers.Result` (its
+trace holds the objective after every iteration): "moe-em" (:class:`MixtureEM`),
+"moe-gradient-em", "moe-gd", "moe-adam" and "moe-em-symmetric"; the ``fit_*`` functions run
+them with the paper's settings.
+
 - :mod:`zbound.moe.em`: :func:`fit_em`, exact M-steps (closed form for linear experts, the
   library's bound-majorization solvers for the gate and logistic experts, or the paper's inner
   gradient descent);
@@ -16,12 +21,19 @@ The scikit-learn estimator is :class:`zbound.MixtureOfExperts` (``zbound.estimat
 """
 
 from zbound.moe.diagnostics import MissingInformation, missing_information
-from zbound.moe.em import fit_em
-from zbound.moe.gradient import fit_adam, fit_gd, fit_gradient_em
-from zbound.moe.model import MoEProblem, SoftLabelSoftmaxLoss
-from zbound.moe.result import MoEFit
-from zbound.moe.symmetric import SMoLinE, SMoLogE, fit_em_symmetric
+from zbound.moe.em import MixtureEM, fit_em
+from zbound.moe.gradient import (
+    MixtureAdam,
+    MixtureGD,
+    MixtureGradientEM,
+    fit_adam,
+    fit_gd,
+    fit_gradient_em,
+)
+from zbound.moe.model import GatedMixture, MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
+from zbound.moe.symmetric import SMoLinE, SMoLogE, SymmetricEM, fit_em_symmetric
 
-__all__ = ["MissingInformation", "MoEFit", "MoEProblem", "SMoLinE", "SMoLogE",
-           "SoftLabelSoftmaxLoss", "fit_adam", "fit_em", "fit_em_symmetric", "fit_gd",
-           "fit_gradient_em", "missing_information"]
+__all__ = ["GatedMixture", "MissingInformation", "MixtureAdam", "MixtureEM", "MixtureGD",
+           "MixtureGradientEM", "MixtureLikelihood", "MoEProblem", "SMoLinE", "SMoLogE",
+           "SoftLabelSoftmaxLoss", "SymmetricEM", "fit_adam", "fit_em", "fit_em_symmetric",
+           "fit_gd", "fit_gradient_em", "missing_information"]

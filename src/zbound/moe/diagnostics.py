@@ -97,3 +97,12 @@ def missing_information(model, theta, h: float = 1e-5) -> MissingInformation:
     HQ = _fd_hessian(lambda t: model.q_value_and_grad(t, R)[1], theta, h)
     HL = _fd_hessian(lambda t: model.value_and_grad(t)[1], theta, h)
     return _pencil(HQ, HQ - HL)
+
+
+def collapsed_experts(mass: np.ndarray, n_eff: float, log_var=None, floor=None) -> tuple:
+    """Experts responsible for less than one effective sample, or at the variance floor."""
+    out = set(int(j) for j in np.flatnonzero(mass * n_eff < 1.0))
+    if log_var is not None and floor is not None:
+        out |= set(int(j) for j in np.flatnonzero(np.exp(log_var) <= floor * (1 + 1e-9)))
+    return tuple(sorted(out))
+

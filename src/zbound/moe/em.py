@@ -24,18 +24,23 @@ M-steps are measured against; it is monotone only for small enough inner step si
 
 from __future__ import annotations
 
-import time
+import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import logsumexp
+from sklearn.utils._param_validation import StrOptions
 
 from zbound.models.loss import SoftmaxLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
-from zbound.moe.model import MoEProblem, SoftLabelSoftmaxLoss
-from zbound.moe.result import MoEFit, collapsed_experts
+from zbound.moe.diagnostics import collapsed_experts
+from zbound.moe.model import MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
+from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.majorization import NewtonBound
+from zbound.solvers.result import Result
 from zbound.utils.linalg import psd_solve
+from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT, Choices
 
 MSTEPS = ("newton-bound", "bound", "squarem", "gd")
 
@@ -193,12 +198,83 @@ class MStep:
         return x
 
 
+@dataclass
+class MixtureEMState(State):
+    """EM's state: the responsibilities at x (from the E-step that gave f), the M-step
+    (solver settings, per-sub-problem warm solvers, counts) and the iterates when kept."""
+
+    R: np.ndarray | None = None
+    mstep: MStep | None = None
+    iterates: list | None = None
+
+
+@register
+class MixtureEM(Solver):
+    """EM for a mixture of experts with exact M-steps (the module text): every iteration one
+    M-step (:class:`MStep`) at the responsibilities of the last E-step, then the E-step at the
+    new point, which gives the objective. Stops when an iteration lowers the objective by
+    <= ``ftol`` * max(1, |L|) (a rise stops it too: with the bound M-steps it cannot happen
+    beyond rounding), or after ``max_iter`` iterations; there is no gradient test
+    (``tol`` is not used).
+
+    Options: ``mstep`` ("newton-bound", "bound", "squarem" or "gd", the paper's inner
+    gradient descent of ``inner_steps`` steps of ``inner_lr``), ``mstep_tol`` and
+    ``mstep_max_iter`` (the M-step solver's stopping rule), ``mstep_options`` (its options),
+    ``keep_iterates`` (every iterate in ``Result.info["iterates"]``). ``Result.info`` also
+    holds the M-step counts, the experts' responsibility mass and the collapsed experts.
+    """
+
+    info = MethodInfo("moe-em", peer=False, constraints="none", requires=MixtureLikelihood,
+                      description="EM for mixtures of experts: E-step responsibilities, exact "
+                                  "M-steps by the bound solvers (or the paper's inner GD)")
+    options = {"mstep": "newton-bound", "mstep_tol": 1e-8, "mstep_max_iter": 100,
+               "inner_steps": 10, "inner_lr": 1.0, "mstep_options": None,
+               "keep_iterates": False}
+    option_constraints = {"mstep": [StrOptions(Choices(*MSTEPS))],
+                          "mstep_tol": [NON_NEGATIVE], "mstep_max_iter": [POSITIVE_INT],
+                          "inner_steps": [POSITIVE_INT], "inner_lr": [POSITIVE],
+                          "mstep_options": [None, dict], "keep_iterates": ["boolean"]}
+
+    def init(self, model, x):
+        o = self.opts
+        m = MStep(model, o["mstep"], o["mstep_tol"], o["mstep_max_iter"], o["inner_steps"],
+                  o["inner_lr"], o["mstep_options"])
+        f, R = e_step(model, x)
+        model.n_value += 1
+        return MixtureEMState(x, f, None, R=R, mstep=m,
+                              iterates=[x.copy()] if o["keep_iterates"] else None)
+
+    def update(self, model, state):
+        theta = state.mstep(state.x, state.R)
+        f, state.R = e_step(model, theta)
+        model.n_value += 1
+        if state.iterates is not None:
+            state.iterates.append(theta.copy())
+        self.accept(model, state, theta, f, None)
+
+    def stationarity(self, model, state):
+        return math.inf                # no gradient: EM stops on the objective's change
+
+    def result_info(self, state):
+        m, pb = state.mstep, state.mstep.problem
+        mass = pb.expert_mass(state.R)
+        n_eff = float(pb.sample_weight.sum() ** 2 / (pb.sample_weight ** 2).sum())
+        P = pb.unpack(state.x)
+        collapsed = collapsed_experts(mass, n_eff, P.log_var if pb.fit_var else None,
+                                      pb.min_variance if pb.fit_var else None)
+        info = {"mstep": m.solver, "mstep_calls": m.calls,
+                "mstep_solver_iterations": m.solver_iterations, **m.direction_stats(),
+                "expert_mass": mass.tolist(), "collapsed": collapsed}
+        if state.iterates is not None:
+            info["iterates"] = state.iterates
+        return info
+
+
 def fit_em(problem: MoEProblem, theta0, max_iter: int = 100, tol: float = 1e-8,
            mstep: str = "newton-bound", mstep_tol: float = 1e-8, mstep_max_iter: int = 100,
            inner_steps: int = 10, inner_lr: float = 1.0, mstep_options: dict | None = None,
-           callback=None,
-           keep_thetas: bool = False) -> MoEFit:
-    """EM from ``theta0``.
+           callback=None, keep_thetas: bool = False) -> Result:
+    """EM from ``theta0``: :class:`MixtureEM` run on ``problem``.
 
     Parameters
     ----------
@@ -211,46 +287,20 @@ def fit_em(problem: MoEProblem, theta0, max_iter: int = 100, tol: float = 1e-8,
     mstep_tol, mstep_max_iter : stopping rule of the M-step solver (gradient inf-norm)
     mstep_options : options of the M-step solver (e.g. ``cg_maxiter``, the cap on Hessian
         products per Newton step; "newton-bound" defaults to ``precond="gram"``)
-    callback : callback(iteration, theta, objective) after every iteration; True stops
-    keep_thetas : keep every iterate in ``MoEFit.thetas``
+    callback : callback(theta, objective) after every iteration; True stops
+    keep_thetas : keep every iterate in ``Result.info["iterates"]``
 
     Returns
     -------
-    :class:`~zbound.moe.result.MoEFit` with the objective after every iteration; with the
-    bound M-steps it never increases (checked by the tests every iteration).
+    :class:`~zbound.solvers.Result`; its trace has the objective after every iteration (row 0
+    the start), which with the bound M-steps never increases (checked by the tests).
     """
     theta = _check_theta(problem, theta0)
     if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
         raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
-    m = MStep(problem, mstep, mstep_tol, mstep_max_iter, inner_steps, inner_lr, mstep_options)
-    t0 = time.perf_counter()
-    f, R = e_step(problem, theta)
-    objectives, times = [f], [time.perf_counter() - t0]
-    thetas = [theta.copy()] if keep_thetas else None
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):
-        theta = m(theta, R)
-        f_new, R = e_step(problem, theta)
-        times.append(time.perf_counter() - t0)
-        objectives.append(f_new)
-        if keep_thetas:
-            thetas.append(theta.copy())
-        decrease = f - f_new
-        f = f_new
-        if callback is not None and callback(it, theta, f):
-            break
-        if tol > 0 and decrease <= tol * max(1.0, abs(f)):
-            converged = True
-            break
-    else:
-        it = max_iter
-    mass = problem.expert_mass(R)
-    n_eff = float(problem.sample_weight.sum() ** 2 / (problem.sample_weight ** 2).sum())
-    P = problem.unpack(theta)
-    collapsed = collapsed_experts(mass, n_eff, P.log_var if problem.fit_var else None,
-                                  problem.min_variance if problem.fit_var else None)
-    return MoEFit(theta, f, it, converged, objectives, times, collapsed, "em",
-                  {"mstep": mstep, "mstep_calls": m.calls,
-                   "mstep_solver_iterations": m.solver_iterations,
-                   **m.direction_stats(), "expert_mass": mass.tolist()}, thetas)
+    solver = MixtureEM(max_iter=int(max_iter), tol=0.0, ftol=float(tol), callback=callback,
+                       mstep=mstep, mstep_tol=float(mstep_tol),
+                       mstep_max_iter=int(mstep_max_iter), inner_steps=inner_steps,
+                       inner_lr=float(inner_lr), mstep_options=mstep_options,
+                       keep_iterates=bool(keep_thetas))
+    return solver.run(problem, theta)

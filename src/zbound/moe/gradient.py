@@ -17,13 +17,17 @@ A run whose objective becomes NaN or inf (too large a step) stops there with
 
 from __future__ import annotations
 
-import time
+import math
+from dataclasses import dataclass
 
 import numpy as np
+from sklearn.utils._param_validation import StrOptions
 
 from zbound.moe.em import _check_theta
-from zbound.moe.model import MoEProblem
-from zbound.moe.result import MoEFit
+from zbound.moe.model import GatedMixture, MoEProblem
+from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.result import Result, Status
+from zbound.utils.validation import POSITIVE, Choices
 
 
 def _check_lr(name: str, lr) -> float:
@@ -39,63 +43,114 @@ def _check_iter(max_iter) -> int:
     return int(max_iter)
 
 
-def _run(problem: MoEProblem, theta0, max_iter: int, step, method: str, info: dict,
-         keep_thetas: bool, tol: float) -> MoEFit:
-    """Shared loop: ``step(theta, grad) -> new theta``; objective and gradient once per
-    iterate."""
-    theta = _check_theta(problem, theta0)
-    max_iter = _check_iter(max_iter)
-    t0 = time.perf_counter()
-    with np.errstate(all="ignore"):
-        f, g = problem.value_and_grad(theta)
-    objectives, times = [f], [time.perf_counter() - t0]
-    thetas = [theta.copy()] if keep_thetas else None
-    diverged = False
-    converged = False
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007 (it is the count after the loop)
-        new = step(theta, g)
+@dataclass
+class FirstOrderState(State):
+    """A first-order method's state: its update rule (``rule(theta, grad) -> new theta``,
+    with the rule's own memory), whether the objective left the finite numbers, and the
+    iterates when kept."""
+
+    rule: object = None
+    diverged: bool = False
+    iterates: list | None = None
+
+
+class _MixtureFirstOrder(Solver):
+    """Shared by the first-order MoE methods: theta <- rule(theta, grad L(theta)), the
+    objective and gradient once per iterate. Stops when an iteration lowers the objective by
+    at least 0 and at most ``ftol`` * max(1, |L|) (a rise does not stop it: these methods are
+    not monotone), after ``max_iter`` iterations, or when the objective becomes NaN or inf
+    (too large a step: ``info["diverged"]``, the last finite iterate kept and an infinite
+    objective recorded). ``tol`` is not used."""
+
+    options = {"keep_iterates": False}
+    option_constraints = {"keep_iterates": ["boolean"]}
+
+    def make_rule(self, model, x):
+        raise NotImplementedError
+
+    def init(self, model, x):
         with np.errstate(all="ignore"):
-            f_new, g_new = problem.value_and_grad(new)
-        if not (np.isfinite(f_new) and np.isfinite(g_new).all()):
-            diverged = True
-            times.append(time.perf_counter() - t0)
-            objectives.append(float("inf"))
-            break
-        theta, g = new, g_new
-        times.append(time.perf_counter() - t0)
-        objectives.append(f_new)
-        if keep_thetas:
-            thetas.append(theta.copy())
-        decrease = f - f_new
-        f = f_new
-        if tol > 0 and 0 <= decrease <= tol * max(1.0, abs(f)):
-            converged = True
-            break
-    info = dict(info, diverged=diverged)
-    return MoEFit(theta, f, it, converged, objectives, times, (), method, info, thetas)
+            f, g = model.value_and_grad(x)
+        return FirstOrderState(x, f, g, rule=self.make_rule(model, x),
+                               iterates=[x.copy()] if self.opts["keep_iterates"] else None)
+
+    def update(self, model, state):
+        new = state.rule(state.x, state.g)
+        with np.errstate(all="ignore"):
+            f, g = model.value_and_grad(new)
+        if not (np.isfinite(f) and np.isfinite(g).all()):
+            state.diverged = True
+            state.status = Status.FAILED
+            state.message = "the objective became non-finite (step size too large?)"
+            if state.recorder is not None:
+                state.recorder.record(math.inf, math.nan, model.n_evals)
+            state.nit += 1
+            return
+        if state.iterates is not None:
+            state.iterates.append(new.copy())
+        self.accept(model, state, new, f, g)
+
+    def stationarity(self, model, state):
+        return math.inf
+
+    def stop_status(self, state, stat):
+        if self.target is not None and state.f <= self.target:
+            return Status.TARGET
+        if self.ftol > 0.0 and state.f_prev is not None and \
+                0.0 <= state.f_prev - state.f <= self.ftol * max(1.0, abs(state.f)):
+            return Status.FTOL
+        return None
+
+    def result_info(self, state):
+        info = {**self.rule_info(), "diverged": state.diverged}
+        if state.iterates is not None:
+            info["iterates"] = state.iterates
+        return info
+
+    def rule_info(self) -> dict:
+        return {}
 
 
-def fit_gradient_em(problem: MoEProblem, theta0, lr_experts: float, lr_gate: float,
-                    max_iter: int = 100, tol: float = 0.0,
-                    keep_thetas: bool = False) -> MoEFit:
+@register
+class MixtureGradientEM(_MixtureFirstOrder):
     """Gradient EM (Algorithm 1): theta_{t+1} = theta_t - diag(lr) grad Q(theta_t | theta_t),
     ``lr_experts`` on the expert parameters (and noise log-variances), ``lr_gate`` on the
     gate."""
-    lr_e = _check_lr("lr_experts", lr_experts)
-    lr_g = _check_lr("lr_gate", lr_gate)
-    scale = np.full(problem.n_params, lr_e)
-    scale[problem.gate_slice()] = lr_g
-    return _run(problem, theta0, max_iter, lambda x, g: x - scale * g, "gradient-em",
-                {"lr_experts": lr_e, "lr_gate": lr_g}, keep_thetas, tol)
+
+    info = MethodInfo("moe-gradient-em", peer=True, constraints="none",
+                      requires=GatedMixture,
+                      description="Gradient EM (Fruytier et al. Alg. 1): one gradient step "
+                                  "on each EM sub-objective")
+    options = {**_MixtureFirstOrder.options, "lr_experts": 1.0, "lr_gate": 1.0}
+    option_constraints = {**_MixtureFirstOrder.option_constraints, "lr_experts": [POSITIVE],
+                          "lr_gate": [POSITIVE]}
+
+    def make_rule(self, model, x):
+        scale = np.full(model.n_params, float(self.opts["lr_experts"]))
+        scale[model.gate_slice()] = float(self.opts["lr_gate"])
+        return lambda theta, g: theta - scale * g
+
+    def rule_info(self):
+        return {"lr_experts": float(self.opts["lr_experts"]),
+                "lr_gate": float(self.opts["lr_gate"])}
 
 
-def fit_gd(problem: MoEProblem, theta0, lr: float, max_iter: int = 100, tol: float = 0.0,
-           keep_thetas: bool = False) -> MoEFit:
+@register
+class MixtureGD(_MixtureFirstOrder):
     """Gradient descent on L (Algorithm 2): theta_{t+1} = theta_t - lr grad L(theta_t)."""
-    lr = _check_lr("lr", lr)
-    return _run(problem, theta0, max_iter, lambda x, g: x - lr * g, "gd", {"lr": lr},
-                keep_thetas, tol)
+
+    info = MethodInfo("moe-gd", peer=True, constraints="none", requires=GatedMixture,
+                      description="gradient descent on the mixture's objective "
+                                  "(Fruytier et al. Alg. 2)")
+    options = {**_MixtureFirstOrder.options, "lr": 1.0}
+    option_constraints = {**_MixtureFirstOrder.option_constraints, "lr": [POSITIVE]}
+
+    def make_rule(self, model, x):
+        lr = float(self.opts["lr"])
+        return lambda theta, g: theta - lr * g
+
+    def rule_info(self):
+        return {"lr": float(self.opts["lr"])}
 
 
 def adam_backend(backend: str = "auto") -> str:
@@ -125,22 +180,62 @@ class _TorchAdam:
         return self.param.detach().numpy().copy()
 
 
-def fit_adam(problem: MoEProblem, theta0, lr: float, max_iter: int = 100,
-             betas=(0.9, 0.999), eps: float = 1e-8, backend: str = "auto", tol: float = 0.0,
-             keep_thetas: bool = False) -> MoEFit:
-    """Adam on L (full-batch gradients): ``torch.optim.Adam`` when PyTorch is installed, else
-    ``zbound.solvers.first_order.Adam`` (``backend`` forces one)."""
-    lr = _check_lr("lr", lr)
-    which = adam_backend(backend)
-    theta0 = _check_theta(problem, theta0)
-    if which == "torch":
-        opt = _TorchAdam(theta0, lr, tuple(betas), eps)
-        step = opt.step
-    else:
+@register
+class MixtureAdam(_MixtureFirstOrder):
+    """Adam on L (full-batch gradients; a peer beyond the paper): ``torch.optim.Adam``
+    (float64, CPU) when PyTorch is installed, else ``zbound.solvers.first_order.Adam``
+    (``backend`` forces one); the same NumPy gradient either way."""
+
+    info = MethodInfo("moe-adam", peer=True, constraints="none", requires=GatedMixture,
+                      description="Adam on the mixture's objective (full batch; "
+                                  "torch.optim.Adam when installed)")
+    options = {**_MixtureFirstOrder.options, "lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8,
+               "backend": "auto"}
+    option_constraints = {**_MixtureFirstOrder.option_constraints, "lr": [POSITIVE],
+                          "betas": [tuple, list], "eps": [POSITIVE],
+                          "backend": [StrOptions(Choices("auto", "torch", "numpy"))]}
+
+    def make_rule(self, model, x):
+        lr, betas, eps = float(self.opts["lr"]), tuple(self.opts["betas"]), self.opts["eps"]
+        if adam_backend(self.opts["backend"]) == "torch":
+            return _TorchAdam(x, lr, betas, eps).step
         from zbound.solvers.first_order import Adam
 
-        opt = Adam(lr=lr, betas=tuple(betas), eps=eps)
+        opt = Adam(lr=lr, betas=betas, eps=eps)
         opt.reset()
-        step = opt.step
-    return _run(problem, theta0, max_iter, step, "adam", {"lr": lr, "backend": which},
-                keep_thetas, tol)
+        return opt.step
+
+    def rule_info(self):
+        return {"lr": float(self.opts["lr"]), "backend": adam_backend(self.opts["backend"])}
+
+
+def _run(solver: _MixtureFirstOrder, problem: MoEProblem, theta0, max_iter, tol) -> Result:
+    return solver.replace(max_iter=_check_iter(max_iter), tol=0.0, ftol=float(tol)).run(
+        problem, _check_theta(problem, theta0))
+
+
+def fit_gradient_em(problem: MoEProblem, theta0, lr_experts: float, lr_gate: float,
+                    max_iter: int = 100, tol: float = 0.0,
+                    keep_thetas: bool = False) -> Result:
+    """Gradient EM (Algorithm 1): :class:`MixtureGradientEM` run on ``problem``."""
+    solver = MixtureGradientEM(lr_experts=_check_lr("lr_experts", lr_experts),
+                               lr_gate=_check_lr("lr_gate", lr_gate),
+                               keep_iterates=bool(keep_thetas))
+    return _run(solver, problem, theta0, max_iter, tol)
+
+
+def fit_gd(problem: MoEProblem, theta0, lr: float, max_iter: int = 100, tol: float = 0.0,
+           keep_thetas: bool = False) -> Result:
+    """Gradient descent on L (Algorithm 2): :class:`MixtureGD` run on ``problem``."""
+    solver = MixtureGD(lr=_check_lr("lr", lr), keep_iterates=bool(keep_thetas))
+    return _run(solver, problem, theta0, max_iter, tol)
+
+
+def fit_adam(problem: MoEProblem, theta0, lr: float, max_iter: int = 100,
+             betas=(0.9, 0.999), eps: float = 1e-8, backend: str = "auto", tol: float = 0.0,
+             keep_thetas: bool = False) -> Result:
+    """Adam on L (full-batch gradients): :class:`MixtureAdam` run on ``problem``."""
+    adam_backend(backend)
+    solver = MixtureAdam(lr=_check_lr("lr", lr), betas=tuple(betas), eps=float(eps),
+                         backend=backend, keep_iterates=bool(keep_thetas))
+    return _run(solver, problem, theta0, max_iter, tol)

@@ -28,6 +28,7 @@ library's solvers live in :mod:`zbound.moe.em`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
@@ -117,6 +118,36 @@ def _log_sigmoid_rows(S: np.ndarray) -> np.ndarray:
     """log softmax over [0, S] along the last axis (reference class 0 prepended)."""
     zero = np.zeros(S.shape[:-1] + (1,))
     return log_softmax(np.concatenate([zero, S], axis=-1), axis=-1)
+
+
+class GatedMixture(Protocol):
+    """A mixture whose parameters split into the gate's and the experts'
+    (``gate_slice``), with the value and gradient of its objective: what the first-order
+    methods of the paper (Gradient EM, GD; and the Adam peer) need. :class:`MoEProblem` and
+    the symmetric models have it."""
+
+    def gate_slice(self): ...
+
+    def value_and_grad(self, theta): ...
+
+
+class MixtureLikelihood(Protocol):
+    """What the mixture-of-experts solvers need of a model (:class:`MoEProblem` has it): the
+    log joint log p(y, z = j | x) per sample and expert, the EM objective Q and its gradient
+    at given responsibilities, the experts' responsibility mass, the parameter layout
+    (``unpack``, ``gate_slice``), and the value and gradient of the objective."""
+
+    def log_joint(self, theta): ...
+
+    def q_value_and_grad(self, theta, R, _cache=None): ...
+
+    def expert_mass(self, R): ...
+
+    def unpack(self, theta): ...
+
+    def gate_slice(self): ...
+
+    def value_and_grad(self, theta): ...
 
 
 class MoEProblem:

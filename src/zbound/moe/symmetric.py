@@ -30,13 +30,17 @@ EM and MD then solve grad A(theta) = s(theta_t).
 
 from __future__ import annotations
 
-import time
+import math
+from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from scipy.special import expit, log_expit
 
 from zbound.moe.model import SoftLabelSoftmaxLoss
-from zbound.moe.result import MoEFit
+from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.result import Result
+from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 
@@ -305,23 +309,73 @@ class SMoLogE(_Symmetric):
         return X, y, np.concatenate([beta, w])
 
 
+class SymmetricEMMap(Protocol):
+    """A symmetric mixture with its EM map in closed-form steps: ``em_step(theta, solver,
+    tol, inner_steps, inner_lr)`` and the layout ``split(theta)`` (SMoLinE, SMoLogE)."""
+
+    def em_step(self, theta, solver="newton-bound", tol=1e-10, inner_steps=10,
+                inner_lr=4.0): ...
+
+    def split(self, theta): ...
+
+
+@register
+class SymmetricEM(Solver):
+    """``max_iter`` EM steps of a symmetric mixture (:meth:`SMoLinE.em_step`), the objective
+    evaluated after each; ``ftol`` > 0 stops on the objective's change as EM does (the
+    benchmarks run a fixed number of steps). Options: the M-step's ``mstep`` solver,
+    ``mstep_tol``, ``inner_steps`` and ``inner_lr`` (for ``mstep="gd"``), ``keep_iterates``."""
+
+    info = MethodInfo("moe-em-symmetric", peer=False, constraints="none",
+                      needs=("value",), requires=SymmetricEMMap,
+                      description="EM on a symmetric mixture (SMoLinE / SMoLogE) by its "
+                                  "closed-form EM map")
+    options = {"mstep": "newton-bound", "mstep_tol": 1e-10, "inner_steps": 10,
+               "inner_lr": 4.0, "keep_iterates": False}
+    option_constraints = {"mstep": [str], "mstep_tol": [NON_NEGATIVE],
+                          "inner_steps": [POSITIVE_INT], "inner_lr": [POSITIVE],
+                          "keep_iterates": ["boolean"]}
+
+    def init(self, model, x):
+        model.split(x)
+        return EMMapState(x, model.value(x), None,
+                          iterates=[x.copy()] if self.opts["keep_iterates"] else None)
+
+    def update(self, model, state):
+        o = self.opts
+        theta = model.em_step(state.x, o["mstep"], o["mstep_tol"], o["inner_steps"],
+                              o["inner_lr"])
+        if state.iterates is not None:
+            state.iterates.append(theta.copy())
+        self.accept(model, state, theta, model.value(theta), None)
+
+    def stationarity(self, model, state):
+        return math.inf
+
+    def result_info(self, state):
+        info = {"mstep": self.opts["mstep"]}
+        if state.iterates is not None:
+            info["iterates"] = state.iterates
+        return info
+
+
+@dataclass
+class EMMapState(State):
+    """The iterates, when kept."""
+
+    iterates: list | None = None
+
+
 def fit_em_symmetric(model: _Symmetric, theta0, max_iter: int = 50, solver: str = "newton-bound",
                      tol: float = 1e-10, inner_steps: int = 10, inner_lr: float = 4.0,
-                     keep_thetas: bool = False) -> MoEFit:
-    """``max_iter`` EM steps of a symmetric model (:meth:`em_step`), objective after each."""
+                     keep_thetas: bool = False) -> Result:
+    """``max_iter`` EM steps of a symmetric model (:class:`SymmetricEM`), objective after
+    each."""
     theta = np.array(theta0, dtype=np.float64)
     model.split(theta)
     if not np.isfinite(theta).all():
         raise ValueError("theta0 contains NaN or inf")
-    t0 = time.perf_counter()
-    objectives = [model.value(theta)]
-    times = [time.perf_counter() - t0]
-    thetas = [theta.copy()] if keep_thetas else None
-    for _ in range(max_iter):
-        theta = model.em_step(theta, solver, tol, inner_steps, inner_lr)
-        objectives.append(model.value(theta))
-        times.append(time.perf_counter() - t0)
-        if keep_thetas:
-            thetas.append(theta.copy())
-    return MoEFit(theta, objectives[-1], max_iter, False, objectives, times, (), "em",
-                  {"mstep": solver}, thetas)
+    return SymmetricEM(max_iter=int(max_iter), tol=0.0, ftol=0.0, mstep=solver,
+                       mstep_tol=float(tol), inner_steps=int(inner_steps),
+                       inner_lr=float(inner_lr), keep_iterates=bool(keep_thetas)).run(model,
+                                                                                      theta)

@@ -393,7 +393,7 @@ class Solver:
         if req is not None and not (supports(model, req)
                                     or supports(getattr(model, "loss", None), req)):
             raise TypeError(f"method {self.info.name!r} needs a model with the "
-                            f"{req.__name__} capability (zbound.models.base), which "
+                            f"{req.__name__} capability ({req.__module__}), which "
                             f"{type(model).__name__} does not have")
         try:
             x = np.array(x0, dtype=np.float64, copy=True)

@@ -4,7 +4,7 @@ Two algorithms called EM in the literature, both returning parameters of the *sa
 (theta = vec(W), W (n_classes * n_components, d + 1), offsets nu last) so that both are judged
 on the same objective, the negative latent conditional log-likelihood J:
 
-- :class:`LatentEM` (method "latent-em"): generalized EM on J itself. E-step: the responsibilities
+- :class:`LatentEM` (method "em"): generalized EM on J itself. E-step: the responsibilities
   eta_jm = p(m | x_j, y_j) at theta~, i.e. Jensen on the numerator, tight at theta~. M-step:
   minimize the resulting upper bound Q(theta) = sum_j s_j [log sum_{y,m} exp S_{j,(y,m)} -
   sum_m eta_jm S_{j,(y_j,m)}] (+ penalty): a convex softmax regression over the (class,
@@ -13,7 +13,7 @@ on the same objective, the negative latent conditional log-likelihood J:
   the samples repeated once per component, weighted by s_j eta_jm. Monotone: J(theta_new) <=
   Q(theta_new) + const <= Q(theta~) + const = J(theta~). (The bound method, Alg. 2, makes one
   Alg. 1 step on the same Q instead of solving it.)
-- :class:`LatentJointEM` (method "latent-em-joint"): classical EM on the *joint* likelihood
+- :class:`LatentJointEM` (method "em-joint"): classical EM on the *joint* likelihood
   p(x, y) of the generative model behind the paper's change of variables: per pair (y, m) a Gaussian
   N(mu_ym, Sigma) with one covariance shared by all pairs (so that phi(x) = x), mixing
   proportions pi_ym, y observed and m latent. Its conditional p(y | x) is the latent model with

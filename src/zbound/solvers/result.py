@@ -13,6 +13,10 @@ from enum import IntEnum
 
 import numpy as np
 
+#: relative rise of an objective between iterations that counts as rounding, not as a failure
+#: of monotonicity (:meth:`Trace.is_monotone`)
+MONOTONE_RTOL = 1e-10
+
 
 class Status(IntEnum):
     """Why a solver stopped (SciPy's ``OptimizeResult.status`` with a message table).
@@ -87,6 +91,19 @@ class Trace:
         """Cumulative evaluations when the objective first reached ``target`` (None if never)."""
         hit = np.flatnonzero(self.objective <= target)
         return int(self.n_evals[hit[0]]) if hit.size else None
+
+    def iterations_to(self, target: float) -> int | None:
+        """The first row (iteration) whose objective is <= ``target`` (None if never)."""
+        hit = np.flatnonzero(self.objective <= target)
+        return int(hit[0]) if hit.size else None
+
+    def is_monotone(self, rtol: float = MONOTONE_RTOL) -> bool:
+        """Whether the objective never rose between rows by more than ``rtol`` * max(1, |f|)
+        (rounding)."""
+        f = self.objective
+        if f.size < 2:
+            return True
+        return bool(np.all(np.diff(f) <= rtol * np.maximum(1.0, np.abs(f[:-1]))))
 
 
 @dataclass

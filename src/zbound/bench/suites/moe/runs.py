@@ -43,7 +43,7 @@ def suite_config(ctx) -> Config:
 
 
 def _final(fit) -> float:
-    f = fit.objectives[-1]
+    f = fit.trace.objective[-1]
     return float(f) if np.isfinite(f) else float("inf")
 
 
@@ -77,7 +77,7 @@ def _walk(score, n: int, start: int) -> dict:
 def tune(run_one, grid, search: str = "grid") -> tuple[dict, dict]:
     """Step sizes for each first-order method on the tuning instances.
 
-    ``run_one(method, lr) -> MoEFit``, or a list of them (one per tuning instance): a step
+    ``run_one(method, lr) -> Result``, or a list of them (one per tuning instance): a step
     scores its mean final objective over the instances (inf if one diverged), and the lowest
     score wins. (Scored on a single digits instance, Gradient EM took steps (3.16, 10) that
     diverged on most other instances; averaged over three it takes a steadier pair.) Steps whose
@@ -150,7 +150,7 @@ def at_grid_edge(chosen: dict, grid) -> dict:
 
 def _stable(fit) -> bool:
     """No objective rise above :data:`UNSTABLE_RISE` * max(1, |L|), and no divergence."""
-    f = np.asarray(getattr(fit, "objectives", ()), dtype=np.float64)
+    f = np.asarray(fit.trace.objective, dtype=np.float64)
     if f.size < 2:
         return True
     if not np.isfinite(f).all():
@@ -200,24 +200,24 @@ def run_symmetric(ctx, cfg: Config, name: str) -> dict:
         fits = {m: _sym_run(model, theta0, m, lrs.get(m), T) for m in order}
         # reference optimum: EM continued from the best final point
         best = min(fits.values(), key=_final)
-        ref = fit_em_symmetric(model, best.theta, 300)
-        f_hat = min(ref.objective, min(_final(f) for f in fits.values()))
+        ref = fit_em_symmetric(model, best.x, 300)
+        f_hat = min(ref.fun, min(_final(f) for f in fits.values()))
         target = _final(fits["gd"])
         tol = 1e-12 * max(1.0, abs(target))
         for m, fit in fits.items():
             beta_err = [float(np.linalg.norm(t[: cfg.sym_d] - truth[: cfg.sym_d]) / cfg.sym_norm)
-                        for t in fit.thetas]
+                        for t in fit.info["iterates"]]
             w_err = [float(np.linalg.norm(t[cfg.sym_d:] - truth[cfg.sym_d:]) / cfg.sym_norm)
-                     for t in fit.thetas]
-            k = _first(fit.objectives, target + tol)
+                     for t in fit.info["iterates"]]
+            k = _first(fit.trace.objective, target + tol)
             per[m].append({
                 "gap": [max(float(f) - f_hat, 0.0) if np.isfinite(f) else None
-                        for f in fit.objectives],
-                "gap_true": float(fit.objectives[-1] - model.value(truth)),
-                "times": list(fit.times), "beta_err": beta_err, "w_err": w_err,
+                        for f in fit.trace.objective],
+                "gap_true": float(fit.trace.objective[-1] - model.value(truth)),
+                "times": fit.trace.seconds.tolist(), "beta_err": beta_err, "w_err": w_err,
                 "final": _final(fit), "iters_to_gd": k,
-                "time_to_gd": None if k is None else float(fit.times[k]), "target": target,
-                "monotone": fit.monotone})
+                "time_to_gd": None if k is None else float(fit.trace.seconds[k]), "target": target,
+                "monotone": fit.trace.is_monotone()})
         ctx.advance()
     summary = {}
     for m in methods:
@@ -349,13 +349,13 @@ def run_inverted(ctx, cfg: Config, ds: str) -> dict | None:
         pb = MoEProblem(A, ytr, 1, "logistic", n_classes=C, reg=cfg.reg)
         fit = fit_em(pb, np.zeros(pb.n_params), 1, tol=0.0, mstep_tol=1e-6,
                      mstep_max_iter=300)
-        acc, ce = _test_metrics(pb, fit.theta, B, yte)
-        single[label] = {"accuracy": acc, "cross_entropy": ce, "objective": fit.objective}
+        acc, ce = _test_metrics(pb, fit.x, B, yte)
+        single[label] = {"accuracy": acc, "cross_entropy": ce, "objective": fit.fun}
         ctx.writer.add_record(BenchRecord(
             task="inverted", dataset=ds, setting="k=1", method=f"single-expert-{label}",
-            final_objective=fit.objective,
+            final_objective=fit.fun,
             metrics={"test_accuracy": acc, "test_cross_entropy": ce, "test_loglik": -ce,
-                     "random_invert": label == "inverted", "iterations": fit.n_iter}))
+                     "random_invert": label == "inverted", "iterations": fit.nit}))
     # tuning on separate instances
     Tt = cfg.tune_iters.get(ds, T)
     runners = []
@@ -377,22 +377,22 @@ def run_inverted(ctx, cfg: Config, ds: str) -> dict | None:
         order = methods[i % len(methods):] + methods[: i % len(methods)]
         fits = {m: _inv_run(pb, theta0, m, lrs.get(m), T, cfg, ds, keep=True) for m in order}
         for m, fit in fits.items():
-            acc, ce = _test_metrics(pb, fit.theta, B, yte)
-            curve = [_test_metrics(pb, th, B, yte)[0] for th in fit.thetas]
+            acc, ce = _test_metrics(pb, fit.x, B, yte)
+            curve = [_test_metrics(pb, th, B, yte)[0] for th in fit.info["iterates"]]
             curve += [curve[-1]] * (T + 1 - len(curve))       # a diverged run stays put
-            fit.thetas = None
+            fit.info.pop("iterates", None)
             per[m].append({"accuracy": acc, "cross_entropy": ce, "final": _final(fit),
-                           "objectives": [float(f) for f in fit.objectives],
+                           "objectives": [float(f) for f in fit.trace.objective],
                            "accuracy_curve": curve,
-                           "times": list(fit.times), "monotone": fit.monotone,
+                           "times": fit.trace.seconds.tolist(), "monotone": fit.trace.is_monotone(),
                            "info": {k: v for k, v in fit.info.items()
                                     if isinstance(v, int | float | str)}})
         # EM (bound M-steps) against EM (inner GD): time to the objective both reach
         target = max(_final(fits["em"]), _final(fits["em-inner-gd"]))
         per["em"][-1]["common_target"] = target
         for m in ("em", "em-inner-gd"):
-            k = _first(fits[m].objectives, target + 1e-12 * max(1.0, abs(target)))
-            per[m][-1]["time_to_common"] = float(fits[m].times[k])
+            k = _first(fits[m].trace.objective, target + 1e-12 * max(1.0, abs(target)))
+            per[m][-1]["time_to_common"] = float(fits[m].trace.seconds[k])
         ctx.advance()
     summary = {"single": single, "methods": {}, "tuning": table, "iters": T,
                "grid_edge": at_grid_edge(lrs, cfg.lr_grid),
