@@ -121,3 +121,42 @@ def test_bad_gradients():
         SGD(0.1).step(np.zeros(3), np.zeros(4))
     with pytest.raises(ValueError, match="NaN"):
         Adam().step(np.zeros(3), np.array([0.0, np.nan, 1.0]))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_adagrad_matches_torch(seed):
+    from zbound.solvers.first_order import AdaGrad
+
+    H, b, noise, x0 = _quadratic(seed)
+    ours = _run_numpy(AdaGrad(lr=0.3, eps=1e-10), H, b, noise, x0)
+    ref = _run_torch(lambda torch, p: torch.optim.Adagrad(p, lr=0.3, eps=1e-10), H, b,
+                     noise, x0)
+    np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("name,kw", [("SGD", {"momentum": 0.9}), ("Adam", {}),
+                                     ("Adagrad", {"eps": 1e-10})])
+def test_torch_rule_is_the_torch_optimizer_behind_the_rule_interface(name, kw):
+    """TorchRule(name) steps exactly as torch.optim does, takes a step size set between
+    steps, and starts from an iterate the caller moved."""
+    pytest.importorskip("torch", reason="comparison against torch.optim")
+    from zbound.solvers.first_order import TorchRule
+
+    H, b, noise, x0 = _quadratic(3)
+    ours = _run_numpy(TorchRule(name, x0, 0.05, **kw), H, b, noise, x0)
+    ref = _run_torch(lambda torch, p: getattr(torch.optim, name)(p, lr=0.05, **kw), H, b,
+                     noise, x0)
+    np.testing.assert_allclose(ours, ref, rtol=1e-12, atol=1e-14)
+    rule = TorchRule("SGD", x0, 0.1)
+    rule.lr = 0.5
+    g = H @ x0 - b
+    np.testing.assert_allclose(rule.step(x0, g), x0 - 0.5 * g, rtol=1e-15)
+    moved = x0 + 1.0
+    np.testing.assert_allclose(rule.step(moved, g), moved - 0.5 * g, rtol=1e-15)
+
+
+def test_adagrad_refuses_a_non_finite_gradient():
+    from zbound.solvers.first_order import AdaGrad
+
+    with pytest.raises(ValueError, match="NaN or inf"):
+        AdaGrad().step(np.zeros(3), np.array([0.0, np.nan, 1.0]))

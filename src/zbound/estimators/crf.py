@@ -30,6 +30,7 @@ from sklearn.utils._param_validation import StrOptions
 
 from zbound.estimators._params import Number
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
+from zbound.solvers.first_order import AdaGrad
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
 from zbound.utils.validation import Choices
@@ -197,10 +198,9 @@ class ChainCRF(BaseEstimator):
         the squared-gradient sums live in ``self.adagrad_``."""
         _, g = loss.value_and_grad(theta)
         g += frac * 2.0 * float(self.c2) * theta
-        G = self.adagrad_
-        G += g * g
-        theta -= float(self.learning_rate) * g / (np.sqrt(G) + 1e-12)
-        return theta
+        rule = AdaGrad(float(self.learning_rate))
+        rule.G = self.adagrad_                   # the sums carried by the estimator
+        return rule.step(theta, g)
 
     def _sgd(self, obj, theta):
         rng = np.random.default_rng(self.random_state)

@@ -26,6 +26,7 @@ from sklearn.utils._param_validation import StrOptions
 from zbound.moe.em import _check_theta
 from zbound.moe.model import GatedMixture, MoEProblem
 from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.first_order import Adam, TorchRule, torch_available
 from zbound.solvers.result import Result, Status
 from zbound.utils.validation import POSITIVE, Choices
 
@@ -159,25 +160,7 @@ def adam_backend(backend: str = "auto") -> str:
         raise ValueError(f"backend must be 'auto', 'torch' or 'numpy', got {backend!r}")
     if backend != "auto":
         return backend
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return "numpy"
-    return "torch"
-
-
-class _TorchAdam:
-    def __init__(self, x0, lr, betas, eps):
-        import torch
-
-        self.torch = torch
-        self.param = torch.nn.Parameter(torch.from_numpy(np.array(x0, dtype=np.float64)))
-        self.opt = torch.optim.Adam([self.param], lr=lr, betas=betas, eps=eps)
-
-    def step(self, x, g):
-        self.param.grad = self.torch.from_numpy(np.ascontiguousarray(g, dtype=np.float64))
-        self.opt.step()
-        return self.param.detach().numpy().copy()
+    return "torch" if torch_available() else "numpy"
 
 
 @register
@@ -198,12 +181,8 @@ class MixtureAdam(_MixtureFirstOrder):
     def make_rule(self, model, x):
         lr, betas, eps = float(self.opts["lr"]), tuple(self.opts["betas"]), self.opts["eps"]
         if adam_backend(self.opts["backend"]) == "torch":
-            return _TorchAdam(x, lr, betas, eps).step
-        from zbound.solvers.first_order import Adam
-
-        opt = Adam(lr=lr, betas=betas, eps=eps)
-        opt.reset()
-        return opt.step
+            return TorchRule("Adam", x, lr, betas=betas, eps=eps).step
+        return Adam(lr=lr, betas=betas, eps=eps).step
 
     def rule_info(self):
         return {"lr": float(self.opts["lr"]), "backend": adam_backend(self.opts["backend"])}

@@ -9,14 +9,18 @@ both produce the same iterates to rounding).
 ...     x = opt.step(x, grad(x, batch))
 
 Each rule keeps its own state (momentum buffer, moment estimates, step count); ``reset()``
-forgets it. ``step`` returns a new array and never modifies ``x`` or ``grad``.
+forgets it. ``step`` returns a new array and never modifies ``x`` or ``grad``; ``lr`` is the
+step size of the next step (a schedule sets it). :class:`TorchRule` puts any
+``torch.optim`` optimizer behind the same interface. These rules are the one first-order
+update used everywhere: the stochastic peers, the Adam peer of mixtures of experts and the
+chain CRF's AdaGrad.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SGD", "Adam"]
+__all__ = ["SGD", "Adam", "AdaGrad", "TorchRule", "torch_available"]
 
 
 def _check_vectors(x, grad):
@@ -134,3 +138,79 @@ class Adam:
         bc2 = 1.0 - b2 ** self.t
         denom = np.sqrt(self.v) / np.sqrt(bc2) + self.eps
         return x - (self.lr / bc1) * (self.m / denom)
+
+
+class AdaGrad:
+    """AdaGrad (Duchi, Hazan & Singer 2011), as ``torch.optim.Adagrad`` without learning-rate
+    decay: ``G <- G + g^2`` per coordinate, ``x <- x - lr * g / (sqrt(G) + eps)``.
+
+    ``G`` (None before the first step) is the rule's state; a caller whose parameter vector
+    grows (new features of a streamed corpus) may extend it with zeros.
+    """
+
+    def __init__(self, lr=0.3, eps=1e-12):
+        if not (np.isfinite(lr) and lr > 0):
+            raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+        if not eps >= 0:
+            raise ValueError(f"eps must be >= 0, got {eps!r}")
+        self.lr = float(lr)
+        self.eps = float(eps)
+        self.reset()
+
+    def reset(self):
+        """Forget the squared-gradient sums and the step count."""
+        self.G = None
+        self.t = 0
+        return self
+
+    def step(self, x, grad):
+        """One update; returns the new iterate (``x`` is left unchanged)."""
+        x, g = _check_vectors(x, grad)
+        if self.G is None:
+            self.G = np.zeros_like(x)
+        self.G += g * g
+        self.t += 1
+        return x - self.lr * g / (np.sqrt(self.G) + self.eps)
+
+
+class TorchRule:
+    """A ``torch.optim`` optimizer (float64, CPU) behind the rules' interface:
+    ``step(x, grad)`` returns the new iterate, ``lr`` sets the step size of the next step.
+    ``name`` is the optimizer's class in ``torch.optim`` ("SGD", "Adam", "Adagrad", ...),
+    ``x0`` the start, ``options`` its keyword arguments. When the caller moved the iterate
+    itself (``partial_fit`` on a changed model), ``step`` starts from the given ``x``."""
+
+    def __init__(self, name: str, x0, lr: float, **options):
+        import torch
+
+        self.torch = torch
+        self.param = torch.tensor(np.array(x0, dtype=np.float64), dtype=torch.float64,
+                                  requires_grad=True)
+        self.opt = getattr(torch.optim, name)([self.param], lr=float(lr), **options)
+
+    @property
+    def lr(self) -> float:
+        return float(self.opt.param_groups[0]["lr"])
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        for group in self.opt.param_groups:
+            group["lr"] = float(value)
+
+    def step(self, x, grad):
+        torch = self.torch
+        with torch.no_grad():
+            if not np.array_equal(self.param.numpy(), x):
+                self.param.copy_(torch.from_numpy(np.asarray(x, dtype=np.float64)))
+        self.param.grad = torch.from_numpy(np.ascontiguousarray(grad, dtype=np.float64))
+        self.opt.step()
+        return self.param.detach().numpy().copy()
+
+
+def torch_available() -> bool:
+    """Whether PyTorch imports."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True

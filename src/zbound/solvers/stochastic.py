@@ -55,7 +55,7 @@ from zbound.bounds.preconditioners import KroneckerFactored
 from zbound.models.base import Batchable, Majorizer, SoftmaxData, supports
 from zbound.models.objective import Objective
 from zbound.solvers.base import MethodInfo, Solver, State, register
-from zbound.solvers.first_order import SGD, Adam
+from zbound.solvers.first_order import SGD, Adam, TorchRule, torch_available
 from zbound.solvers.result import Recorder, Status
 from zbound.utils.linalg import jacobi, pcg, pd_cholesky, singular_rtol
 from zbound.utils.validation import (
@@ -89,8 +89,8 @@ class StochasticState(State):
     averages of the bound pieces (``avg_dense``, ``avg_label``), the Gram factor's average
     and eigendecomposition (``gram``, ``gram_n`` builds over ``gram_rows`` rows,
     ``gram_eig``, ``gram_shift``), the last CG direction (``last_dir``) and the last
-    Sherman-Morrison inverse (``M``); the first-order rules their optimizer (``opt``) and,
-    on the PyTorch backend, its parameter tensor and the torch module."""
+    Sherman-Morrison inverse (``M``); the first-order methods their update rule (``opt``, a
+    rule of :mod:`zbound.solvers.first_order`)."""
 
     t: int = 0
     updates: int = 0
@@ -109,8 +109,6 @@ class StochasticState(State):
     last_dir: np.ndarray | None = None
     M: np.ndarray | None = None
     opt: Any = None
-    param: Any = None
-    torch: Any = None
 
 
 # ---------------------------------------------------------------------------- batch models
@@ -675,14 +673,6 @@ class ShermanMorrisonSBM(StochasticSolver):
 
 
 # ----------------------------------------------------------------------------- first order
-def _torch_available() -> bool:
-    try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
-
-
 class _FirstOrder(StochasticSolver):
     """A first-order rule on the batch gradients: torch.optim when available (``backend``
     "auto" or "torch"), else :mod:`zbound.solvers.first_order` ("numpy")."""
@@ -693,56 +683,30 @@ class _FirstOrder(StochasticSolver):
                           "backend": [StrOptions(Choices("auto", "numpy", "torch"))]}
 
     def check_options(self):
-        if self.opts["backend"] == "torch" and not _torch_available():
+        if self.opts["backend"] == "torch" and not torch_available():
             raise ValueError("backend='torch' needs PyTorch installed")
 
     def backend(self) -> str:
         b = self.opts["backend"]
         if b == "auto":
-            return "torch" if _torch_available() else "numpy"
+            return "torch" if torch_available() else "numpy"
         return b
 
-    def rule_kwargs(self) -> dict:
-        raise NotImplementedError
-
-    def make_numpy(self, lr):
-        raise NotImplementedError
-
-    def make_torch(self, torch, params, lr):
+    def make_rule(self, x, lr):
+        """The update rule (:mod:`zbound.solvers.first_order`) on the chosen backend."""
         raise NotImplementedError
 
     def init(self, model, x):
         state = super().init(model, x)
-        lr = self.step_size(1)
-        if self.backend() == "torch":
-            import torch
-            param = torch.tensor(state.x, dtype=torch.float64, requires_grad=True)
-            state.param = param
-            state.opt = self.make_torch(torch, [param], lr)
-            state.torch = torch
-        else:
-            state.opt = self.make_numpy(lr)
+        state.opt = self.make_rule(state.x, self.step_size(1))
         return state
 
     def direction(self, batch, state, x, g):
         return g
 
     def apply_step(self, state, x, g):
-        lr = self.step_size(state.t)
-        opt = state.opt
-        if state.param is not None:
-            torch = state.torch
-            for group in opt.param_groups:
-                group["lr"] = lr
-            param = state.param
-            with torch.no_grad():
-                if not np.array_equal(param.numpy(), x):      # moved by hand (partial_fit)
-                    param.copy_(torch.from_numpy(x))
-            param.grad = torch.from_numpy(np.ascontiguousarray(g))
-            opt.step()
-            return param.detach().numpy().copy()
-        opt.lr = lr
-        return opt.step(x, g)
+        state.opt.lr = self.step_size(state.t)
+        return state.opt.step(x, g)
 
 
 @register
@@ -752,11 +716,8 @@ class StochasticSGD(_FirstOrder):
     info = MethodInfo("sgd", peer=True, constraints="none", stochastic=True,
                       description="mini-batch SGD (torch.optim.SGD when torch is installed)")
 
-    def make_numpy(self, lr):
-        return SGD(lr)
-
-    def make_torch(self, torch, params, lr):
-        return torch.optim.SGD(params, lr=lr)
+    def make_rule(self, x, lr):
+        return TorchRule("SGD", x, lr) if self.backend() == "torch" else SGD(lr)
 
 
 @register
@@ -770,13 +731,9 @@ class StochasticMomentum(_FirstOrder):
                           "momentum": [Number(Real, 0, 1, closed="left")],
                           "nesterov": ["boolean"]}
 
-    def make_numpy(self, lr):
-        return SGD(lr, momentum=float(self.opts["momentum"]),
-                   nesterov=bool(self.opts["nesterov"]))
-
-    def make_torch(self, torch, params, lr):
-        return torch.optim.SGD(params, lr=lr, momentum=float(self.opts["momentum"]),
-                               nesterov=bool(self.opts["nesterov"]))
+    def make_rule(self, x, lr):
+        kw = dict(momentum=float(self.opts["momentum"]), nesterov=bool(self.opts["nesterov"]))
+        return TorchRule("SGD", x, lr, **kw) if self.backend() == "torch" else SGD(lr, **kw)
 
 
 @register
@@ -789,9 +746,6 @@ class StochasticAdam(_FirstOrder):
     option_constraints = {**_FirstOrder.option_constraints, "betas": [tuple, list],
                           "eps": [POSITIVE]}
 
-    def make_numpy(self, lr):
-        return Adam(lr, betas=tuple(self.opts["betas"]), eps=float(self.opts["eps"]))
-
-    def make_torch(self, torch, params, lr):
-        return torch.optim.Adam(params, lr=lr, betas=tuple(self.opts["betas"]),
-                                eps=float(self.opts["eps"]))
+    def make_rule(self, x, lr):
+        kw = dict(betas=tuple(self.opts["betas"]), eps=float(self.opts["eps"]))
+        return TorchRule("Adam", x, lr, **kw) if self.backend() == "torch" else Adam(lr, **kw)
