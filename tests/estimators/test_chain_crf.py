@@ -46,7 +46,7 @@ def test_bound_objective_monotone_and_solvers_agree():
     h = bound.history_
     assert all(b <= a * (1 + 1e-12) for a, b in zip(h, h[1:]))
     assert h[-1] < 0.5 * h[0]
-    sgd = ChainCRF(c2=0.5, solver="sgd", max_iter=20, random_state=0)
+    sgd = ChainCRF(c2=0.5, solver="adagrad", max_iter=20, random_state=0)
     sgd.fit(X, y)
     assert sgd.objective_ < 1.5 * fits["lbfgs"].objective_
 
@@ -127,3 +127,18 @@ def test_public_featurizer_and_objective_are_what_the_estimator_fits():
         encode_labels([["Z"]], np.array([1]), classes)
     with pytest.raises(ValueError, match="3 tokens but 2 labels"):
         encode_labels([["A", "B"]], np.array([3]))
+
+
+def test_solver_choices_come_from_the_registry_and_sgd_is_adagrad():
+    """Any registered batch method for a generic objective fits the chain CRF to the same
+    optimum; "sgd" (the former name of "adagrad") still runs, with a FutureWarning."""
+    X, y = toy(30, seed=4)
+    ref = ChainCRF(c2=0.5, solver="newton-bound", tol=1e-10, max_iter=300).fit(X, y)
+    sq = ChainCRF(c2=0.5, solver="squarem", tol=1e-9, max_iter=5000).fit(X, y)
+    assert sq.objective_ == pytest.approx(ref.objective_, rel=1e-7)
+    with pytest.raises(ValueError, match="'solver' parameter of ChainCRF"):
+        ChainCRF(solver="sample-newton").fit(X, y)
+    new = ChainCRF(c2=0.5, solver="adagrad", max_iter=5, random_state=0).fit(X, y)
+    with pytest.warns(FutureWarning, match="now named 'adagrad'"):
+        old = ChainCRF(c2=0.5, solver="sgd", max_iter=5, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(old.coef_, new.coef_)

@@ -289,3 +289,17 @@ def test_warm_newton_mstep_on_the_cg_path_is_monotone_and_reuses_its_preconditio
     # the capped (generalized) EM step still makes most of the exact step's progress
     assert fits[0].fun <= fits[1].fun + 0.05 * (fits[1].trace.objective[0]
                                                             - fits[1].fun)
+
+
+@pytest.mark.parametrize("mstep", ["squarem", "lbfgs-bound"])
+def test_any_registered_bound_method_is_a_monotone_mstep(mstep):
+    """EM's M-step takes any registered batch method (its choices are the registry's); with a
+    monotone one, EM stays monotone and reaches the newton-bound M-step's objective."""
+    pb = _problems()[2]
+    theta0 = np.random.default_rng(7).normal(size=pb.n_params) * 0.3
+    ref = fit_em(pb, theta0, max_iter=25, tol=0.0)
+    fit = fit_em(pb, theta0, max_iter=25, tol=0.0, mstep=mstep, mstep_max_iter=500)
+    assert fit.trace.is_monotone()
+    assert fit.fun <= ref.fun + 1e-6 * max(1.0, abs(ref.fun))
+    with pytest.raises(ValueError, match="mstep"):
+        fit_em(pb, theta0, max_iter=2, mstep="adam")

@@ -4,18 +4,17 @@ Each estimator states ``_parameter_constraints`` (scikit-learn's ``Interval`` /
 ``StrOptions`` / "boolean" / None ...), and ``fit`` / ``partial_fit`` run under
 ``_fit_context``, which checks them once, before any work, with scikit-learn's messages.
 Two additions: :class:`~zbound.utils.validation.Number` is an ``Interval`` that refuses
-booleans (``C=True`` is a mistake, not 1.0), and :func:`registered` is the live set of solver
-names in :data:`zbound.solvers.METHODS` that have a capability, so an estimator's choices come
-from the registry and never from a table of its own.
+booleans (``C=True`` is a mistake, not 1.0), and ``registered``
+(:class:`zbound.solvers.MethodNames`) is the live set of solver names in
+:data:`zbound.solvers.METHODS` that have a capability, so an estimator's choices come from the
+registry and never from a table of its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Set
-
 from sklearn.base import _fit_context
 
-from zbound.solvers import METHODS, MethodInfo
+from zbound.solvers.base import MethodNames as registered  # noqa: F401  (re-exported)
 from zbound.utils.threads import limit_small_fits
 from zbound.utils.validation import Number  # noqa: F401  (the estimators' numbers)
 
@@ -30,32 +29,6 @@ def fit_method(fit):
     ``partial_fit`` on a fitted estimator skips it), and a small fit runs with one BLAS thread
     (:func:`zbound.utils.threads.limit_small_fits`)."""
     return limit_small_fits(_fit_context(prefer_skip_nested_validation=True)(fit))
-
-
-class registered(Set):  # noqa: N801  (reads as a constraint: StrOptions(registered(...)))
-    """The names of the registered methods whose :class:`MethodInfo` satisfies ``keep``, plus
-    ``also`` (e.g. "auto"); read from the registry at every check."""
-
-    def __init__(self, keep: Callable[[MethodInfo], bool], also: tuple[str, ...] = ()):
-        self.keep = keep
-        self.also = tuple(also)
-
-    @classmethod
-    def _from_iterable(cls, it):          # what set operations with it return
-        return frozenset(it)
-
-    def _names(self) -> list[str]:
-        return [*self.also, *sorted(k for k, v in METHODS.items() if self.keep(v))]
-
-    def __contains__(self, name) -> bool:
-        return isinstance(name, str) and (name in self.also or (
-            name in METHODS and self.keep(METHODS[name])))
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __len__(self) -> int:
-        return len(self._names())
 
 
 __all__ = ["Number", "registered", "fit_method", "STACKLEVEL"]

@@ -11,7 +11,7 @@ library's ``reg = 2 c2``). Solvers: "bound" (Alg. 2 with the chain bound of Alg.
 matrix-free curvature, each step a truncated preconditioned CG solve of the majorizer, so every
 iterate decreases the objective), "lbfgs-bound" (the default: L-BFGS directions, a short
 value-only backtracking, and the bound as the monotone last resort), "newton-bound", "lbfgs"
-(SciPy L-BFGS-B on the same objective), "sgd" (AdaGrad epochs). ``partial_fit`` runs AdaGrad
+(SciPy L-BFGS-B on the same objective), "adagrad" (AdaGrad epochs). ``partial_fit`` runs AdaGrad
 steps over the mini-batches of each chunk it is given, accepts any iterable of sequences, and
 grows the attribute vocabulary as new attributes arrive, so a corpus can be streamed from a
 generator.
@@ -21,6 +21,7 @@ position-major, see :func:`zbound.structured.chain.chunk_value_grad`).
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -28,14 +29,21 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.estimators._params import Number
+from zbound.estimators._params import Number, registered
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.solvers.first_order import AdaGrad
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
-from zbound.utils.validation import Choices
 
-SOLVERS = ("lbfgs-bound", "bound", "newton-bound", "lbfgs", "sgd")
+#: the stochastic fit of ChainCRF itself (AdaGrad epochs, the steps of partial_fit); "sgd" is
+#: its former name
+STOCHASTIC = ("adagrad", "sgd")
+
+
+def _crf_batch(info) -> bool:
+    """A registered batch method for any objective (the chain CRF's has no capability
+    beyond the protocol)."""
+    return not info.stochastic and info.requires is None
 
 
 class ChainCRF(BaseEstimator):
@@ -49,13 +57,15 @@ class ChainCRF(BaseEstimator):
         (a last resort, not reached on the bench's corpora); monotone), "bound" (Alg. 2: each
         step a truncated PCG solve of the chain bound's majorizer; monotone but slow, the bound
         being 20 to several hundred times the Hessian on real corpora), "newton-bound"
-        (Hessian-free Newton safeguarded by the bound), "lbfgs" (SciPy) or "sgd" (AdaGrad
-        epochs over shuffled mini-batches, the steps of ``partial_fit``)
-    max_iter : iterations (epochs for "sgd")
+        (Hessian-free Newton safeguarded by the bound), "lbfgs" (SciPy), any other registered
+        batch method (``zbound.solvers.METHODS``), or "adagrad" (AdaGrad epochs over shuffled
+        mini-batches, the steps of ``partial_fit``; formerly "sgd", still accepted with a
+        FutureWarning)
+    max_iter : iterations (epochs for "adagrad")
     tol : stationarity tolerance passed to the solver (relative, as ``zbound.minimize``)
     cg_maxiter : CG products per bound step ("bound"; the majorizer is minimized
         approximately; any number keeps the iterates monotone)
-    batch_size : sequences per stochastic step ("sgd" and ``partial_fit``, which cuts each
+    batch_size : sequences per stochastic step ("adagrad" and ``partial_fit``, which cuts each
         chunk it is given into such mini-batches)
     learning_rate : AdaGrad step eta: theta -= eta g / sqrt(sum of past g^2) per coordinate,
         g the mini-batch gradient plus its share of the L2 term
@@ -83,7 +93,8 @@ class ChainCRF(BaseEstimator):
     # ------------------------------------------------------------------ input handling
     _parameter_constraints: dict = {
         "c2": [Number(Real, 0, np.inf, closed="left")],
-        "solver": [StrOptions(Choices(*SOLVERS))],
+        "solver": [StrOptions(registered(_crf_batch, also=STOCHASTIC),
+                              deprecated={"sgd"})],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "cg_maxiter": [Number(Integral, 1, None, closed="left")],
@@ -168,7 +179,10 @@ class ChainCRF(BaseEstimator):
         self.history_ = []
         def cb(x, f):
             self.history_.append(f)
-        if self.solver == "sgd":
+        if self.solver in STOCHASTIC:
+            if self.solver == "sgd":
+                warnings.warn("solver='sgd' is AdaGrad and is now named 'adagrad'; 'sgd' will "
+                              "be removed", FutureWarning, stacklevel=3)
             theta = self._sgd(obj, x0)
             self.n_iter_ = self.max_iter
             self.objective_ = obj.value(theta)
@@ -178,9 +192,7 @@ class ChainCRF(BaseEstimator):
                 opts = dict(inner="cg", cg_maxiter=self.cg_maxiter, cg_rtol=1e-3)
             elif self.solver == "newton-bound":
                 opts = dict(inner="cg")
-            from zbound.solvers.quasi_newton import LBFGSBound
-            method = LBFGSBound if self.solver == "lbfgs-bound" else self.solver
-            res = minimize(obj, x0, method=method, tol=self.tol, max_iter=self.max_iter,
+            res = minimize(obj, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
                            callback=cb, **opts)
             theta = res.x
             self.n_iter_ = res.nit
@@ -189,7 +201,7 @@ class ChainCRF(BaseEstimator):
         self._set_coef(theta)
         self.n_updates_ = 0
         self.n_seen_ = len(lengths)
-        if self.solver != "sgd":
+        if self.solver not in STOCHASTIC:
             self.adagrad_ = np.zeros(theta.size)
         return self
 

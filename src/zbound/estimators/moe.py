@@ -116,7 +116,7 @@ class MixtureOfExperts(BaseEstimator):
         "noise": [None, Number(Real, 0, np.inf, closed="neither")],
         "reg": [Number(Real, 0, np.inf, closed="left")],
         "method": [StrOptions(Choices(*METHODS))],
-        "mstep": [StrOptions(Choices(*MSTEPS))],
+        "mstep": [StrOptions(MSTEPS)],
         "learning_rate": [Number(Real, 0, np.inf, closed="neither"), tuple, list],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [Number(Real, 0, np.inf, closed="left")],

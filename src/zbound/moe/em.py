@@ -36,13 +36,22 @@ from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.moe.diagnostics import collapsed_experts
 from zbound.moe.model import MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
-from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.base import MethodInfo, MethodNames, Solver, State, register
 from zbound.solvers.majorization import NewtonBound
 from zbound.solvers.result import Result
 from zbound.utils.linalg import psd_solve
-from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT, Choices
+from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
-MSTEPS = ("newton-bound", "bound", "squarem", "gd")
+
+def _mstep_method(info) -> bool:
+    """A registered batch method for any objective: it can solve the gate's and the logistic
+    experts' weighted softmax regressions."""
+    return not info.stochastic and info.requires is None
+
+
+#: EM's M-step solvers: the registered batch methods for any objective, and "gd" (the paper's
+#: inner gradient descent)
+MSTEPS = MethodNames(_mstep_method, also=("gd",))
 
 
 class _WarmNewtonBound(NewtonBound):
@@ -93,7 +102,7 @@ class MStep:
                  max_iter: int = 100, inner_steps: int = 10, inner_lr: float = 1.0,
                  options: dict | None = None):
         if solver not in MSTEPS:
-            raise ValueError(f"mstep must be one of {MSTEPS}, got {solver!r}")
+            raise ValueError(f"mstep must be one of {list(MSTEPS)}, got {solver!r}")
         if not (isinstance(inner_steps, int | np.integer) and inner_steps >= 1):
             raise ValueError(f"inner_steps must be an integer >= 1, got {inner_steps!r}")
         if not (np.isfinite(inner_lr) and inner_lr > 0):
@@ -230,7 +239,7 @@ class MixtureEM(Solver):
     options = {"mstep": "newton-bound", "mstep_tol": 1e-8, "mstep_max_iter": 100,
                "inner_steps": 10, "inner_lr": 1.0, "mstep_options": None,
                "keep_iterates": False}
-    option_constraints = {"mstep": [StrOptions(Choices(*MSTEPS))],
+    option_constraints = {"mstep": [StrOptions(MSTEPS)],
                           "mstep_tol": [NON_NEGATIVE], "mstep_max_iter": [POSITIVE_INT],
                           "inner_steps": [POSITIVE_INT], "inner_lr": [POSITIVE],
                           "mstep_options": [None, dict], "keep_iterates": ["boolean"]}

@@ -17,6 +17,7 @@ from zbound.solvers.base import (
     METHODS,
     CountedModel,
     MethodInfo,
+    MethodNames,
     Solver,
     State,
     configure,
@@ -145,7 +146,7 @@ def solve_maxent(model, method=DEFAULT_METHOD, tol: float = 1e-10, max_iter: int
 __all__ = ["minimize", "choose_method", "solve_maxent", "METHODS", "MethodInfo",
            "DEFAULT_METHOD",
            "LinearConstraints", "Result", "Status", "Trace", "Solver", "State",
-           "CountedModel", "register", "unregister", "solver_class", "configure", "BoundMM",
-           "Squarem", "NewtonBound", "LBFGSBound", "PreconditionedLBFGS", "LatentEM",
+           "CountedModel", "register", "unregister", "solver_class", "configure", "MethodNames",
+           "BoundMM", "Squarem", "NewtonBound", "LBFGSBound", "PreconditionedLBFGS", "LatentEM",
            "LatentJointEM", "Newton", "SteepestDescent", "ScipyLBFGSB", "ScipyBFGS", "ScipyCG",
            "ScipyNewtonCG"]

@@ -29,7 +29,7 @@ Adding a method::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -131,6 +131,41 @@ def configure(method, **settings) -> Solver:
         return solver_class(method)(**settings)
     raise ValueError(f"unknown method {method!r}; choose one of {sorted(_REGISTRY)} or pass "
                      "a zbound.solvers.Solver")
+
+
+class MethodNames(Set):
+    """The names of the registered methods whose :class:`MethodInfo` satisfies ``keep``, plus
+    ``also`` (names that are not methods, e.g. "auto"), read from the registry at every look-up:
+    a parameter's choices stated by capability (``StrOptions(MethodNames(...))``) instead of
+    a table of names."""
+
+    def __init__(self, keep, also: tuple[str, ...] = ()):
+        self.keep = keep
+        self.also = tuple(also)
+
+    @classmethod
+    def _from_iterable(cls, it):          # what set operations with it return
+        return frozenset(it)
+
+    def _names(self) -> list[str]:
+        return [*self.also, *sorted(k for k, v in _REGISTRY.items() if self.keep(v.info))]
+
+    def __contains__(self, name) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self.also:
+            return True
+        cls = _REGISTRY.get(name)
+        return cls is not None and bool(self.keep(cls.info))
+
+    def __iter__(self):
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __repr__(self):
+        return f"MethodNames({self._names()})"
 
 
 class _Methods(Mapping):

@@ -390,7 +390,7 @@ def run_corpus(ctx, name, cfg: Config):
             record_memory(ctx, name, n_train, cfg, common, size)
         ctx.log(f"{name}: zbound sgd and partial_fit")
         for method in ("sgd", "partial_fit"):
-            est = ChainCRF(c2=cfg.c2, solver="sgd", max_iter=cfg.sgd_epochs, n_jobs=cfg.n_jobs,
+            est = ChainCRF(c2=cfg.c2, solver="adagrad", max_iter=cfg.sgd_epochs, n_jobs=cfg.n_jobs,
                            batch_size=cfg.batch_size, random_state=0,
                            n_samples_hint=len(train))
             with PeakRSS() as mem:
@@ -438,7 +438,7 @@ def _memory_probe(name, n_train, method, c2, lbfgs_iter, stream_epochs, batch_si
     from zbound.structured.features import attributes, token_features
     with threadpool_limits(1):
         if method == "partial_fit":
-            est = ChainCRF(c2=c2, solver="sgd", batch_size=batch_size, n_samples_hint=n_train,
+            est = ChainCRF(c2=c2, solver="adagrad", batch_size=batch_size, n_samples_hint=n_train,
                            random_state=0)
             classes = sorted({t for _, y in load(name, n_train, 0)[0] for t in y}, key=str)
             with PeakRSS() as mem:
