@@ -512,7 +512,7 @@ class BlockedLowRank:
     after a second Gram-Schmidt pass against V), the sum V^T diag(s) V + R^T R is exactly
     U^T M U with U = [V; Q_g^T] and M = diag(s, 0) + F F^T, F = [P; R_g] ((k + b) x b). M is
     eigendecomposed, the top ``rank`` pairs are kept, and every other pair (c, w) is absorbed
-    into the diagonal, D += c |v| ||v||_1 with v = U^T w (the least-trace diagonal that
+    into the diagonal, D += c abs(v) ||v||_1 with v = U^T w (the least-trace diagonal that
     dominates c v v^T). Each step adds a PSD matrix to the exact running sum, so the result
     dominates it for any V (R^T = V^T P + Q_g R_g holds by construction; orthonormal V only
     makes it tight). Cost O(p (k + b)^2) per block; the (k + b, p) work arrays are allocated

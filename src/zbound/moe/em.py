@@ -222,7 +222,7 @@ class MixtureEM(Solver):
     """EM for a mixture of experts with exact M-steps (the module text): every iteration one
     M-step (:class:`MStep`) at the responsibilities of the last E-step, then the E-step at the
     new point, which gives the objective. Stops when an iteration lowers the objective by
-    <= ``ftol`` * max(1, |L|) (a rise stops it too: with the bound M-steps it cannot happen
+    <= ``ftol`` * max(1, abs(L)) (a rise stops it too: with the bound M-steps it cannot happen
     beyond rounding), or after ``max_iter`` iterations; there is no gradient test
     (``tol`` is not used).
 

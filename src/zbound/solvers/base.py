@@ -61,8 +61,9 @@ class MethodInfo:
     description : one line
     needs : model methods it calls
     stochastic : whether ``update`` takes a batch of rows
-    requires : None, or a capability protocol of :mod:`zbound.models.base` that the model or
-        its loss must support (e.g. ``LatentLikelihood`` for EM); see :meth:`applies_to`
+    requires : None, or a capability protocol (e.g. ``LatentLikelihood`` of
+    :mod:`zbound.models.base` for EM) that the model or its loss must support; see
+    :meth:`applies_to`
     """
 
     name: str

@@ -155,7 +155,7 @@ class LatentJointEM(Solver):
     latent model (the EM of paper 003's Fig. 1), started from the generative model whose
     conditional is x0 (covariance: the pooled data covariance). Each iterate is mapped to the
     conditional's theta; the trace holds J, which this EM does not promise to decrease. Stops
-    (FTOL) when the joint log-likelihood improves by <= ftol * max(1, |value|); ``cov_floor``
+    (FTOL) when the joint log-likelihood improves by <= ftol * max(1, abs(value)); ``cov_floor``
     (relative to the mean variance) keeps the covariance invertible. Collapsed pairs keep their
     mean and get log pi = -745."""
 
