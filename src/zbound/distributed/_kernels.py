@@ -201,7 +201,7 @@ def value_grad_hessian(loss, theta, dense: bool, m: int = 1, off: int = 0):
     with ``dense``, else its operator) from every row or, with ``m > 1``, from the rows
     off, off + m, ... of each chunk rescaled by rows / sampled rows (the sub-sampled
     Hessian). Binary dense rows take one dsyrk (:func:`binary_gram`)."""
-    from zbound.bounds.curvature import SoftmaxCurvature
+    from zbound.bounds.curvature import ScaledCurvature, SoftmaxCurvature, SumCurvature
 
     p = theta.shape[0]
     if loss is None:
@@ -235,50 +235,10 @@ def value_grad_hessian(loss, theta, dense: bool, m: int = 1, off: int = 0):
         if dense:
             H += scale * C.to_dense()
         else:
-            ops.append(C if scale == 1.0 else Scaled(C, scale))
+            ops.append(C if scale == 1.0 else ScaledCurvature(C, scale))
     if dense:
         return (f, g, H)
-    return (f, g, ops[0] if len(ops) == 1 else Summed(ops))
-
-
-class Summed:
-    """Sum of curvature operators (a record split into several internal chunks)."""
-
-    def __init__(self, ops):
-        self.ops = list(ops)
-
-    def matvec(self, v):
-        return add(*[C.matvec(v) for C in self.ops])
-
-    def diagonal(self):
-        return add(*[C.diagonal() for C in self.ops])
-
-    def diagonal_blocks(self):
-        b = [C.diagonal_blocks() for C in self.ops]
-        return None if any(x is None for x in b) else add(*b)
-
-    def to_dense(self):
-        return add(*[C.to_dense() for C in self.ops])
-
-
-class Scaled:
-    """A curvature operator times a constant (sub-sampled Hessian)."""
-
-    def __init__(self, C, scale):
-        self.C, self.scale = C, scale
-
-    def matvec(self, v):
-        return self.scale * self.C.matvec(v)
-
-    def diagonal(self):
-        return self.scale * self.C.diagonal()
-
-    def diagonal_blocks(self):
-        b = self.C.diagonal_blocks()
-        return None if b is None else self.scale * b
-
-    def to_dense(self):
-        return self.scale * self.C.to_dense()
+    return (f, g, ops[0] if len(ops) == 1 else SumCurvature(*ops))
 
 
 def majorizer(loss, theta, order: str, dense: bool):
