@@ -16,7 +16,6 @@ import numpy as np
 _EXPLICIT_MAX_D = 256
 
 
-
 class BoundPreconditioner:
     """v -> B^{-1} v for Boehning's fixed curvature of a softmax objective plus its penalties,
     shrunk towards its mean eigenvalue:

@@ -494,6 +494,7 @@ def accumulate_softmax(acc: LowRankAccumulator, X, factors: dict,
                 acc.add(np.sqrt(wj[i]) * np.outer(l[free:], x).ravel())
             m = m + rho[i, j] * l
 
+
 def _eigh(M: np.ndarray):
     """Ascending eigenpairs of a small symmetric matrix (raw LAPACK dsyevd: the wrapper's
     checks cost more than a (k+b)-sized problem)."""

@@ -25,7 +25,6 @@ _potrf = scipy.linalg.lapack.dpotrf
 _potrs = scipy.linalg.lapack.dpotrs
 
 
-
 # Largest number of float64 entries a block preconditioner holds (m b^2 of dense (b, b) blocks,
 # or m T^2 of the Woodbury form's (T, T) systems): 2^25 = 256 MB; beyond it, Jacobi.
 MAX_BLOCK_ELEMS = 1 << 25
@@ -44,6 +43,8 @@ def block_budget(factors) -> int:
         n += X.nnz if sp.issparse(X) else X.size
         n += np.size(C)
     return int(min(MAX_BLOCK_ELEMS, max(MIN_BLOCK_ELEMS, n)))
+
+
 # Relative floor on a zero extra diagonal entry of a Woodbury block (an unpenalized intercept):
 # D_i >= this times the data part's own diagonal entry.
 _WOODBURY_FLOOR = 1e-4
@@ -257,7 +258,7 @@ def factor_gram(factors) -> np.ndarray:
 
 
 # Rows per pass of :func:`factor_blocks` (a weighted chunk of about this many numbers: 256 KB,
-# where a whole-X temporary on adult, 32561 x 108, is 28 MB)
+# where a whole-X temporary is the data's size)
 _BLOCK_CHUNK_ELEMS = 1 << 15
 
 
@@ -377,7 +378,6 @@ def eigen_block_preconditioner(Q: np.ndarray, factors, extra: np.ndarray):
     return apply
 
 
-
 class KroneckerFactored:
     """(Bbar (x) G + lam I)^{-1} by the eigendecompositions of the (n, n) label factor Bbar and
     the (d, d) Gram factor G: two products of an (n, d) matrix per solve, O(n d^2 + n^2 d).
@@ -420,6 +420,7 @@ class KroneckerFactored:
             perp = Vm - A @ self.Ug.T
             out += self.Ub @ (self.tail[:, None] * (self.Ub.T @ perp))
         return out.ravel()
+
 
 __all__ = ["MAX_BLOCK_ELEMS", "MIN_BLOCK_ELEMS", "EIGEN_MAX_ELEMS", "SOFTMAX_WOODBURY_MAX",
            "block_budget", "block_preconditioner_kind", "woodbury_block_jacobi",

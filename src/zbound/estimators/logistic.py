@@ -103,7 +103,6 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 # -- the estimator -----------------------------------------------------------------------------
 
 
-
 def _softmax_batch(info) -> bool:
     """A registered batch method that runs on a softmax objective (the generic ones, and
     those that need a softmax loss's rows)."""
@@ -415,7 +414,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                              f"({', '.join(registered(_mixed))}) or 'auto', got {solver!r}")
         if solver == "lbfgs-precond":
             # 40 curvature pairs, not the solver's 80 for small p ("auto"): the pairs would be
-            # the fit's largest arrays (digits: 832 KB, scikit-learn's whole peak 0.55 MB)
+            # the fit's largest arrays (docs/estimators.md: memory within 2x scikit-learn's)
             options["memory"] = _ESTIMATOR_PAIRS
         result = minimize(model, x0, method=solver, constraints=constraints, tol=float(self.tol),
                           max_iter=int(self.max_iter), order=self.order, callback=callback,

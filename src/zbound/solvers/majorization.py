@@ -38,7 +38,7 @@ from zbound.utils.linalg import ridged_cholesky_solve
 from zbound.utils.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, Choices, Number
 
 # rows x parameters from which inner="auto" runs truncated PCG instead of dense Cholesky
-# whatever p (adult, 32561 x 109: a dense Hessian per Newton step ~ 27 products).
+# whatever p (a dense Hessian costs ~ p / 4 products there; docs/solvers.md, "Many rows").
 _CG_WORK = 1 << 20
 # Tolerated objective increase from rounding on an MM step that the bound guarantees to descend.
 _ROUND = 1e-12
@@ -325,9 +325,8 @@ class _NewtonDirection:
             self.inner = "cg"
             self.maxiter = max(self.maxiter, 20)
         # one block (two classes) is the whole Hessian: a fresh one makes PCG an exact Newton
-        # solve, and a build (~5 products of memory-bound passes on adult) pays back sooner
-        # (adult to 1e-8: 46 products and 2 builds with the rule below, 20 and 2 with this;
-        # with several classes a refresh that early cost digits at C = 100 twice the steps)
+        # solve, and a build (a few memory-bound passes) pays back sooner; with several
+        # classes a refresh that early costs more steps (docs/solvers.md, "Many rows")
         self.refresh = _ONE_BLOCK_REFRESH if m == 1 else max(self.refresh, b // 32)
 
     def build(self, H):

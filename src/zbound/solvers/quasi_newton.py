@@ -36,16 +36,13 @@ one Cholesky factor of a (d, d) matrix (:class:`BoundPreconditioner`, kept in LA
 rectangular full packed form: d (d + 1) / 2 numbers), never a (p, p) one, and the intercept
 column stays implicit (for d <= 256 the inverses are kept explicitly: one GEMM per
 application). ``lbfgs-precond`` keeps that factor and its curvature pairs in single
-precision once the pairs would take more than 1 MB (``precision="auto"``): on KMNIST
-(2000 x 785, 10 classes) the fit's traced peak memory went from 10.4 MB to 4.5 MB
-(scikit-learn lbfgs: 2.9 MB) with the same iteration counts. The first step goes along
+precision once the pairs would take more than 1 MB (``precision="auto"``: about half the
+peak memory, the same iteration counts). The first step goes along
 -B^{-1} g, the minimizer of a quadratic upper bound; at x = 0 its trial length minimizes the
 exact second-order model there (uniform class probabilities: the Hessian is 2 / K times
-Boehning's data curvature), Armijo-tested. Measured
-(docs/solvers.md): the unshrunk bound (``shrink=0``) made L-BFGS 5-17x slower on digits at
-C >= 1 while halving the iterations on KMNIST; the shrunk one (``shrink=1``) kept digits at
-plain L-BFGS's iteration counts and cut KMNIST's from 111 to 31 (loose target) and 331 to 87
-(tight).
+Boehning's data curvature), Armijo-tested. The shrink, the memory, the precision rules and
+their measurements: docs/solvers.md, "L-BFGS seeded with the bound curvature" and the passes
+after it.
 
 Mixed precision (``evaluation="mixed"``; "auto", the ``lbfgs-precond`` default, from 10^6
 rows x parameters): the iterations evaluate the model's float32 form
@@ -60,8 +57,7 @@ gradient; ``fun`` is float64's (``jac`` too, except after a target stop, where i
 float32 gradient); the trace holds float32 values before ``info["single_iterations"]`` and
 float64 ones from there, and only the float64 part is monotone in float64. A float32
 evaluation that overflows, or a float32 line search that fails, hands over to float64
-silently. Measured (docs/solvers.md): 1.5-1.9x faster on a 50 000 x 50 x 10 problem, KMNIST
-and Adult.
+silently (measured in docs/solvers.md, "Mixed precision, fourth pass").
 """
 
 from __future__ import annotations
@@ -149,9 +145,8 @@ class CompactMemory:
     and of Y^T Z are differences of the products [S; Z] g kept from the previous iteration
     (L-BFGS-B's bookkeeping); in float32 (``dtype``: half the memory; the (m, m) matrices,
     gamma and the direction stay float64) they come from one more GEMV with y, which does
-    not cancel. Pairs live in a ring buffer of ``m`` slots. On digits (p = 650, 40 pairs,
-    one thread) the solver's own work per iteration went from 139 us to 61 us, against
-    386 us for one value-and-gradient evaluation."""
+    not cancel. Pairs live in a ring buffer of ``m`` slots (docs/solvers.md, "Per-iteration
+    work, third pass")."""
 
     def __init__(self, p: int, m: int, dtype=np.float64, h0=None):
         from scipy.linalg.blas import get_blas_funcs
@@ -286,11 +281,7 @@ class CompactMemory:
 
 PRECONDITIONERS = ("none", "bound", "auto")
 # memory="auto" (lbfgs-precond): 80 pairs where they fit in 1 MB as float64 (p <= 819), else
-# 40. Measured, medians over 5 starts, ms to the 1e-3 / 1e-8 targets with 40 / 60 / 80 / 120
-# pairs: digits C = 100 30 / 28 / 29 / 29 and 97 / 84 / 79 / 96 (208 / 184 / 173 / 210
-# iterations); digits C = 1 13 / 13 / 14 / 13 and 33 / 32 / 32 / 32; synthetic 50k, adult
-# and digits C = 0.01 the same at 40 and 80. Large p keeps 40: the pairs are the fit's
-# largest arrays after the data's (KMNIST 2000 x 785: 40 float32 pairs are 2.5 MB).
+# 40: more pairs help small p and cost large p memory (docs/solvers.md, fifth pass).
 _AUTO_MEMORY = (40, 80)
 _AUTO_MEMORY_BYTES = 1 << 20
 PRECISIONS = ("double", "single", "auto")
@@ -298,22 +289,18 @@ EVALUATIONS = ("double", "mixed", "mixed-lean", "auto")
 FINISHES = ("lbfgs", "newton", "auto")
 # evaluation="mixed" leaves float32 once an accepted step decreased the objective by less than
 # the first fraction of it, or the gradient's largest entry fell below the second fraction of
-# the first gradient's. When the L-BFGS iterations go on in float64: at float32's own
-# resolution. Each row's value carries a relative error near 1e-7, but the sums over rows
-# average them, and the float32 phase alone reached 1e-8 targets: measured to 1e-8 (ms)
-# with (1e-7, 1e-5) / (1e-8, 1e-6) / (1e-9, 1e-7): synthetic 50k 138 / 120 / 121, KMNIST
-# 271 / 263 / 268, digits C=1 33 / 33 / 33, digits C=100 112 / 95 / 94; (1e-6, 1e-4) was
-# slower again. When Newton steps finish (binary): much earlier, as Newton from there
-# needs about as many steps as from a finer point (adult to 1e-8: 81 / 109 / 133 ms at
-# C = 0.01 / 1 / 100, against 88 / 128 / 151 ms with (1e-6, 1e-4) and 76 / 107 / 134 ms with
-# (1e-4, 1e-2), which left float32 before the 1e-3 target and doubled the time to it).
+# the first gradient's: at float32's own resolution when L-BFGS goes on in float64 (the sums
+# over rows average the per-row rounding); much earlier when Newton steps finish, as Newton
+# needs about as many steps from there as from a finer point (the levels measured:
+# docs/solvers.md, "Mixed precision, fourth pass").
 _SINGLE_LEVELS = {"lbfgs": (1e-8, 1e-6), "newton": (1e-4, 1e-3)}
 # precision="auto": float32 pairs (and factor) once the float64 pairs would take more than this
-# (digits, p = 650, 40 pairs: 416 KB, double; KMNIST, p = 7850: 5 MB, single)
 _AUTO_SINGLE_BYTES = 2**20
 # precision="single" keeps the preconditioner's factor in float32 only for shrink >= this (a
 # shrunk B has condition number <= 1 + d / shrink; shrink = 0, the bound itself, stays float64)
 _SINGLE_MIN_SHRINK = 0.1
+
+
 def _parts(model):
     """(loss, penalties) of an objective, or (the model, ()) for a bare loss."""
     return getattr(model, "loss", model), tuple(getattr(model, "penalties", ()))
@@ -680,15 +667,12 @@ class PreconditionedLBFGS(LBFGSBound):
     bound (at x = 0 with the exact model's length, Armijo-tested). Other models, or a
     preconditioner costing more than 40 gradients (d large against t: SRBCT, Text), get plain
     L-BFGS with the bound safeguard. ``memory`` defaults to "auto" here: 80 pairs where they
-    fit in 1 MB as float64, else 40 (measured on digits at C = 100: 567 iterations to the
-    1e-8 target with 10 pairs, 283 with 20, 214 with 40, 173 with 80; KMNIST 87, 79, 76 with
-    10, 20, 40), ``precision`` to "auto": float32 pairs and factor for large p (the
-    fit's peak memory on KMNIST 2000 x 785 fell from 10.4 MB to 4.5 MB, 40 float32 pairs
-    taking what 20 float64 ones would), float64 below 1 MB of pairs (on digits at C = 100,
-    nearly separable, float32 pairs in the compact form took 240-300 iterations to the 1e-8
-    target against 206 in float64), ``evaluation`` to "auto" (float32 evaluations first from
-    10^6 rows x parameters) and ``finish`` to "auto" (binary: Newton steps after float32).
-    Monotone in float64 (the float32 phase is monotone in its own values)."""
+    fit in 1 MB as float64, else 40; ``precision`` to "auto": float32 pairs and factor for
+    large p, float64 below 1 MB of pairs (float32 pairs cost nearly separable small problems
+    iterations); ``evaluation`` to "auto" (float32 evaluations first from 10^6 rows x
+    parameters) and ``finish`` to "auto" (binary: Newton steps after float32). The
+    measurements behind each default: docs/solvers.md. Monotone in float64 (the float32 phase
+    is monotone in its own values)."""
 
     info = MethodInfo(
         "lbfgs-precond", peer=False, constraints="none", uses_bound=True,
@@ -700,7 +684,7 @@ class PreconditionedLBFGS(LBFGSBound):
 
 
 #: :func:`auto_method` picks "lbfgs-precond" from this much work per gradient (rows x
-#: parameters; digits 1797 x 620 = 1.1e6) upwards; smaller problems keep the default.
+#: parameters) upwards; smaller problems keep the default.
 AUTO_MIN_WORK = 1_000_000
 #: ... and while its 2 x memory curvature pairs take at most this many bytes.
 AUTO_MAX_PAIR_BYTES = 64 * 2**20
