@@ -22,12 +22,22 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from zbound.estimators._params import STACKLEVEL, Number, fit_method
 from zbound.models.loss import check_sample_weight
-from zbound.moe.em import MSTEPS, fit_em
-from zbound.moe.gradient import fit_adam, fit_gd, fit_gradient_em
-from zbound.moe.model import EXPERTS, MoEProblem
+from zbound.moe.em import MSTEPS
+from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
+from zbound.solvers.base import MethodNames, solver_class
 from zbound.utils.validation import Choices
 
-METHODS = ("em", "gradient-em", "gd", "adam")
+#: the registered training methods of a mixture are named "moe-<method>"
+_PREFIX = "moe-"
+
+
+def _mixture_method(info) -> bool:
+    """A registered method that trains a mixture of experts (MoEProblem's capabilities)."""
+    return info.requires in (MixtureLikelihood, GatedMixture)
+
+
+#: the ``method`` values: the registered mixture methods without their prefix
+METHODS = Choices(*(name.removeprefix(_PREFIX) for name in MethodNames(_mixture_method)))
 
 
 def _is_logistic(est) -> bool:
@@ -115,7 +125,7 @@ class MixtureOfExperts(BaseEstimator):
         "expert": [StrOptions(Choices(*EXPERTS))],
         "noise": [None, Number(Real, 0, np.inf, closed="neither")],
         "reg": [Number(Real, 0, np.inf, closed="left")],
-        "method": [StrOptions(Choices(*METHODS))],
+        "method": [StrOptions(METHODS)],
         "mstep": [StrOptions(MSTEPS)],
         "learning_rate": [Number(Real, 0, np.inf, closed="neither"), tuple, list],
         "max_iter": [Number(Integral, 1, None, closed="left")],
@@ -216,15 +226,14 @@ class MixtureOfExperts(BaseEstimator):
         return problem.pack(gate, coef)
 
     def _run(self, problem, theta0, lr):
-        if self.method == "em":
-            return fit_em(problem, theta0, int(self.max_iter), float(self.tol), self.mstep,
-                          inner_lr=float(lr[0]))
-        if self.method == "gradient-em":
-            return fit_gradient_em(problem, theta0, lr[0], lr[1], int(self.max_iter),
-                                   float(self.tol))
-        if self.method == "gd":
-            return fit_gd(problem, theta0, lr[0], int(self.max_iter), float(self.tol))
-        return fit_adam(problem, theta0, lr[0], int(self.max_iter), tol=float(self.tol))
+        """The registered method "moe-<method>" with the options it takes: the M-step solver
+        and its inner step (EM), one step size, or the (experts, gate) pair."""
+        cls = solver_class(_PREFIX + self.method)
+        given = {"mstep": self.mstep, "inner_lr": float(lr[0]), "lr": float(lr[0]),
+                 "lr_experts": float(lr[0]), "lr_gate": float(lr[1])}
+        opts = {k: v for k, v in given.items() if k in cls.options}
+        solver = cls(max_iter=int(self.max_iter), tol=0.0, ftol=float(self.tol), **opts)
+        return solver.run(problem, theta0)
 
     def _store(self, problem, fit):
         P = problem.unpack(fit.x)
