@@ -103,13 +103,14 @@ def sklearn_fit(X, y, C: float, tol: float):
 
 # -- Spark ----------------------------------------------------------------------------------
 
-_SPARK = {"session": None, "reason": None}
+_SPARK = {"spark": None, "reason": None}
 
 
-def spark_session():
-    """A local[2] SparkSession, or None with the reason in ``spark_skip_reason()``."""
-    if _SPARK["session"] is not None or _SPARK["reason"] is not None:
-        return _SPARK["session"]
+def local_spark():
+    """A local Spark with two cores (pyspark's entry point), or None with the reason in
+    ``spark_skip_reason()``."""
+    if _SPARK["spark"] is not None or _SPARK["reason"] is not None:
+        return _SPARK["spark"]
     try:
         import pyspark  # noqa: F401
         from pyspark.sql import SparkSession
@@ -117,17 +118,17 @@ def spark_session():
         _SPARK["reason"] = "pyspark is not installed (pip install pyspark; needs a Java runtime)"
         return None
     try:
-        session = (SparkSession.builder.master("local[2]").appName("zbound-scale")
-                   .config("spark.driver.memory", "4g")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-                   .getOrCreate())
-        session.sparkContext.setLogLevel("ERROR")
+        spark = (SparkSession.builder.master("local[2]").appName("zbound-scale")
+                 .config("spark.driver.memory", "4g")
+                 .config("spark.ui.enabled", "false")
+                 .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
     except Exception as exc:   # no Java, no memory, ...
         _SPARK["reason"] = f"a local Spark did not start: {type(exc).__name__}: {exc}"[:300]
         return None
-    _SPARK["session"] = session
-    return session
+    _SPARK["spark"] = spark
+    return spark
 
 
 def spark_skip_reason() -> str | None:
@@ -135,9 +136,9 @@ def spark_skip_reason() -> str | None:
 
 
 def spark_stop() -> None:
-    if _SPARK["session"] is not None:
-        _SPARK["session"].stop()
-        _SPARK["session"] = None
+    if _SPARK["spark"] is not None:
+        _SPARK["spark"].stop()
+        _SPARK["spark"] = None
 
 
 def spark_frame(X: np.ndarray, y: np.ndarray):
@@ -146,9 +147,9 @@ def spark_frame(X: np.ndarray, y: np.ndarray):
     import pandas as pd
     from pyspark.ml.functions import array_to_vector
 
-    session = spark_session()
+    spark = local_spark()
     pdf = pd.DataFrame({"f": list(X[:, :-1]), "label": y.astype(np.float64)})
-    df = session.createDataFrame(pdf).select(array_to_vector("f").alias("features"), "label")
+    df = spark.createDataFrame(pdf).select(array_to_vector("f").alias("features"), "label")
     df = df.repartition(2).cache()
     df.count()
     return df

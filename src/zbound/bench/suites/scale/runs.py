@@ -228,7 +228,7 @@ def _plan(cell: Cell):
         plan.append(("zbound-numpy", False, False, cell.numpy_path))
         plan.append(("sklearn-lbfgs", True, False,
                      [(tol, lambda tol=tol: cell.sklearn_rung(tol)) for tol in cfg.tol_ladder]))
-        if cfg.spark and P.spark_session() is not None:
+        if cfg.spark and P.local_spark() is not None:
             plan.append(("spark-lbfgs", True, False,
                          [(tol, lambda tol=tol: cell.spark_rung(tol))
                           for tol in cfg.spark_tol_ladder or cfg.tol_ladder]))
@@ -395,7 +395,7 @@ def run(ctx) -> None:
     try:
         with Client(cluster) as client:
             if cfg.spark:
-                P.spark_session()
+                P.local_spark()
                 reason = P.spark_skip_reason()
                 ctx.writer.set_extra("spark", {"available": reason is None, "reason": reason})
             for task, t in cells:
