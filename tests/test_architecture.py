@@ -35,8 +35,9 @@ def _is_module(name: str) -> bool:
     return base.with_suffix(".py").exists() or (base / "__init__.py").exists()
 
 
-def _graph() -> dict[str, set[str]]:
-    edges: dict[str, set[str]] = defaultdict(set)
+def _imports():
+    """(importing module, imported module, imported name or None) for every import of zbound
+    in zbound, relative ones resolved and those inside functions included."""
     for path in ROOT.joinpath("zbound").rglob("*.py"):
         mod = _module(path)
         pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
@@ -49,10 +50,18 @@ def _graph() -> dict[str, set[str]]:
                     target = node.module or ""
                 if target.split(".")[0] == "zbound":
                     for alias in node.names:
-                        sub = f"{target}.{alias.name}"
-                        edges[mod].add(sub if _is_module(sub) else target)
+                        yield mod, target, alias.name
             elif isinstance(node, ast.Import):
-                edges[mod].update(a.name for a in node.names if a.name.split(".")[0] == "zbound")
+                for alias in node.names:
+                    if alias.name.split(".")[0] == "zbound":
+                        yield mod, alias.name, None
+
+
+def _graph() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = defaultdict(set)
+    for mod, target, name in _imports():
+        sub = target if name is None else f"{target}.{name}"
+        edges[mod].add(sub if _is_module(sub) else target)
     return edges
 
 
@@ -112,35 +121,12 @@ def test_no_import_circle():
     assert not circles, circles
 
 
-def _private_imports() -> list[tuple[str, str]]:
-    """(importing module, what it imports) for every import of a private module
-    (``pkg._mod``) or a private name (``from pkg.mod import _name``) of zbound."""
-    out = []
-    for path in ROOT.joinpath("zbound").rglob("*.py"):
-        mod = _module(path)
-        pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = pkg.split(".")[: len(pkg.split(".")) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
-                if target.split(".")[0] != "zbound":
-                    continue
-                for alias in node.names:
-                    out.append((mod, f"{target}.{alias.name}"))
-            elif isinstance(node, ast.Import):
-                out.extend((mod, a.name) for a in node.names if a.name.split(".")[0] == "zbound")
-    return out
-
-
 def test_no_private_module_or_name_across_packages():
     """A private module or name (leading underscore) is used only inside the package that holds
     it: ``zbound.a._b`` and ``zbound.a.b._c`` only by modules under ``zbound.a``."""
     crossing = []
-    for mod, target in _private_imports():
-        parts = target.split(".")
+    for mod, target, name in _imports():
+        parts = target.split(".") + ([] if name is None else [name])
         for i, part in enumerate(parts):
             if part.startswith("_") and not part.startswith("__"):
                 owner = ".".join(parts[:i]) if _is_module(".".join(parts[:i + 1])) \

@@ -29,11 +29,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.estimators._params import Number, registered
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
+from zbound.solvers.base import MethodNames
 from zbound.solvers.first_order import AdaGrad
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
+from zbound.utils.validation import Number
 
 #: the stochastic fit of ChainCRF itself (AdaGrad epochs, the steps of partial_fit); "sgd" is
 #: its former name
@@ -93,7 +94,7 @@ class ChainCRF(BaseEstimator):
     # ------------------------------------------------------------------ input handling
     _parameter_constraints: dict = {
         "c2": [Number(Real, 0, np.inf, closed="left")],
-        "solver": [StrOptions(registered(_crf_batch, also=STOCHASTIC),
+        "solver": [StrOptions(MethodNames(_crf_batch, also=STOCHASTIC),
                               deprecated={"sgd"})],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [Number(Real, 0, np.inf, closed="left")],

@@ -22,11 +22,13 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from zbound.estimators._params import STACKLEVEL, Number, fit_method, registered
+from zbound.estimators._params import STACKLEVEL, fit_method
 from zbound.models.base import LatentLikelihood
 from zbound.models.latent import latent_objective
 from zbound.models.loss import check_sample_weight
 from zbound.solvers import minimize
+from zbound.solvers.base import MethodNames
+from zbound.utils.validation import Number
 
 
 def _latent_method(info) -> bool:
@@ -99,7 +101,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "n_components": [Number(Integral, 1, None, closed="left")],
         "C": [Number(Real, 0, None, closed="right")],             # np.inf: no penalty
-        "solver": [StrOptions(registered(_latent_method))],
+        "solver": [StrOptions(MethodNames(_latent_method))],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "n_init": [Number(Integral, 1, None, closed="left")],

@@ -29,12 +29,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 import zbound.solvers as _solvers
 from zbound.constraints import LinearConstraints
-from zbound.estimators._params import STACKLEVEL, Number, fit_method, registered
+from zbound.estimators._params import STACKLEVEL, fit_method
 from zbound.models.base import SoftmaxData
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import METHODS, minimize, solver_class
-from zbound.utils.validation import Choices
+from zbound.solvers.base import MethodNames
+from zbound.utils.validation import Choices, Number
 
 _ORDERS = ("descending", "ascending", "given")
 # The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
@@ -245,8 +246,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "C": [Number(Real, 0, np.inf, closed="neither")],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions(registered(_softmax_batch, also=("auto",))),
-                   Hidden(StrOptions(registered(lambda info: info.stochastic)))],
+        "solver": [StrOptions(MethodNames(_softmax_batch, also=("auto",))),
+                   Hidden(StrOptions(MethodNames(lambda info: info.stochastic)))],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "order": [StrOptions(Choices(*_ORDERS))],
@@ -271,7 +272,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         # benchmarks never disagree on it: DEFAULT_METHOD here (it takes bounds), refined by
         # zbound.solvers.choose_method once the objective is built.
         solver = _solvers.DEFAULT_METHOD if self.solver == "auto" else self.solver
-        batch = sorted(registered(_softmax_batch))
+        batch = sorted(MethodNames(_softmax_batch))
         if METHODS[solver].stochastic:
             raise ValueError(f"solver {solver!r} is stochastic (mini-batches over epochs); use "
                              f"zbound.BoundSGDClassifier(method={solver!r}) for it, or one of "
@@ -411,7 +412,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             options["evaluation"] = _auto_evaluation(model) if precision == "auto" else precision
         elif precision not in ("auto", "double") and self.solver != "auto":
             raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
-                             f"({', '.join(registered(_mixed))}) or 'auto', got {solver!r}")
+                             f"({', '.join(MethodNames(_mixed))}) or 'auto', got {solver!r}")
         if solver == "lbfgs-precond":
             # 40 curvature pairs, not the solver's 80 for small p ("auto"): the pairs would be
             # the fit's largest arrays (docs/estimators.md: memory within 2x scikit-learn's)

@@ -20,12 +20,12 @@ from sklearn.utils._tags import ClassifierTags, RegressorTags
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from zbound.estimators._params import STACKLEVEL, Number, fit_method
+from zbound.estimators._params import STACKLEVEL, fit_method
 from zbound.models.loss import check_sample_weight
 from zbound.moe.em import MSTEPS
 from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
 from zbound.solvers.base import MethodNames, solver_class
-from zbound.utils.validation import Choices
+from zbound.utils.validation import Choices, Number
 
 #: the registered training methods of a mixture are named "moe-<method>"
 _PREFIX = "moe-"

@@ -25,11 +25,12 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from zbound.estimators._params import Number, fit_method, registered
+from zbound.estimators._params import fit_method
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import solver_class
-from zbound.utils.validation import Choices
+from zbound.solvers.base import MethodNames
+from zbound.utils.validation import Choices, Number
 
 _SCHEDULES = ("constant", "inverse")
 # what the estimator passes to its method (rank and lowrank_rule where the method takes them)
@@ -84,7 +85,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
     _parameter_constraints: dict = {
         "alpha": [Number(Real, 0, np.inf, closed="neither")],
         "fit_intercept": ["boolean"],
-        "method": [StrOptions(registered(_bound_step))],
+        "method": [StrOptions(MethodNames(_bound_step))],
         "lr": [Number(Real, 0, np.inf, closed="neither")],
         "schedule": [StrOptions(Choices(*_SCHEDULES))],
         "decay": [Number(Real, 0, np.inf, closed="neither")],

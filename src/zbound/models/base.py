@@ -160,6 +160,12 @@ class LatentLikelihood(Protocol):
     def mstep_objective(self, eta: np.ndarray, penalties=()): ...
 
 
+def loss_and_penalties(model) -> tuple:
+    """(loss, penalties) of an objective (``model.loss``, ``model.penalties``), or (the
+    model, ()) for a bare loss: how a solver reads an objective's parts."""
+    return getattr(model, "loss", model), tuple(getattr(model, "penalties", ()))
+
+
 def _members(proto) -> list[tuple[str, bool]]:
     out: dict[str, bool] = {}
     for klass in reversed(proto.__mro__):
@@ -188,4 +194,5 @@ def supports(obj, capability) -> bool:
 
 
 __all__ = ["Majorizer", "Model", "Batchable", "SinglePrecision", "FixedCurvature",
-           "LowRankMajorizer", "SoftmaxData", "LatentLikelihood", "supports"]
+           "LowRankMajorizer", "SoftmaxData", "LatentLikelihood", "supports",
+           "loss_and_penalties"]

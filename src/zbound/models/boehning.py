@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from zbound.bounds.boehning import BoundPreconditioner
-from zbound.models.base import FixedCurvature, supports
+from zbound.models.base import FixedCurvature, loss_and_penalties, supports
 
 # precondition="auto" builds the preconditioner when the Gram matrix and its Cholesky factor
 # cost at most ``_SETUP_BUDGET`` gradient evaluations, applying it at most ``_APPLY_BUDGET`` of
@@ -27,11 +27,6 @@ _GRAM_MIN_ROWS = 4096
 _GRAM_ROWS_PER_COLUMN = 20
 
 
-def _parts(model):
-    """(loss, penalties) of an objective, or (the model, ()) for a bare loss."""
-    return getattr(model, "loss", model), tuple(getattr(model, "penalties", ()))
-
-
 def preconditioner_cost(model) -> tuple[float, float] | None:
     """(setup, per application) cost of :class:`BoundPreconditioner` for ``model`` in units of
     one gradient evaluation (flop counts: Gram t d^2, Cholesky d^3 / 3, two triangular solves
@@ -39,7 +34,7 @@ def preconditioner_cost(model) -> tuple[float, float] | None:
     does not apply (no ``bound_gram``)."""
     import scipy.sparse as sp
 
-    loss, _ = _parts(model)
+    loss, _ = loss_and_penalties(model)
     if not supports(loss, FixedCurvature):
         return None
     t, d, k = loss.n_samples, loss.d, loss.k
@@ -81,7 +76,7 @@ def preconditioner_fits(model) -> bool:
     cost = preconditioner_cost(model)
     if cost is None or cost[0] > _SETUP_BUDGET or cost[1] > _APPLY_BUDGET:
         return False
-    loss, penalties = _parts(model)
+    loss, penalties = loss_and_penalties(model)
     if 8 * loss.d * loss.d > _MAX_GRAM_BYTES:
         return False
     return _penalty_parts(loss, penalties) is not None
@@ -98,7 +93,7 @@ def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
     single precision (half the memory and of a solve's memory traffic; for a shrunk B, whose
     condition number is at most 1 + (largest eigenvalue) / mu, single precision resolves it).
     ``explicit``: see :class:`BoundPreconditioner`."""
-    loss, penalties = _parts(model)
+    loss, penalties = loss_and_penalties(model)
     if not supports(loss, FixedCurvature):
         return None
     k, d = loss.k, loss.d

@@ -75,6 +75,12 @@ class _WarmNewtonBound(NewtonBound):
         return state
 
 
+def _check_iter(max_iter) -> int:
+    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
+        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
+    return int(max_iter)
+
+
 def _check_theta(problem: MoEProblem, theta0) -> np.ndarray:
     theta = np.array(theta0, dtype=np.float64, copy=True)
     if theta.shape != (problem.n_params,):
@@ -305,9 +311,7 @@ def fit_em(problem: MoEProblem, theta0, max_iter: int = 100, tol: float = 1e-8,
     the start), which with the bound M-steps never increases (checked by the tests).
     """
     theta = _check_theta(problem, theta0)
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
-        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
-    solver = MixtureEM(max_iter=int(max_iter), tol=0.0, ftol=float(tol), callback=callback,
+    solver = MixtureEM(max_iter=_check_iter(max_iter), tol=0.0, ftol=float(tol), callback=callback,
                        mstep=mstep, mstep_tol=float(mstep_tol),
                        mstep_max_iter=int(mstep_max_iter), inner_steps=inner_steps,
                        inner_lr=float(inner_lr), mstep_options=mstep_options,

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.moe.em import _check_theta
+from zbound.moe.em import _check_iter, _check_theta
 from zbound.moe.model import GatedMixture, MoEProblem
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.first_order import Adam, TorchRule, torch_available
@@ -36,12 +36,6 @@ def _check_lr(name: str, lr) -> float:
     if not (np.isfinite(lr) and lr > 0):
         raise ValueError(f"{name} must be finite and > 0, got {lr!r}")
     return lr
-
-
-def _check_iter(max_iter) -> int:
-    if isinstance(max_iter, bool) or not isinstance(max_iter, int | np.integer) or max_iter < 0:
-        raise ValueError(f"max_iter must be an integer >= 0, got {max_iter!r}")
-    return int(max_iter)
 
 
 @dataclass

@@ -319,6 +319,13 @@ class SymmetricEMMap(Protocol):
     def split(self, theta): ...
 
 
+@dataclass
+class EMMapState(State):
+    """The iterates, when kept."""
+
+    iterates: list | None = None
+
+
 @register
 class SymmetricEM(Solver):
     """``max_iter`` EM steps of a symmetric mixture (:meth:`SMoLinE.em_step`), the objective
@@ -357,13 +364,6 @@ class SymmetricEM(Solver):
         if state.iterates is not None:
             info["iterates"] = state.iterates
         return info
-
-
-@dataclass
-class EMMapState(State):
-    """The iterates, when kept."""
-
-    iterates: list | None = None
 
 
 def fit_em_symmetric(model: _Symmetric, theta0, max_iter: int = 50, solver: str = "newton-bound",

@@ -84,13 +84,16 @@ class MethodInfo:
     def supports_constraints(self) -> bool:
         return self.constraints != "none"
 
+    def meets_requirement(self, model) -> bool:
+        """Whether the model, or its loss, has the ``requires`` capability (True without one)."""
+        return self.requires is None or supports(model, self.requires) or \
+            supports(getattr(model, "loss", None), self.requires)
+
     def applies_to(self, model) -> bool:
         """Whether the method can run on ``model``: the methods in ``needs`` and, if any, the
         ``requires`` capability (of the model or of its loss)."""
-        if not all(callable(getattr(model, need, None)) for need in self.needs):
-            return False
-        return self.requires is None or supports(model, self.requires) or \
-            supports(getattr(model, "loss", None), self.requires)
+        return all(callable(getattr(model, need, None)) for need in self.needs) and \
+            self.meets_requirement(model)
 
 
 _REGISTRY: dict[str, type[Solver]] = {}
@@ -425,9 +428,8 @@ class Solver:
             if not callable(getattr(model, need, None)):
                 raise TypeError(f"method {self.info.name!r} needs model.{need}(), which "
                                 f"{type(model).__name__} does not have")
-        req = self.info.requires
-        if req is not None and not (supports(model, req)
-                                    or supports(getattr(model, "loss", None), req)):
+        if not self.info.meets_requirement(model):
+            req = self.info.requires
             raise TypeError(f"method {self.info.name!r} needs a model with the "
                             f"{req.__name__} capability ({req.__module__}), which "
                             f"{type(model).__name__} does not have")

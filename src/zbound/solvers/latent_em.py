@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zbound.models.base import LatentLikelihood, supports
+from zbound.models.base import LatentLikelihood, loss_and_penalties, supports
 from zbound.solvers.base import MethodInfo, Solver, State, configure, register
 from zbound.solvers.result import Status
 from zbound.utils.validation import NON_NEGATIVE, POSITIVE_INT
@@ -53,8 +53,7 @@ def _parts(model):
     EM needs of it is the E-step (``responsibilities``), its M-step objective
     (``mstep_objective``) and the data (``X``, ``y``, ``n_components``, ``n_samples``,
     ``n_pairs``, ``d``, ``sample_weight``)."""
-    loss = getattr(model, "loss", model)
-    penalties = tuple(getattr(model, "penalties", ()))
+    loss, penalties = loss_and_penalties(model)
     if not supports(loss, LatentLikelihood):
         raise TypeError("EM needs a latent conditional likelihood (responsibilities() and "
                         "mstep_objective(); zbound.models.latent.LatentSoftmaxLoss, or an "

@@ -71,7 +71,7 @@ import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from zbound.bounds.boehning import BoundPreconditioner  # noqa: F401  (re-exported)
-from zbound.models.base import FixedCurvature, SinglePrecision, supports
+from zbound.models.base import FixedCurvature, SinglePrecision, loss_and_penalties, supports
 from zbound.models.boehning import (  # noqa: F401  (re-exported)
     bound_preconditioner,
     preconditioner_cost,
@@ -301,16 +301,11 @@ _AUTO_SINGLE_BYTES = 2**20
 _SINGLE_MIN_SHRINK = 0.1
 
 
-def _parts(model):
-    """(loss, penalties) of an objective, or (the model, ()) for a bare loss."""
-    return getattr(model, "loss", model), tuple(getattr(model, "penalties", ()))
-
-
 def has_single_form(model) -> bool:
     """Whether ``model`` can evaluate in float32 (``single_precision()``; for an objective,
     its loss too: :meth:`zbound.models.loss.SoftmaxLoss.single_precision`)."""
     return supports(model, SinglePrecision) and \
-        supports(getattr(model, "loss", model), SinglePrecision)
+        supports(loss_and_penalties(model)[0], SinglePrecision)
 
 
 @dataclass
@@ -693,7 +688,7 @@ AUTO_MAX_PAIR_BYTES = 64 * 2**20
 def gradient_work(model) -> int:
     """Rows x parameters of a model's loss: the work of one gradient, the size that
     ``AUTO_MIN_WORK`` is compared with."""
-    loss, _ = _parts(model)
+    loss, _ = loss_and_penalties(model)
     return int(getattr(loss, "n_samples", 0)) * int(model.n_params)
 
 
@@ -707,7 +702,7 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
     blocks, "mixed-lean", which save nothing on binary rows: one (d, d) Hessian block makes
     Newton cheap from the start; d large against t: the preconditioner costs more than it
     saves; small problems; other models)."""
-    loss, _ = _parts(model)
+    loss, _ = loss_and_penalties(model)
     k = getattr(loss, "k", 0)
     if k < 1 or not supports(loss, FixedCurvature):
         return default

@@ -98,6 +98,14 @@ def attributes(token) -> list[tuple[str, float]]:
                     f"{type(token).__name__}")
 
 
+def _check_sequence(j: int, seq) -> None:
+    """Sequence ``j`` must be a non-empty list of tokens."""
+    if isinstance(seq, str | bytes) or not hasattr(seq, "__len__"):
+        raise TypeError(f"sequence {j} must be a list of tokens, got {type(seq).__name__}")
+    if len(seq) == 0:
+        raise ValueError(f"sequence {j} is empty")
+
+
 class FeatureIndex:
     """Attribute -> column map: a learned vocabulary, or hashing into ``n_features`` columns."""
 
@@ -129,11 +137,7 @@ class FeatureIndex:
         the vocabulary; otherwise unseen attributes are dropped."""
         indptr, indices, data, lengths = [0], [], [], []
         for s, seq in enumerate(sequences):
-            if isinstance(seq, str | bytes) or not hasattr(seq, "__len__"):
-                raise TypeError(f"sequence {s} must be a list of tokens, got "
-                                f"{type(seq).__name__}")
-            if len(seq) == 0:
-                raise ValueError(f"sequence {s} is empty")
+            _check_sequence(s, seq)
             for tok in seq:
                 for name, v in attributes(tok):
                     j = self._column(name, grow)
@@ -192,11 +196,7 @@ def featurize(X, index: FeatureIndex | None, grow: bool = False, n_features: int
             raise ValueError("feature values contain NaN or inf")
         return M, np.array([x.shape[0] for x in X]), None
     for j, seq in enumerate(X):
-        if isinstance(seq, str | bytes) or not hasattr(seq, "__len__"):
-            raise TypeError(f"sequence {j} must be a list of tokens, got "
-                            f"{type(seq).__name__}")
-        if len(seq) == 0:
-            raise ValueError(f"sequence {j} is empty")
+        _check_sequence(j, seq)
     X = [_raw_features(s) if _is_raw(s) else s for s in X]
     if index is None:
         index = FeatureIndex(n_features)
