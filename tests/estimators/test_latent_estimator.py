@@ -35,7 +35,6 @@ def test_toy_fit_predict_and_loglik():
     Xt, yt = _stripes(300, 1)
     est = LatentLogisticRegression(n_components=2, C=100.0, random_state=0, n_init=2).fit(X, y)
     assert est.coef_.shape == (2, 2, 2) and est.intercept_.shape == (2, 2)
-    assert est.score(Xt, yt) >= 0.9
     P = est.predict_proba(Xt)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     rows = (np.arange(300), (yt == "b").astype(int))
@@ -45,6 +44,26 @@ def test_toy_fit_predict_and_loglik():
     # one component per class cannot separate the stripes
     one = LatentLogisticRegression(n_components=1, C=100.0).fit(X, y)
     assert one.score(Xt, yt) < 0.8
+
+
+def test_toy_restarts_find_the_separating_fit():
+    """The stripes objective has local optima (about 1 random start in 4 ends in one); the
+    separating fit has the far lower objective, so n_init=3 keeps it on most draws."""
+    scores, objectives = [], []
+    for seed in range(10):
+        X, y = _stripes(300, seed)
+        Xt, yt = _stripes(300, seed + 100)
+        est = LatentLogisticRegression(C=100.0, n_init=3, random_state=seed).fit(X, y)
+        scores.append(est.score(Xt, yt))
+        objectives.append(est.objective_)
+        single = [LatentLogisticRegression(C=100.0, random_state=seed * 10 + k).fit(X, y)
+                  for k in range(3)]
+        # n_init keeps the lowest objective of its starts: never worse than the typical start
+        assert est.objective_ <= np.median([s.objective_ for s in single]) + 1e-6
+    assert np.sum(np.array(scores) >= 0.9) >= 8
+    good = np.array(scores) >= 0.9
+    if good.any() and (~good).any():                  # a failed draw is a worse optimum
+        assert max(np.array(objectives)[good]) < min(np.array(objectives)[~good])
 
 
 def test_one_component_matches_multinomial_logistic_regression():
