@@ -5,6 +5,7 @@ gradient descent (Fruytier, Mokhtari & Sanghavi, "Learning Mixtures of Experts w
   and :class:`SoftLabelSoftmaxLoss` (the gate's M-step loss);
 Every training method is a registered solver returning :class:`zbound.solvers.Result` (its
 trace holds the objective after every iteration): "moe-em" (:class:`MixtureEM`),
+"moe-lbfgs" (:class:`MixtureLBFGS`, quasi-Newton on the marginal likelihood),
 "moe-gradient-em", "moe-gd", "moe-adam" and "moe-em-symmetric"; the ``fit_*`` functions run
 them with the paper's settings.
 
@@ -13,6 +14,7 @@ them with the paper's settings.
   gradient descent);
 - :mod:`zbound.moe.gradient`: :func:`fit_gradient_em` (Alg. 1), :func:`fit_gd` (Alg. 2),
   :func:`fit_adam` (peer);
+- :mod:`zbound.moe.quasi_newton`: :class:`MixtureLBFGS` (L-BFGS on the marginal likelihood);
 - :mod:`zbound.moe.symmetric`: :class:`SMoLinE`, :class:`SMoLogE` (closed-form EM, mirror map
   A, KL on complete data, the mirror-descent step);
 - :mod:`zbound.moe.diagnostics`: :func:`missing_information` (M(theta) and lambda_max).
@@ -31,9 +33,10 @@ from zbound.moe.gradient import (
     fit_gradient_em,
 )
 from zbound.moe.model import GatedMixture, MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
+from zbound.moe.quasi_newton import MixtureLBFGS
 from zbound.moe.symmetric import SMoLinE, SMoLogE, SymmetricEM, fit_em_symmetric
 
 __all__ = ["GatedMixture", "MissingInformation", "MixtureAdam", "MixtureEM", "MixtureGD",
-           "MixtureGradientEM", "MixtureLikelihood", "MoEProblem", "SMoLinE", "SMoLogE",
+           "MixtureGradientEM", "MixtureLBFGS", "MixtureLikelihood", "MoEProblem", "SMoLinE", "SMoLogE",
            "SoftLabelSoftmaxLoss", "SymmetricEM", "fit_adam", "fit_em", "fit_em_symmetric",
            "fit_gd", "fit_gradient_em", "missing_information"]

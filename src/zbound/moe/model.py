@@ -235,6 +235,7 @@ class MoEProblem:
             self.noise = None
             self.Y = np.zeros((n, C))
             self.Y[np.arange(n), self.y] = 1.0
+        self._label_index = None            # logistic: (rows with y > 0, flat (y - 1, row))
         self.n_gate = (self.k - 1) * self.p
         self.n_coef = self.k * self.m * self.p
         self.fit_var = expert == "linear" and self.noise is None
@@ -370,6 +371,8 @@ class MoEProblem:
         """L(theta) and its gradient (= the gradient of Q(. | theta) at theta); the gate and
         expert scores are computed once for both."""
         theta = np.asarray(theta, dtype=np.float64)
+        if self.expert == "logistic":
+            return self._logistic_value_and_grad(theta)
         lg = self.log_gate(theta)
         if self.expert == "linear":
             J = lg + self.log_expert(theta)
@@ -382,6 +385,53 @@ class MoEProblem:
         R = np.exp(J - lse[:, None])
         _, g = self.q_value_and_grad(theta, R, cache)
         return -float(self.v @ lse) + self.penalty_value(theta), g
+
+    def _logistic_value_and_grad(self, theta) -> tuple[float, np.ndarray]:
+        """Logistic experts' L and gradient from one product [gate; experts] X~^T and one
+        product back. The scores are laid out (rows of W, samples), so every reduction over
+        classes or experts runs over contiguous rows of length n; the reference class and
+        the reference expert (score 0) stay implicit."""
+        if theta.shape != (self.n_params,):
+            raise ValueError(f"theta must have shape ({self.n_params},), got {theta.shape}")
+        n, k, m, v = self.n_samples, self.k, self.m, self.v
+        W = theta.reshape(-1, self.p)                       # (k - 1 + k m, p)
+        S = W @ self.Xb.T                                   # (k - 1 + k m, n)
+        if self._label_index is None:
+            rows = np.flatnonzero(self.y > 0)
+            self._label_index = (rows, (self.y[rows] - 1) * n + rows)
+        rows, flat = self._label_index
+        # gate: log softmax over [0, S_gate]
+        lg = np.zeros((k, n))
+        if k > 1:
+            G = S[: k - 1]
+            gmax = np.maximum(G.max(axis=0), 0.0)
+            eg = np.exp(G - gmax)
+            log_zg = gmax + np.log(np.exp(-gmax) + eg.sum(axis=0))
+            lg[0] = -log_zg
+            lg[1:] = G - log_zg
+        # experts: log p(y | x, z = j) = s_{j,y} - log(1 + sum_c exp s_{j,c}), s_{j,0} = 0
+        E = S[k - 1:].reshape(k, m, n)
+        emax = np.maximum(E.max(axis=1), 0.0)               # (k, n)
+        q = np.exp(E - emax[:, None, :])                    # (k, m, n), unnormalized
+        z = np.exp(-emax) + q.sum(axis=1)
+        J = lg - emax - np.log(z)                           # log gate + log p(y = 0 | z)
+        J[:, rows] += E.reshape(k, m * n)[:, flat]          # + s_{j, y} where y > 0
+        jmax = J.max(axis=0)
+        R = np.exp(J - jmax)
+        tot = R.sum(axis=0)
+        R /= tot
+        f = -float(v @ (jmax + np.log(tot))) + self.penalty_value(theta)
+        # gradient: d/dS of -sum_i v_i lse_i, then back through the one product
+        D = np.empty_like(S)
+        if k > 1:
+            D[: k - 1] = (np.exp(lg[1:]) - R[1:]) * v
+        Wr = R * v                                           # (k, n)
+        De = D[k - 1:].reshape(k, m, n)
+        np.multiply(q, (Wr / z)[:, None, :], out=De)
+        De.reshape(k, m * n)[:, flat] -= Wr[:, rows]
+        grad = (D @ self.Xb).ravel()
+        grad += self.penalty * theta
+        return f, grad
 
     # -- prediction -----------------------------------------------------------------------------
     def design(self, X) -> np.ndarray:
