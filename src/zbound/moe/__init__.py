@@ -37,6 +37,7 @@ from zbound.moe.quasi_newton import MixtureLBFGS
 from zbound.moe.symmetric import SMoLinE, SMoLogE, SymmetricEM, fit_em_symmetric
 
 __all__ = ["GatedMixture", "MissingInformation", "MixtureAdam", "MixtureEM", "MixtureGD",
-           "MixtureGradientEM", "MixtureLBFGS", "MixtureLikelihood", "MoEProblem", "SMoLinE", "SMoLogE",
+           "MixtureGradientEM", "MixtureLBFGS", "MixtureLikelihood", "MoEProblem", "SMoLinE",
+           "SMoLogE",
            "SoftLabelSoftmaxLoss", "SymmetricEM", "fit_adam", "fit_em", "fit_em_symmetric",
            "fit_gd", "fit_gradient_em", "missing_information"]
