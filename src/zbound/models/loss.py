@@ -261,7 +261,12 @@ class SoftmaxLoss(ChunkedLoss):
         self.n_params = self.k * self.d
         self.n_samples = t
         self.sample_weight = check_sample_weight(sample_weight, t)
-        self.chunk_size = check_chunk_size(chunk_size, t, max(n * n, n + self.d))
+        # a chunk's largest temporary per row: its (n, n) bound matrices, or its scores and
+        # its row of X (for CSR, the row's stored entries: chunks sized by the width d would
+        # split 20 000 sparse rows of 30 000 columns into 72 chunks, each product a Python
+        # loop over them)
+        width = -(-X.nnz // max(t, 1)) + self.fit_intercept if sp.issparse(X) else self.d
+        self.chunk_size = check_chunk_size(chunk_size, t, max(n * n, n + width))
         self._chunks = [self._chunk(a, min(t, a + self.chunk_size))
                         for a in range(0, t, self.chunk_size)]
 
