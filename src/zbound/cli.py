@@ -23,6 +23,13 @@ from pathlib import Path
 # development machine (one full baseline run of each quick suite, measured with `time`). Kept
 # here, not read from the suite modules, so that `zbound bench --help` imports no suite.
 SUITE_INFO: dict[str, tuple[str, str]] = {
+    "estimators": (
+        "every estimator against what its user would otherwise pick: latent and mixture "
+        "models against LogisticRegression, BoundSGDClassifier against SGDClassifier (fit, "
+        "partial_fit), BoundLogisticRegression against liblinear, lbfgs, newton-cg and saga "
+        "on sparse text shapes and small problems",
+        "about 3 min",
+    ),
     "scale": (
         "bound majorization on Dask (LocalCluster, 2 workers): synthetic 10-class and "
         "two-class problems at 1e5-1e7 rows and Adult against dask-ml, scikit-learn and "

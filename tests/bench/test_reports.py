@@ -15,7 +15,8 @@ from test_without_data import _configs
 from zbound.bench.report import write_report
 from zbound.bench.runner import load_suite, run_suite
 
-SUITES = ["logreg-small", "logreg-large", "latent", "moe", "stochastic", "scale", "chunked"]
+SUITES = ["logreg-small", "logreg-large", "latent", "moe", "stochastic", "scale", "chunked",
+          "estimators"]
 
 
 def _not_timed(doc, peers_only=False):

@@ -16,7 +16,16 @@ from zbound.datasets import ENV_VAR
 
 
 def _configs():
-    from zbound.bench.suites import crf, latent, logreg_large, logreg_small, moe, scale, stochastic
+    from zbound.bench.suites import (
+        crf,
+        estimators,
+        latent,
+        logreg_large,
+        logreg_small,
+        moe,
+        scale,
+        stochastic,
+    )
 
     return {
         "logreg-small": (logreg_small.tiny(table3_sets=("wine", "bupa"), weak_sets=()),
@@ -30,12 +39,13 @@ def _configs():
         "stochastic": (dataclasses.replace(stochastic.tiny(), datasets=("adult",)), {"adult"}),
         "crf": (crf.tiny(), {"conll2000"}),
         "scale": (dataclasses.replace(scale.tiny(), adult=True), {"adult"}),
+        "estimators": (estimators.tiny(), {"ssl-text"}),
     }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", ["logreg-small", "logreg-large", "latent", "moe",
-                                   "stochastic", "crf", "scale"])
+                                   "stochastic", "crf", "scale", "estimators"])
 def test_suite_without_data_skips_what_needs_it_and_reports(suite, tmp_path, capsys):
     if suite == "crf":
         pytest.importorskip("pycrfsuite", reason="the crf suite compares with python-crfsuite")

@@ -43,6 +43,7 @@ SUITES: dict[str, str] = {
     "crf": "zbound.bench.suites.crf",
     "scale": "zbound.bench.suites.scale",
     "stochastic": "zbound.bench.suites.stochastic",
+    "estimators": "zbound.bench.suites.estimators",
 }
 
 

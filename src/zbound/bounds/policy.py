@@ -24,6 +24,7 @@ from zbound.bounds.preconditioners import (
     gram_block_jacobi,
     gram_eigenbasis,
     softmax_woodbury,
+    stored_entries,
 )
 from zbound.utils.linalg import block_jacobi
 
@@ -71,7 +72,7 @@ def block_preconditioner(H):
         pairs, extra = fac
         rows = sum(f[0].shape[0] for f in pairs)
         if block_preconditioner_kind(rows, extra.shape[1], extra.shape[0],
-                                     block_budget(pairs)) == "dense":
+                                     block_budget(pairs), stored_entries(pairs)) == "dense":
             blocks = factor_blocks(pairs, extra)
             del pairs, fac
             if blocks is not None:

@@ -45,20 +45,39 @@ def block_budget(factors) -> int:
     return int(min(MAX_BLOCK_ELEMS, max(MIN_BLOCK_ELEMS, n)))
 
 
+def stored_entries(factors) -> int:
+    """Entries the data of ``factors`` (the triples of ``block_factors``) store: nnz of
+    sparse X_k, the size of dense ones."""
+    return int(sum(X.nnz if sp.issparse(X) else X.size for X, _, _ in factors))
+
+
 # Relative floor on a zero extra diagonal entry of a Woodbury block (an unpenalized intercept):
 # D_i >= this times the data part's own diagonal entry.
 _WOODBURY_FLOOR = 1e-4
 
 
-def block_preconditioner_kind(rows: int, b: int, m: int, budget: int = MAX_BLOCK_ELEMS) -> str:
+#: The Woodbury form is built only where its setup, m rows^3 / 3 flops for the Cholesky
+#: factors, costs at most this many products with the curvature (CG iterations it may save
+#: over Jacobi; one product is about 4 x the data's stored entries per block).
+WOODBURY_MAX_PRODUCTS = 100
+
+
+def block_preconditioner_kind(rows: int, b: int, m: int, budget: int = MAX_BLOCK_ELEMS,
+                              stored: int | None = None) -> str:
     """Which block-Jacobi form to build for m diagonal blocks of size (b, b) that are Gram
     matrices over ``rows`` rows plus a diagonal, holding at most ``budget`` float64 entries
-    (:func:`block_budget`): "woodbury" when rows < b and its m (rows, rows) systems fit (setup
-    m (rows^2 b + rows^3) instead of m (rows b^2 + b^3), and no (b, b) array: SRBCT, 66 rows
-    and b = 2309, 12 s and 600 MB -> 10 ms), "dense" when the m (b, b) blocks fit, else
-    "jacobi" (b entries per block). Sparse text data, 5000 x 8000 with 10 classes: the
-    Woodbury form would hold 10 systems of 5000 x 5000 (2 GB); the budget is 32 MB."""
-    if rows < b and m * rows * rows <= budget:
+    (:func:`block_budget`): "woodbury" when rows < b, its m (rows, rows) systems fit and
+    their setup costs at most ``WOODBURY_MAX_PRODUCTS`` products (``stored``: the data's
+    stored entries, rows x b when dense or not given; setup m (rows^2 b + rows^3) instead of
+    m (rows b^2 + b^3), and no (b, b) array: SRBCT, 66 rows and b = 2309, 12 s and 600 MB ->
+    10 ms), "dense" when the m (b, b) blocks fit, else "jacobi" (b entries per block). Sparse
+    text data, 5000 x 8000 with 10 classes: the Woodbury form would hold 10 systems of 5000 x
+    5000 (2 GB); the budget is 32 MB. Sparse 1000 x 10 000 tf-idf rows with 36 000 stored
+    entries, 2 classes: the setup (3.3e8 flops) would cost 4 600 products; Jacobi CG took
+    the fit from 40 ms to 6 ms."""
+    stored = rows * b if stored is None else stored
+    if rows < b and m * rows * rows <= budget and \
+            m * rows ** 3 / 3.0 <= WOODBURY_MAX_PRODUCTS * 4.0 * m * stored:
         return "woodbury"
     if m * b * b <= budget:
         return "dense"
@@ -423,6 +442,7 @@ class KroneckerFactored:
 
 
 __all__ = ["MAX_BLOCK_ELEMS", "MIN_BLOCK_ELEMS", "EIGEN_MAX_ELEMS", "SOFTMAX_WOODBURY_MAX",
-           "block_budget", "block_preconditioner_kind", "woodbury_block_jacobi",
+           "block_budget", "block_preconditioner_kind", "WOODBURY_MAX_PRODUCTS",
+           "stored_entries", "woodbury_block_jacobi",
            "softmax_woodbury", "factor_gram", "factor_blocks", "gram_block_jacobi",
            "gram_eigenbasis", "eigen_block_preconditioner", "KroneckerFactored"]

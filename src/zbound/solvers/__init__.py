@@ -50,18 +50,20 @@ def choose_method(model, constraints: LinearConstraints | None = None, *,
 
     "lbfgs-precond" (L-BFGS whose initial inverse Hessian is the fixed, shrunk Boehning bound
     curvature, float32 evaluations first; :class:`~zbound.solvers.quasi_newton.
-    PreconditionedLBFGS`) for unconstrained softmax / logistic objectives with at least 10^6
-    rows x parameters whose preconditioner is cheap (d small enough against t): multiclass
-    always, two classes when float32 evaluation from a copy applies (``evaluation`` "auto"
-    or "mixed"; they finish with Newton steps); :data:`DEFAULT_METHOD` ("newton-bound") for
-    everything else: constraints, method options given, two classes in float64 (one (d, d)
-    Hessian block makes Newton cheap), d large against t, small problems, other models.
-    Measured in
-    docs/solvers.md (one BLAS thread, logreg-large's larger-data block): on KMNIST 2000 x 785
-    x 10 the choice took 0.33x / 0.47x the time of newton-bound at the 1e-3 / 1e-8 targets
-    in float64 alone, on digits at C = 100 0.66x / 0.66x; on Adult the float32 L-BFGS phase
-    took the 1e-3 target in 0.6x newton-bound's time and the Newton finish kept the 1e-8
-    one at parity.
+    PreconditionedLBFGS`) for unconstrained softmax / logistic objectives whose
+    preconditioner is cheap (d small enough against t): multiclass from 10^5 rows x
+    parameters, two classes from 10^6 when float32 evaluation from a copy applies
+    (``evaluation`` "auto" or "mixed"; they finish with Newton steps);
+    :data:`DEFAULT_METHOD` ("newton-bound") for everything else: constraints, method options
+    given, two classes in float64 (one (d, d) Hessian block makes Newton cheap), d large
+    against t, small problems (iris, wine), other models. Measured in docs/solvers.md (one
+    BLAS thread, logreg-large's larger-data block): on KMNIST 2000 x 785 x 10 the choice took
+    0.33x / 0.47x the time of newton-bound at the 1e-3 / 1e-8 targets in float64 alone, on
+    digits at C = 100 0.66x / 0.66x; on Adult the float32 L-BFGS phase took the 1e-3 target
+    in 0.6x newton-bound's time and the Newton finish kept the 1e-8 one at parity. On
+    digits at C = 0.01 / 1 / 100 and a 3000 x 20 5-class problem the default tol took
+    0.86 / 0.72 / 0.54x and 0.42-0.52x newton-bound's time
+    (:data:`~zbound.solvers.quasi_newton.AUTO_PRECOND_MIN_WORK`).
     """
     from zbound.solvers.quasi_newton import auto_method
 

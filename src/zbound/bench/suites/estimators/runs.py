@@ -1,0 +1,280 @@
+"""Running ``estimators``: each of the library's estimators against the tool its user would
+otherwise pick, on the same rows, with one BLAS thread, methods alternating over repeats,
+medians.
+
+Tasks
+    ``latent``: ``LatentLogisticRegression()`` (2 components per class) against one
+    ``LogisticRegression()`` fit on scaled digits and breast_cancer; test accuracy.
+    ``moe``: ``MixtureOfExperts(k)`` on class labels (k = 2, 4) against the same.
+    ``sgd``: ``BoundSGDClassifier()`` against ``SGDClassifier(loss="log_loss")`` on scaled
+    digits, with ``LogisticRegression()``'s test accuracy as the reference.
+    ``partial-fit``: rows per second of ``partial_fit`` over a stream of chunks, against
+    ``SGDClassifier.partial_fit``.
+    ``sparse``: ``BoundLogisticRegression()`` against liblinear (two classes), lbfgs,
+    newton-cg and saga on tf-idf rows (synthetic shapes; SSL Text where its data is there).
+    ``small``: ``BoundLogisticRegression()`` against lbfgs on digits and a 5-class synthetic
+    problem, weak to strong regularization.
+
+Matched objective (``sparse``, ``small``): every fit is scored on the one objective both
+minimize (:func:`.problems.logistic_objective`). The library's fit records its trace, so its
+time to reach each peer's final objective is read off it (the fit's set-up time plus the
+trace's seconds to that objective): ``metrics["time_to_peer_objective_s"]``. liblinear
+penalizes the intercept, so its objective is another one; its time is tabulated all the same.
+Peak memory: tracemalloc in a separate, untimed fit (what NumPy and SciPy allocate; compiled
+code's own buffers, liblinear's copy of the data among them, are not seen).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+
+from zbound.bench.suites.estimators.config import Config, config
+from zbound.bench.suites.estimators.problems import (
+    logistic_objective,
+    scaled_split,
+    stream,
+    synthetic_multiclass,
+    zipf_text,
+)
+from zbound.bench.timing import thread_limit, time_alternating, traced_peak
+
+#: ``ctx.options`` this suite reads: ``config``, a :class:`Config` replacing the run's own
+OPTIONS = ("config",)
+
+
+def _quiet(fn):
+    def run():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return fn()
+    return run
+
+
+def _fit(make, X, y):
+    return _quiet(lambda: make().fit(X, y))
+
+
+def _timed(methods: dict, repeats: int, memory: bool) -> dict[str, dict[str, Any]]:
+    """Alternating timed repeats, then (``memory``) one traced fit per method."""
+    timing = time_alternating({k: _quiet(v) for k, v in methods.items()}, repeats=repeats)
+    for name, fn in methods.items():
+        timing[name]["peak_mb"] = traced_peak(_quiet(fn))[0] if memory else None
+    return timing
+
+
+def _accuracy(est, Xt, yt) -> float:
+    return float(np.mean(est.predict(Xt) == yt))
+
+
+# -- latent and mixtures: a small multiple of one logistic fit ----------------------------------
+def run_latent(ctx, cfg: Config) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from zbound import LatentLogisticRegression
+
+    for name in ("digits", "breast_cancer"):
+        X, Xt, y, yt = scaled_split(name)
+        methods = {"sklearn-logistic": _fit(LogisticRegression, X, y)}
+        for solver in cfg.latent_solvers:
+            if solver == "squarem" and name == "digits":
+                continue              # over 1000 LogisticRegression fits (docs/latent.md)
+            key = "zbound-latent" + ("" if solver is None else f"-{solver}")
+            kw = {} if solver is None else {"solver": solver}
+            methods[key] = _fit(lambda kw=kw: LatentLogisticRegression(random_state=0, **kw),
+                                X, y)
+        timing = _timed(methods, cfg.repeats, cfg.memory)
+        _write_ratio_records(ctx, "latent", name, "n_components=2", timing, Xt, yt,
+                             "sklearn-logistic")
+        ctx.advance()
+
+
+def run_moe(ctx, cfg: Config) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from zbound import MixtureOfExperts
+
+    X, Xt, y, yt = scaled_split("digits")
+    for k in cfg.moe_experts:
+        methods = {"sklearn-logistic": _fit(LogisticRegression, X, y)}
+        for method in cfg.moe_methods:
+            key = "zbound-moe" + ("" if method is None else f"-{method}")
+            kw = {} if method is None else {"method": method}
+            methods[key] = _fit(lambda kw=kw, k=k: MixtureOfExperts(k, random_state=0, **kw),
+                                X, y)
+        timing = _timed(methods, cfg.repeats if k == cfg.moe_experts[0] else
+                        max(3, cfg.repeats // 2), cfg.memory)
+        _write_ratio_records(ctx, "moe", "digits", f"k={k}", timing, Xt, yt,
+                             "sklearn-logistic")
+        ctx.advance()
+
+
+def _write_ratio_records(ctx, task, dataset, setting, timing, Xt, yt, peer) -> None:
+    base = timing[peer]["median_s"]
+    base_acc = _accuracy(timing[peer]["result"], Xt, yt)
+    for name, entry in timing.items():
+        est = entry["result"]
+        acc = _accuracy(est, Xt, yt)
+        metrics = {"test_accuracy": acc, "peak_memory_mb": entry["peak_mb"],
+                   "ratio_to_peer": entry["median_s"] / base, "peer_accuracy": base_acc,
+                   "times_s": entry["times"]}
+        for attr in ("n_iter_", "converged_", "objective_", "method_", "expert_"):
+            val = getattr(est, attr, None)
+            if val is not None:
+                metrics[attr.rstrip("_")] = val.item() if hasattr(val, "item") else val
+        ctx.writer.add(task=task, dataset=dataset, setting=setting, method=name,
+                       peer=name.startswith("sklearn"), default=name in (
+                           "zbound-latent", "zbound-moe", "zbound-sgd"),
+                       reached=True, time_to_target_s=entry["median_s"],
+                       final_objective=metrics.get("objective"), metrics=metrics)
+
+
+# -- stochastic ---------------------------------------------------------------------------------
+def run_sgd(ctx, cfg: Config) -> None:
+    from sklearn.linear_model import LogisticRegression, SGDClassifier
+
+    from zbound import BoundSGDClassifier
+
+    X, Xt, y, yt = scaled_split("digits")
+    methods = {"sklearn-sgd": _fit(lambda: SGDClassifier(loss="log_loss", random_state=0),
+                                   X, y),
+               "sklearn-logistic": _fit(LogisticRegression, X, y),
+               "zbound-sgd": _fit(BoundSGDClassifier, X, y)}
+    timing = _timed(methods, cfg.repeats, cfg.memory)
+    _write_ratio_records(ctx, "sgd", "digits", "alpha=1e-4", timing, Xt, yt, "sklearn-sgd")
+    ctx.advance()
+
+
+def run_partial_fit(ctx, cfg: Config) -> None:
+    from sklearn.linear_model import SGDClassifier
+
+    from zbound import BoundSGDClassifier
+
+    t, d, k, chunk = cfg.stream
+    X, y = stream(t, d, k)
+    classes = np.arange(k)
+
+    def feed(make):
+        def run():
+            est = make()
+            for a in range(0, t, chunk):
+                est.partial_fit(X[a:a + chunk], y[a:a + chunk], classes=classes)
+            return est
+        return run
+
+    methods = {"sklearn-sgd": feed(lambda: SGDClassifier(loss="log_loss", random_state=0)),
+               "zbound-sgd": feed(BoundSGDClassifier)}
+    timing = _timed(methods, cfg.repeats, False)
+    base = timing["sklearn-sgd"]["median_s"]
+    for name, entry in timing.items():
+        ctx.writer.add(task="partial-fit", dataset="synthetic-multinomial",
+                       setting=f"t={t},d={d},classes={k},chunk={chunk}", method=name,
+                       peer=name.startswith("sklearn"), default=name == "zbound-sgd",
+                       reached=True, time_to_target_s=entry["median_s"],
+                       metrics={"rows_per_s": t / entry["median_s"],
+                                "ratio_to_peer": entry["median_s"] / base,
+                                "train_accuracy": float(np.mean(entry["result"].predict(X)
+                                                                == y)),
+                                "times_s": entry["times"]})
+    ctx.advance()
+
+
+# -- logistic regression at a matched objective ---------------------------------------------------
+def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, peers,
+                   Xt=None, yt=None) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    from zbound import BoundLogisticRegression
+
+    methods = {f"sklearn-{s}": _fit(lambda s=s: LogisticRegression(C=C, solver=s,
+                                                                   max_iter=10_000), X, y)
+               for s in peers}
+    methods["zbound"] = _fit(lambda: BoundLogisticRegression(C=C), X, y)
+    # the set-up time of the library's fit, outside its solver's trace
+    timing = _timed(methods, cfg.repeats, cfg.memory)
+    ours = timing["zbound"]
+    est = ours["result"]
+    trace = est.solver_result_.trace
+    setup = max(0.0, ours["median_s"] - float(trace.seconds[-1]))
+    objective = {name: logistic_objective(X, y, e["result"].coef_, e["result"].intercept_, C)
+                 for name, e in timing.items()}
+    best = min(objective.values())
+    fastest = min((e["median_s"], n) for n, e in timing.items() if n != "zbound"
+                  and n != "sklearn-liblinear")
+    for name, entry in timing.items():
+        f = objective[name]
+        metrics: dict[str, Any] = {
+            "objective_gap": (f - best) / max(1.0, abs(best)),
+            "peak_memory_mb": entry["peak_mb"], "times_s": entry["times"],
+            "n_iter": int(np.max(getattr(entry["result"], "n_iter_", [0])))}
+        if Xt is not None:
+            metrics["test_accuracy"] = _accuracy(entry["result"], Xt, yt)
+        if name == "zbound":
+            reach = {}
+            for peer, fp in objective.items():
+                if peer in ("zbound", "sklearn-liblinear"):
+                    continue
+                hit = trace.time_to(fp)
+                reach[peer] = None if hit is None else setup + hit
+            metrics["time_to_peer_objective_s"] = reach
+            metrics["fastest_peer"] = fastest[1]
+            hit = reach.get(fastest[1])
+            metrics["ratio_to_fastest_peer"] = None if hit is None else hit / fastest[0]
+            peak = timing[fastest[1]]["peak_mb"]
+            metrics["memory_ratio_to_fastest_peer"] = (
+                None if not peak or entry["peak_mb"] is None else entry["peak_mb"] / peak)
+        ctx.writer.add(task=task, dataset=dataset, setting=f"C={C:g}", method=name,
+                       peer=name != "zbound", default=name == "zbound", reached=True,
+                       time_to_target_s=entry["median_s"], final_objective=f,
+                       target_objective=best, metrics=metrics)
+
+
+def run_sparse(ctx, cfg: Config) -> None:
+    from zbound.datasets import load_ssl_text
+
+    for t, d, k in cfg.sparse_shapes:
+        X, y = zipf_text(t, d, k, cfg.sparse_nnz)
+        peers = (("liblinear",) if k == 2 else ()) + ("lbfgs", "newton-cg", "saga")
+        if t * k > 1_000_000:
+            peers = tuple(p for p in peers if p != "saga")     # minutes per fit
+        for C in cfg.sparse_cs:
+            _logistic_cell(ctx, cfg, "sparse", f"zipf-tfidf-{t}x{d}-{k}cls", X, y, C, peers)
+            ctx.advance()
+    ds = ctx.load("ssl-text", load_ssl_text)
+    if ds is not None:
+        rows = np.random.default_rng(0).permutation(ds.X.shape[0])[:1200]   # an 80% split
+        X, y = ds.X[rows], np.asarray(ds.y)[rows]
+        for C in cfg.sparse_cs:
+            _logistic_cell(ctx, cfg, "sparse", "ssl-text", X, y, C,
+                           ("liblinear", "lbfgs", "newton-cg", "saga"))
+    ctx.advance()
+
+
+def run_small(ctx, cfg: Config) -> None:
+    problems = {"digits": scaled_split("digits"),
+                "synthetic-5cls": synthetic_multiclass(3000, 20, 5)}
+    for name, (X, Xt, y, yt) in problems.items():
+        for C in cfg.small_cs:
+            _logistic_cell(ctx, cfg, "small", name, X, y, C, ("lbfgs", "newton-cg"), Xt, yt)
+            ctx.advance()
+
+
+TASKS = {"latent": run_latent, "moe": run_moe, "sgd": run_sgd, "partial-fit": run_partial_fit,
+         "sparse": run_sparse, "small": run_small}
+
+
+def run(ctx) -> None:
+    cfg = ctx.options.get("config") or config(ctx.quick)
+    steps = (2 + len(cfg.moe_experts) + 1 + 1 + len(cfg.sparse_shapes) * len(cfg.sparse_cs)
+             + 1 + 2 * len(cfg.small_cs))
+    ctx.start("estimators", steps)
+    t0 = time.perf_counter()
+    with thread_limit(1):
+        for fn in TASKS.values():
+            fn(ctx, cfg)
+    ctx.writer.set_extra("config", {"quick": ctx.quick, "repeats": cfg.repeats,
+                                    "sparse_shapes": [list(s) for s in cfg.sparse_shapes],
+                                    "elapsed_s": time.perf_counter() - t0})
