@@ -19,7 +19,7 @@ def _data(n_classes=3, t=600, seed=0):
 
 def _expected(estimator):
     # The low-rank bound depends on the order of its rank-one terms: a weight of 2 and a
-    # repeated row stream different terms (the full-curvature SPFB passes these checks).
+    # repeated row stream different terms (the full-curvature methods pass these checks).
     if estimator.method != "lspfb":
         return {}
     return {"check_sample_weight_equivalence_on_dense_data":
@@ -28,7 +28,8 @@ def _expected(estimator):
             "mini-batch composition differs between weighted and repeated rows"}
 
 
-@parametrize_with_checks([BoundSGDClassifier(), BoundSGDClassifier(method="lspfb", rank=2)],
+@parametrize_with_checks([BoundSGDClassifier(), BoundSGDClassifier(method="spfb"),
+                          BoundSGDClassifier(method="lspfb", rank=2)],
                          expected_failed_checks=_expected)
 def test_sklearn_contract(estimator, check):
     check(estimator)
@@ -133,3 +134,47 @@ def test_single_class_is_rejected():
     X, _ = _data(2)
     with pytest.raises(ValueError, match="2 classes"):
         BoundSGDClassifier().fit(X, np.zeros(X.shape[0]))
+
+
+def test_auto_settings_follow_the_shape():
+    from zbound.estimators.sgd import auto_batch_size
+
+    X, y = _data(3, t=1347)
+    est = BoundSGDClassifier(max_iter=2).fit(X, y)
+    assert est.method_ == "sbm-boehning"
+    assert est._sgd_solver.opts["batch_size"] == auto_batch_size(1347) == 135
+    assert est._sgd_solver.opts["schedule"] == "constant"
+    Xb, yb = _data(2, t=5000)
+    two = BoundSGDClassifier(max_iter=2).fit(Xb, yb)
+    assert two.method_ == "spfb" and two._sgd_solver.opts["batch_size"] == 500
+    assert two._sgd_solver.opts["schedule"] == "inverse"
+    # the schedule's half-life is in epochs: 0.5 epoch = 5 of the 10 updates of an epoch
+    assert two._sgd_solver.opts["decay"] == pytest.approx(0.5 * 10)
+    assert auto_batch_size(50) == 100 and auto_batch_size(10**6) == 1000
+
+
+def test_schedule_in_epochs_gives_a_small_data_set_the_same_steps():
+    """decay counts epochs: the step after e epochs is the same whatever the batch count."""
+    from zbound.solvers import solver_class
+
+    X, y = _data(2, t=600)
+    for bs in (100, 300):
+        est = BoundSGDClassifier(batch_size=bs, max_iter=1, tol=None, decay=2.0).fit(X, y)
+        solver = est._sgd_solver
+        per_epoch = -(-600 // bs)
+        # after 4 epochs the step is lr / (1 + 4 / 2) = lr / 3, whatever the batch size
+        assert solver.step_size(4 * per_epoch + 1) == pytest.approx(1.0 / 3.0)
+        assert isinstance(solver, solver_class("spfb"))
+
+
+def test_diverging_fit_says_so():
+    """Steps far beyond the bound's: a warning where the objective ends above the zero
+    start's, an error where it leaves the finite numbers; never a silent NaN."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _data(3)
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3).fit(X, y)
+    with pytest.raises(FloatingPointError, match="too large"):
+        BoundSGDClassifier(lr=1e6, method="sbm-boehning", max_iter=50, tol=None).fit(
+            X * 1e3, y)

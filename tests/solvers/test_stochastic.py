@@ -25,7 +25,7 @@ from zbound.solvers.stochastic import (
     softmax_bound_terms,
 )
 
-STOCHASTIC = ("spfb", "lspfb", "sbm", "sbm-sm", "sgd", "momentum", "adam")
+STOCHASTIC = ("spfb", "lspfb", "sbm", "sbm-sm", "sbm-boehning", "sgd", "momentum", "adam")
 
 
 def _estimator_objective(seed=0, t=40, d=3, n=3):
@@ -103,6 +103,7 @@ def test_batch_objective_is_the_mean_form():
 
 
 FULL_BATCH = [("spfb", {}), ("sbm", {}), ("sbm-sm", {}), ("lspfb", {"lowrank_rule": "exact"}),
+              ("sbm-boehning", {}), ("sbm-boehning", {"gram": "batch"}),
               ("lspfb", {"lowrank_rule": "sgb", "rank": 2}),
               # the average with weight 1 is the current bound; PCG solved to the end (from
               # its Kronecker preconditioner, above dense_max) is the exact bound step
@@ -145,6 +146,8 @@ def test_full_batch_spfb_is_alg2():
     ("sbm", {"lr": 0.2}),
     ("lspfb", {"lr": 1.0, "decay": 5.0, "rank": 3}),
     ("sbm-sm", {"lr": 0.2}),
+    ("sbm-boehning", {"schedule": "inverse", "decay": 5.0}),
+    ("sbm-boehning", {"gram": "batch", "schedule": "inverse", "decay": 5.0}),
     ("sgd", {"lr": 0.5}),
     ("momentum", {"lr": 0.05}),
     ("adam", {"lr": 0.05}),
@@ -470,3 +473,46 @@ def test_first_batch_gram_with_doubling_rebuilds_is_the_explicit_solve(monkeypat
     assert state.n_bound == n_builds == 5
     # the Gram factor (d = 4) decomposed once, the label factor (3 x 3) at every build
     assert sizes == [4, 3, 3, 3, 3, 3]
+
+
+# -- Boehning's curvature ----------------------------------------------------------------------
+@pytest.mark.parametrize("n", [2, 3, 5])
+def test_boehning_step_minimizes_a_majorizer_of_the_batch(n):
+    """gram="batch", lr = 1: x - B^{-1} g minimizes a quadratic that lies above the batch
+    objective everywhere (Boehning's curvature bounds every Hessian), so no start, however
+    extreme its scores, sees the objective rise."""
+    from zbound.solvers import solver_class
+
+    rng = np.random.default_rng(n)
+    for trial in range(200):
+        t = int(rng.integers(1, 30))
+        model = _estimator_objective(seed=trial, t=max(t, n), d=int(rng.integers(1, 5)), n=n)
+        scale = 10.0 ** rng.uniform(-3, 2.5)
+        x = scale * rng.standard_normal(model.n_params)
+        step = solver_class("sbm-boehning")(gram="batch", lr=1.0)
+        state = step.init(None, x)
+        f0 = model.value(x)
+        with np.errstate(over="ignore"):
+            step.update(model, state)
+        assert state.status.name == "RUNNING"
+        f1 = model.value(state.x)
+        assert f1 <= f0 + 1e-9 * max(1.0, abs(f0)), (trial, f0, f1)
+
+
+def test_boehning_running_gram_is_the_mean_of_the_batch_grams():
+    from zbound.solvers import solver_class
+
+    model = logistic_problem(2, t=120, d=3, n=3, reg=0.5)
+    step = solver_class("sbm-boehning")()
+    state = step.init(None, np.zeros(model.n_params))
+    grams = []
+    for rows in np.array_split(np.arange(120), 4):
+        batch = batch_objective(model, rows, 120)
+        grams.append(batch.loss.bound_gram())
+        step.update(batch, state)
+    np.testing.assert_allclose(state.gram, np.mean(grams, axis=0), rtol=1e-12)
+    assert state.n_bound == 4
+    # equal batches: the mean of their Grams is the whole data's (mean form)
+    np.testing.assert_allclose(state.gram, model.loss.bound_gram() / model.loss.sample_weight
+                               .sum() if model.loss.sample_weight is not None else
+                               model.loss.bound_gram() / 120, rtol=1e-10)

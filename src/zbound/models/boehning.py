@@ -83,8 +83,8 @@ def preconditioner_fits(model) -> bool:
 
 
 def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
-                         dtype=np.float64, explicit: bool | None = None
-                         ) -> BoundPreconditioner | None:
+                         dtype=np.float64, explicit: bool | None = None,
+                         gram: np.ndarray | None = None) -> BoundPreconditioner | None:
     """:class:`BoundPreconditioner` for a softmax objective (a loss with ``bound_gram``, L2
     penalties equal over classes, at most one intercept-centering term); None for anything
     else. Raises ValueError when its (d, d) matrix would exceed 256 MB. ``sample``: the Gram
@@ -92,7 +92,8 @@ def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
     total weight; B is then an estimate, not a bound). ``dtype`` float32 keeps the factor in
     single precision (half the memory and of a solve's memory traffic; for a shrunk B, whose
     condition number is at most 1 + (largest eigenvalue) / mu, single precision resolves it).
-    ``explicit``: see :class:`BoundPreconditioner`."""
+    ``explicit``: see :class:`BoundPreconditioner`. ``gram``: a (d, d) Gram matrix to use in
+    place of the loss's own (copied; e.g. a running mean over mini-batches)."""
     loss, penalties = loss_and_penalties(model)
     if not supports(loss, FixedCurvature):
         return None
@@ -108,8 +109,13 @@ def bound_preconditioner(model, shrink: float = 1.0, sample: bool = False,
     rows = None
     if sample:
         rows = max(_GRAM_MIN_ROWS, _GRAM_ROWS_PER_COLUMN * d)
-    with np.errstate(over="ignore", invalid="ignore"):
-        G = loss.bound_gram(rows, dtype=dtype)
+    if gram is not None:
+        G = np.array(gram, dtype=dtype, copy=True)
+        if G.shape != (d, d):
+            raise ValueError(f"gram must have shape ({d}, {d}), got {G.shape}")
+    else:
+        with np.errstate(over="ignore", invalid="ignore"):
+            G = loss.bound_gram(rows, dtype=dtype)
     if not np.isfinite(G).all():
         # features of magnitude ~sqrt(max float / rows): X^T X leaves the dtype's range
         raise FloatingPointError(f"the bound's Gram matrix X^T X overflows {np.dtype(dtype).name}")

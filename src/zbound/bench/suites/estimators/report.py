@@ -28,19 +28,25 @@ def _ratio_table(recs, task, title, limit, peer_name) -> list[str]:
         return []
     lines = [f"## {title}", "",
              f"Claim: the default at most {limit:g}x one `{peer_name}` fit, at equal or better "
-             "test accuracy.", "",
-             "| data | setting | method | median s | x peer | test accuracy | peer accuracy | "
-             "peak MB | claim |", "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+             "test accuracy (5-fold cross-validation; the 75 / 25 split's beside it).", "",
+             "| data | setting | method | median s | x peer | CV accuracy | peer CV accuracy | "
+             "split accuracy | peer split accuracy | peak MB | claim |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for (data, setting), rows in groups.items():
         for r in rows:
             m = r["metrics"]
             claim = ""
-            if r["default"]:
-                ok = m["ratio_to_peer"] <= limit and m["test_accuracy"] >= m["peer_accuracy"]
+            acc, ref = m.get("cv_accuracy"), m.get("peer_cv_accuracy")
+            if acc is None or ref is None:
+                acc, ref = m["test_accuracy"], m["peer_accuracy"]
+            if r["default"] and m["ratio_to_peer"] is not None:
+                ok = m["ratio_to_peer"] <= limit and acc >= ref
                 claim = "holds" if ok else "does not hold"
             lines.append(f"| {data} | {setting} | {r['method']} | "
                          f"{num(r['time_to_target_s'], '.4f')} | {num(m['ratio_to_peer'], '.1f')} "
-                         f"| {num(m['test_accuracy'], '.4f')} | {num(m['peer_accuracy'], '.4f')} "
+                         f"| {num(m.get('cv_accuracy'), '.4f')} | "
+                         f"{num(m.get('peer_cv_accuracy'), '.4f')} | "
+                         f"{num(m['test_accuracy'], '.4f')} | {num(m['peer_accuracy'], '.4f')} "
                          f"| {num(m.get('peak_memory_mb'), '.1f')} | {claim} |")
     return lines + [""]
 
@@ -50,22 +56,25 @@ def _sgd_table(recs) -> list[str]:
     if not rows:
         return []
     ref = next((r for r in rows if r["method"] == "sklearn-logistic"), None)
-    ref_acc = ref["metrics"]["test_accuracy"] if ref else None
+    key = "cv_accuracy" if ref and ref["metrics"].get("cv_accuracy") is not None \
+        else "test_accuracy"
+    ref_acc = ref["metrics"][key] if ref else None
     lines = ["## Stochastic fit: BoundSGDClassifier against SGDClassifier", "",
-             f"Claim: at most `SGDClassifier`'s time, test accuracy within "
-             f"{100 * SGD_ACCURACY_SLACK:g} point of `LogisticRegression`'s"
+             f"Claim: at most `SGDClassifier`'s time, accuracy (5-fold cross-validation) "
+             f"within {100 * SGD_ACCURACY_SLACK:g} point of `LogisticRegression`'s"
              f" ({num(ref_acc, '.4f')}).", "",
-             "| data | method | median s | x SGDClassifier | test accuracy | claim |",
-             "| --- | --- | --- | --- | --- | --- |"]
+             "| data | method | median s | x SGDClassifier | CV accuracy | split accuracy | "
+             "claim |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         m = r["metrics"]
         claim = ""
-        if r["method"] == "zbound-sgd" and ref_acc is not None:
-            ok = m["ratio_to_peer"] <= 1.0 and m["test_accuracy"] >= ref_acc - SGD_ACCURACY_SLACK
+        if r["method"] == "zbound-sgd" and ref_acc is not None and \
+                m["ratio_to_peer"] is not None:
+            ok = m["ratio_to_peer"] <= 1.0 and m[key] >= ref_acc - SGD_ACCURACY_SLACK - 1e-12
             claim = "holds" if ok else "does not hold"
         lines.append(f"| {r['dataset']} | {r['method']} | {num(r['time_to_target_s'], '.4f')} | "
-                     f"{num(m['ratio_to_peer'], '.2f')} | {num(m['test_accuracy'], '.4f')} | "
-                     f"{claim} |")
+                     f"{num(m['ratio_to_peer'], '.2f')} | {num(m.get('cv_accuracy'), '.4f')} | "
+                     f"{num(m['test_accuracy'], '.4f')} | {claim} |")
     rows = [r for r in recs if r["task"] == "partial-fit"]
     if rows:
         lines += ["", "## partial_fit throughput", "",
@@ -75,7 +84,7 @@ def _sgd_table(recs) -> list[str]:
         for r in rows:
             m = r["metrics"]
             claim = ("holds" if m["ratio_to_peer"] <= 1.0 else "does not hold") \
-                if r["method"] == "zbound-sgd" else ""
+                if r["method"] == "zbound-sgd" and m["ratio_to_peer"] is not None else ""
             lines.append(f"| {r['setting']} | {r['method']} | {num(m['rows_per_s'], ',.0f')} | "
                          f"{num(m['ratio_to_peer'], '.2f')} | {num(m['train_accuracy'], '.4f')}"
                          f" | {claim} |")
@@ -87,9 +96,9 @@ def _logistic_table(recs, task, title) -> list[str]:
     if not groups:
         return []
     lines = [f"## {title}", "",
-             "Claim: the library's time to the fastest peer's objective (liblinear aside: it "
-             "penalizes the intercept) at most that peer's time, peak memory at most "
-             f"{MEMORY_MAX_RATIO:g}x its.", "",
+             "Claim: the library's time to the fastest peer's objective (within 1e-6 relative; "
+             "liblinear aside: it penalizes the intercept) at most that peer's time, peak "
+             f"memory at most {MEMORY_MAX_RATIO:g}x its.", "",
              "| data | C | method | median s | objective gap | iterations | peak MB | "
              "s to fastest peer's objective | x fastest | x memory | claim |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
