@@ -206,7 +206,7 @@ def crfsuite_theta(path, crf):
 # ------------------------------------------------------------------------ one corpus
 #: the library's methods: (solver, options); the first is the estimator's default
 ZBOUND_METHODS = {
-    "lbfgs-bound": {},
+    "lbfgs-bound": {"precision": "single"},     # as ChainCRF runs it
     "lbfgs": {},
     "newton-bound": {"inner": "cg"},
     "bound": {"inner": "cg", "cg_rtol": 1e-3},
