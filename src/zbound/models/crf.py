@@ -104,7 +104,14 @@ class ChainCRFLoss:
         self.n_jobs = n_jobs
         self.chunk_tokens = chunk_tokens
         self._Xc = [_row_block(self.Xp, a, b) for a, b in zip(lay.bounds[:-1], lay.bounds[1:])]
-        cuts = np.linspace(0, self.n_features, k + 1).astype(np.int64)
+        # blocks of feature rows holding equal shares of the stored entries: feature indices
+        # follow first appearance, so the frequent features crowd the first rows, and equal
+        # row counts left one thread with most of the work (full CoNLL-2000: X^T P took
+        # 0.079 s with one thread and 0.085 s with two)
+        share = np.linspace(0, self.XpT.nnz, k + 1)
+        cuts = np.searchsorted(self.XpT.indptr, share, side="left").astype(np.int64)
+        cuts[0], cuts[-1] = 0, self.n_features
+        cuts = np.maximum.accumulate(np.minimum(cuts, self.n_features))
         self._XTb = [(a, b, _row_block(self.XpT, a, b)) for a, b in zip(cuts[:-1], cuts[1:])
                      if b > a]
         # observed counts: state (X^T one-hot(y)) and transitions
