@@ -28,7 +28,7 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "models against LogisticRegression, BoundSGDClassifier against SGDClassifier (fit, "
         "partial_fit), BoundLogisticRegression against liblinear, lbfgs, newton-cg and saga "
         "on sparse text shapes and small problems",
-        "about 30 s",
+        "under 1 min",
     ),
     "scale": (
         "bound majorization on Dask (LocalCluster, 2 workers): synthetic 10-class and "
