@@ -48,6 +48,9 @@ AUTO_CG_THRESHOLD = 300
 # the pair-block assembly is GEMM-bound; on digits (p = 620) one bound step took 23 ms with dense
 # Cholesky against 42 ms with block-Jacobi PCG.
 AUTO_CG_THRESHOLD_BOUND = 1000
+#: The stationarity test does not stop a run whose last iteration lowered the objective by
+#: more than this fraction of it (see :meth:`Solver.stop_status`).
+STILL_MOVING_RTOL = 1e-2
 
 
 @dataclass(frozen=True)
@@ -465,7 +468,13 @@ class Solver:
         scale = max(1.0, abs(f))
         if self.target is not None and f <= self.target:
             return Status.TARGET
-        if stat <= self.tol * scale:
+        # a small gradient right after a step that lowered the objective by over
+        # STILL_MOVING_RTOL of it is not trusted: with many parameters over sparse columns
+        # every gradient entry can be small far from the optimum (20 000 x 30 000 tf-idf
+        # rows, 20 classes: ||g||_inf <= 1e-4 |f| held at 3.7x the optimum, right after a
+        # step that had lowered f by 42%)
+        moving = state.f_prev is not None and state.f_prev - f > STILL_MOVING_RTOL * scale
+        if stat <= self.tol * scale and not moving:
             return Status.STATIONARY
         if self.ftol > 0.0 and state.f_prev is not None and \
                 state.f_prev - f <= self.ftol * scale:
