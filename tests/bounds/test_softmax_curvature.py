@@ -166,6 +166,29 @@ def test_preconditioner_kind_by_shape():
     assert block_preconditioner_kind(1797, 65, 10) == "dense"        # digits
     big = int(np.sqrt(MAX_BLOCK_ELEMS)) + 1
     assert block_preconditioner_kind(10 * big, big, 2) == "jacobi"
+    # sparse rows wider than they are many: the Woodbury setup (rows^3 / 3 per block) would
+    # cost thousands of products with 36 stored entries a row, far more than CG saves
+    assert block_preconditioner_kind(1000, 10_001, 1, stored=36_000) == "jacobi"
+    assert block_preconditioner_kind(1000, 10_001, 1) == "woodbury"           # dense rows
+    assert block_preconditioner_kind(66, 2309, 4, stored=66 * 2308) == "woodbury"
+
+
+def test_class_pair_grams_loop_equals_the_batched_product():
+    """Above the batched product's size the Grams come from a loop of GEMMs over row chunks
+    into one reused buffer: the same matrices."""
+    from zbound.bounds import curvature as cv
+
+    rng = np.random.default_rng(3)
+    for t, d, m in ((5000, 40, 3), (300, 40, 10)):       # two row chunks; one
+        X = rng.normal(size=(t, d))
+        C = rng.normal(size=(t, m))
+        K = KroneckerCurvature(X, np.zeros((t, 2, 2)))
+        assert m * X.size > cv._BATCH_SMALL_ELEMS
+        if t == 5000:
+            assert t > cv._BATCH_ELEMS // 8 // d                   # more than one chunk
+        G = K._grams(C)
+        ref = np.einsum("tk,ti,tj->kij", C, X, X)
+        np.testing.assert_allclose(G, ref, rtol=1e-10, atol=1e-10 * np.abs(ref).max())
 
 
 def test_woodbury_preconditioner_floors_an_unpenalized_intercept():

@@ -280,3 +280,17 @@ def test_design_check_without_a_copy_still_rejects_non_finite_values():
     assert SoftmaxLoss(X, y).X is X                        # no copy of a valid X
     with pytest.raises(ValueError, match="non-empty"):
         SoftmaxLoss(np.ones((4, 0)), y)
+
+
+def test_sparse_rows_are_chunked_by_their_stored_entries():
+    """A chunk's temporaries of CSR rows grow with their stored entries, not the width: wide
+    sparse rows make one chunk where dense rows of that width would make many."""
+    from zbound.models import loss as L
+
+    t, d = 600, 20_000
+    X = sp.random(t, d, density=5.0 / d, format="csr", random_state=0)
+    y = np.arange(t) % 3
+    assert SoftmaxLoss(X, y, 3).n_chunks == 1
+    rows = L._CHUNK_ELEMS // (3 + d)                         # the rows a dense chunk holds
+    assert rows < t
+    assert SoftmaxLoss(X.toarray(), y, 3).n_chunks == -(-t // rows)

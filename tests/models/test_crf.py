@@ -268,3 +268,24 @@ def test_layout_interleaved_chunks_partition_the_tokens(k, chunk):
         for t in range(1, c.T):
             rows = c.off[t] + np.arange(c.counts[t])
             assert np.array_equal(c.tokens[rows] - 1, c.tokens[c.prev_row[rows - c.off[1]]])
+
+
+def test_gradient_blocks_share_the_stored_entries_evenly():
+    """X^T P runs in blocks of feature rows, one per thread, holding equal shares of the
+    stored entries: features are numbered by first appearance, so the frequent ones crowd
+    the first rows and equal row counts would leave one thread most of the work."""
+    rng = np.random.default_rng(0)
+    n_tokens, n_feat = 3000, 400
+    p = 1.0 / np.arange(1, n_feat + 1)                      # Zipf: the first features frequent
+    cols = rng.choice(n_feat, size=(n_tokens, 4), p=p / p.sum())
+    X = sp.csr_matrix((np.ones(cols.size), (np.repeat(np.arange(n_tokens), 4), cols.ravel())),
+                      shape=(n_tokens, n_feat))
+    X.sum_duplicates()
+    lengths = np.full(n_tokens // 10, 10)
+    y = rng.integers(0, 3, n_tokens)
+    loss = ChainCRFLoss(X, lengths, y, 3, n_jobs=2)
+    blocks = loss._XTb
+    assert [b[0] for b in blocks][0] == 0 and blocks[-1][1] == n_feat
+    assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))      # contiguous, no gap
+    shares = np.array([blk.nnz for _, _, blk in blocks]) / X.nnz
+    assert len(blocks) == 2 and np.all(np.abs(shares - 0.5) < 0.05), shares

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from _moe_data import class_data
 
 from zbound.moe import (
     MoEProblem,
@@ -28,19 +29,10 @@ def _linear_data(n=300, seed=0):
     return X, y
 
 
-def _class_data(n=300, seed=0, classes=3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    flip = X[:, 0] > 0
-    score = X[:, 1] + 0.5 * rng.normal(size=n)
-    y = np.digitize(np.where(flip, -score, score), np.linspace(-1, 1, classes - 1))
-    return X, y.astype(int)
-
-
 def _problems():
     X, y = _linear_data()
-    Xc, yc = _class_data()
-    Xb, yb = _class_data(classes=2)
+    Xc, yc = class_data()
+    Xb, yb = class_data(classes=2)
     return [
         MoEProblem(X, y, 2, "linear"),
         MoEProblem(X, y, 3, "linear", noise=0.5, reg=1e-2,

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from _moe_data import class_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp
@@ -49,17 +50,8 @@ def test_one_product_objective_matches_the_reference(n, d, k, C, log_scale, inte
     np.testing.assert_allclose(g, g0, rtol=1e-9, atol=1e-9 * max(1.0, np.abs(g0).max()))
 
 
-def _class_data(n=400, seed=0, classes=3):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, 3))
-    flip = X[:, 0] > 0
-    score = X[:, 1] + 0.3 * rng.normal(size=n)
-    y = np.digitize(np.where(flip, -score, score), np.linspace(-1, 1, classes - 1))
-    return X, y.astype(int)
-
-
 def test_lbfgs_is_monotone_and_reaches_em_objective():
-    X, y = _class_data()
+    X, y = class_data(n=400, noise=0.3)
     pb = MoEProblem(X, y, 2, "logistic", reg=1e-3)
     theta0 = np.random.default_rng(0).normal(size=pb.n_params) * 0.1
     res = MixtureLBFGS(tol=1e-8, ftol=0.0, max_iter=2000).run(pb, theta0)
@@ -73,7 +65,7 @@ def test_lbfgs_is_monotone_and_reaches_em_objective():
 
 
 def test_auto_is_a_classifier_for_labels_and_a_regressor_for_reals():
-    X, y = _class_data()
+    X, y = class_data(n=400, noise=0.3)
     labels = np.array(["low", "mid", "high"])[y]
     clf = MixtureOfExperts(random_state=0).fit(X, labels)
     assert clf.expert_ == "logistic" and clf.method_ == "lbfgs"

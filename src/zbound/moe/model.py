@@ -139,7 +139,7 @@ class MixtureLikelihood(Protocol):
 
     def log_joint(self, theta): ...
 
-    def q_value_and_grad(self, theta, R, _cache=None): ...
+    def q_value_and_grad(self, theta, R): ...
 
     def expert_mass(self, R): ...
 
@@ -330,16 +330,15 @@ class MoEProblem:
         """Logistic experts: (n, k, C) log softmax_c(B_j x~) on the training rows."""
         return _log_sigmoid_rows(self._scores(self.Xb, self.unpack(theta).coef))
 
-    def q_value_and_grad(self, theta, R, _cache=None) -> tuple[float, np.ndarray]:
+    def q_value_and_grad(self, theta, R) -> tuple[float, np.ndarray]:
         """The EM objective Q(theta | theta_t) (+ penalty) for responsibilities R of theta_t,
-        and its gradient in theta. (``_cache``: (log gate, logistic log-probabilities) at
-        this theta, when the caller has them.)"""
+        and its gradient in theta."""
         theta = np.asarray(theta, dtype=np.float64)
         Pm = self.unpack(theta)
         v = self.v
         Xb = self.Xb
         grad = np.zeros(self.n_params)
-        lg = self.log_gate(theta) if _cache is None else _cache[0]
+        lg = self.log_gate(theta)
         f = -float(v @ np.sum(R * lg, axis=1))
         if self.k > 1:
             pi = np.exp(lg)
@@ -356,7 +355,7 @@ class MoEProblem:
                 grad[self.n_gate + self.n_coef:] = np.sum(W * (0.5 - 0.5 * res ** 2 / s2),
                                                           axis=0)
         else:
-            logq = self._log_expert_probs(theta) if _cache is None else _cache[1]  # (n, k, C)
+            logq = self._log_expert_probs(theta)                            # (n, k, C)
             W = R * v[:, None]                                     # (n, k)
             f -= float(np.sum(W * np.take_along_axis(
                 logq, self.y[:, None, None], axis=2)[:, :, 0]))
@@ -373,17 +372,10 @@ class MoEProblem:
         theta = np.asarray(theta, dtype=np.float64)
         if self.expert == "logistic":
             return self._logistic_value_and_grad(theta)
-        lg = self.log_gate(theta)
-        if self.expert == "linear":
-            J = lg + self.log_expert(theta)
-            cache = None
-        else:
-            logq = self._log_expert_probs(theta)
-            J = lg + np.take_along_axis(logq, self.y[:, None, None], axis=2)[:, :, 0]
-            cache = (lg, logq)
+        J = self.log_gate(theta) + self.log_expert(theta)
         lse = logsumexp(J, axis=1)
         R = np.exp(J - lse[:, None])
-        _, g = self.q_value_and_grad(theta, R, cache)
+        _, g = self.q_value_and_grad(theta, R)
         return -float(self.v @ lse) + self.penalty_value(theta), g
 
     def _logistic_value_and_grad(self, theta) -> tuple[float, np.ndarray]:

@@ -28,8 +28,3 @@ class MixtureLBFGS(ScipyLBFGSB):
     info = MethodInfo("moe-lbfgs", peer=False, constraints="none", requires=GatedMixture,
                       description="L-BFGS on the mixture's marginal likelihood (SciPy "
                                   "L-BFGS-B)")
-
-    def run(self, model, x0):
-        out = super().run(model, x0)
-        out.info = {**out.info, "diverged": False}
-        return out

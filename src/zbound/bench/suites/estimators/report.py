@@ -22,16 +22,21 @@ def _groups(recs, task):
     return out
 
 
+def _head(title: str, claim: str, columns: tuple[str, ...]) -> list[str]:
+    """A section's title, its claim and the header of its table."""
+    return [f"## {title}", "", f"Claim: {claim}", "", "| " + " | ".join(columns) + " |",
+            "|" + " --- |" * len(columns)]
+
+
 def _ratio_table(recs, task, title, limit, peer_name) -> list[str]:
     groups = _groups(recs, task)
     if not groups:
         return []
-    lines = [f"## {title}", "",
-             f"Claim: the default at most {limit:g}x one `{peer_name}` fit, at equal or better "
-             "test accuracy (5-fold cross-validation; the 75 / 25 split's beside it).", "",
-             "| data | setting | method | median s | x peer | CV accuracy | peer CV accuracy | "
-             "split accuracy | peer split accuracy | peak MB | claim |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = _head(title, f"the default at most {limit:g}x one `{peer_name}` fit, at equal or "
+                  "better test accuracy (5-fold cross-validation; the 75 / 25 split's beside "
+                  "it).", ("data", "setting", "method", "median s", "x peer", "CV accuracy",
+                           "peer CV accuracy", "split accuracy", "peer split accuracy",
+                           "peak MB", "claim"))
     for (data, setting), rows in groups.items():
         for r in rows:
             m = r["metrics"]
@@ -59,12 +64,12 @@ def _sgd_table(recs) -> list[str]:
     key = "cv_accuracy" if ref and ref["metrics"].get("cv_accuracy") is not None \
         else "test_accuracy"
     ref_acc = ref["metrics"][key] if ref else None
-    lines = ["## Stochastic fit: BoundSGDClassifier against SGDClassifier", "",
-             f"Claim: at most `SGDClassifier`'s time, accuracy (5-fold cross-validation) "
-             f"within {100 * SGD_ACCURACY_SLACK:g} point of `LogisticRegression`'s"
-             f" ({num(ref_acc, '.4f')}).", "",
-             "| data | method | median s | x SGDClassifier | CV accuracy | split accuracy | "
-             "claim |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    lines = _head("Stochastic fit: BoundSGDClassifier against SGDClassifier",
+                  f"at most `SGDClassifier`'s time, accuracy (5-fold cross-validation) within "
+                  f"{100 * SGD_ACCURACY_SLACK:g} point of `LogisticRegression`'s "
+                  f"({num(ref_acc, '.4f')}).",
+                  ("data", "method", "median s", "x SGDClassifier", "CV accuracy",
+                   "split accuracy", "claim"))
     for r in rows:
         m = r["metrics"]
         claim = ""
@@ -77,10 +82,11 @@ def _sgd_table(recs) -> list[str]:
                      f"{num(m['test_accuracy'], '.4f')} | {claim} |")
     rows = [r for r in recs if r["task"] == "partial-fit"]
     if rows:
-        lines += ["", "## partial_fit throughput", "",
-                  "Claim: at least as many rows per second as `SGDClassifier.partial_fit`.", "",
-                  "| stream | method | rows / s | x SGDClassifier time | train accuracy | "
-                  "claim |", "| --- | --- | --- | --- | --- | --- |"]
+        lines += [""] + _head("partial_fit throughput",
+                              "at least as many rows per second as "
+                              "`SGDClassifier.partial_fit`.",
+                              ("stream", "method", "rows / s", "x SGDClassifier time",
+                               "train accuracy", "claim"))
         for r in rows:
             m = r["metrics"]
             claim = ("holds" if m["ratio_to_peer"] <= 1.0 else "does not hold") \
@@ -95,13 +101,11 @@ def _logistic_table(recs, task, title) -> list[str]:
     groups = _groups(recs, task)
     if not groups:
         return []
-    lines = [f"## {title}", "",
-             "Claim: the library's time to the fastest peer's objective (within 1e-6 relative; "
-             "liblinear aside: it penalizes the intercept) at most that peer's time, peak "
-             f"memory at most {MEMORY_MAX_RATIO:g}x its.", "",
-             "| data | C | method | median s | objective gap | iterations | peak MB | "
-             "s to fastest peer's objective | x fastest | x memory | claim |",
-             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    lines = _head(title, "the library's time to the fastest peer's objective (within 1e-6 "
+                  "relative; liblinear aside: it penalizes the intercept) at most that peer's "
+                  f"time, peak memory at most {MEMORY_MAX_RATIO:g}x its.",
+                  ("data", "C", "method", "median s", "objective gap", "iterations", "peak MB",
+                   "s to fastest peer's objective", "x fastest", "x memory", "claim"))
     for (data, setting), rows in groups.items():
         for r in rows:
             m = r["metrics"]

@@ -206,12 +206,7 @@ def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, pe
                                                                    max_iter=10_000), X, y)
                for s in peers}
     methods["zbound"] = _fit(lambda: BoundLogisticRegression(C=C), X, y)
-    # the set-up time of the library's fit, outside its solver's trace
     timing = _timed(methods, cfg.repeats, cfg.memory)
-    ours = timing["zbound"]
-    est = ours["result"]
-    trace = est.solver_result_.trace
-    setup = max(0.0, ours["median_s"] - float(trace.seconds[-1]))
     objective = {name: logistic_objective(X, y, e["result"].coef_, e["result"].intercept_, C)
                  for name, e in timing.items()}
     best = min(objective.values())
@@ -226,15 +221,13 @@ def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, pe
         if Xt is not None:
             metrics["test_accuracy"] = _accuracy(entry["result"], Xt, yt)
         if name == "zbound":
-            reach = _reach(objective, best, setup, trace)
+            reach = _reach(objective, best, entry)
             if any(v is None for v in reach.values()):
                 # the default tol stopped above a peer's objective: the time a user setting a
                 # tighter tol takes to reach it
                 tight = time_alternating({"tight": _fit(lambda: BoundLogisticRegression(
                     C=C, tol=1e-8), X, y)}, repeats=cfg.repeats)["tight"]
-                t_trace = tight["result"].solver_result_.trace
-                t_setup = max(0.0, tight["median_s"] - float(t_trace.seconds[-1]))
-                for peer, v in _reach(objective, best, t_setup, t_trace).items():
+                for peer, v in _reach(objective, best, tight).items():
                     if reach[peer] is None:
                         reach[peer] = v
                 metrics["tight_tol_s"] = tight["median_s"]
@@ -251,9 +244,12 @@ def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, pe
                        target_objective=best, metrics=metrics)
 
 
-def _reach(objective: dict, best: float, setup: float, trace) -> dict:
-    """Seconds the library's fit took to each peer's final objective (within ``MATCH_RTOL``):
-    set-up plus the trace's time to it; None where it stopped above it."""
+def _reach(objective: dict, best: float, entry: dict) -> dict:
+    """Seconds the library's timed fit ``entry`` took to each peer's final objective (within
+    ``MATCH_RTOL``): its set-up (the fit's median time outside its solver's trace) plus the
+    trace's time to it; None where it stopped above it."""
+    trace = entry["result"].solver_result_.trace
+    setup = max(0.0, entry["median_s"] - float(trace.seconds[-1]))
     out = {}
     for peer, fp in objective.items():
         if peer in ("zbound", "sklearn-liblinear"):
