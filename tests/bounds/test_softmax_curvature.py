@@ -173,6 +173,31 @@ def test_preconditioner_kind_by_shape():
     assert block_preconditioner_kind(66, 2309, 4, stored=66 * 2308) == "woodbury"
 
 
+def test_sparse_data_without_woodbury_gets_square_root_jacobi():
+    """Wide sparse rows whose Woodbury setup costs too much: CG is preconditioned by the
+    square root of the diagonal (SPARSE_JACOBI_POWER), dense data of the same kind by the
+    diagonal itself; CG still solves the system with either."""
+    from zbound.bounds.preconditioners import SPARSE_JACOBI_POWER
+
+    rng = np.random.default_rng(5)
+    t, d, n = 200, 3000, 2
+    X = sp.random(t, d, density=0.01, random_state=5, format="csr",
+                  data_rvs=lambda k: rng.random(k) + 0.1)
+    S = rng.normal(size=(t, n))
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    C = SoftmaxCurvature(X, P, 0.5)
+    v = rng.normal(size=n * d)
+    diag = C.diagonal()
+    assert SPARSE_JACOBI_POWER == 0.5
+    np.testing.assert_allclose(C.preconditioner()(v), v / np.sqrt(diag), rtol=1e-12)
+    x = C.solve(v, "cg", rtol=1e-10)
+    np.testing.assert_allclose(C.matvec(x), v, rtol=1e-7, atol=1e-7)
+    from zbound.utils.linalg import jacobi
+    np.testing.assert_allclose(jacobi(diag)(v), v / diag, rtol=1e-12)
+    np.testing.assert_allclose(jacobi(np.array([4.0, 0.0]), 0.5)(np.ones(2)), [0.5, 1.0])
+
+
 def test_class_pair_grams_loop_equals_the_batched_product():
     """Above the batched product's size the Grams come from a loop of GEMMs over row chunks
     into one reused buffer: the same matrices."""

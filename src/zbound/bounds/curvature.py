@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 
 from zbound.bounds.preconditioners import (
+    SPARSE_JACOBI_POWER,
     block_budget,
     block_preconditioner_kind,
     stored_entries,
@@ -142,7 +143,8 @@ class Curvature:
         b, Woodbury through T x T systems when T < b (never a (b, b) array), dense inverses of
         ``diagonal_blocks()``, each while it fits in the memory budget of
         ``preconditioners.block_budget`` (the data's own size, 32 MB to 256 MB), else
-        Jacobi."""
+        Jacobi (for sparse data by the square root of the diagonal:
+        ``preconditioners.SPARSE_JACOBI_POWER``)."""
         factors = self.block_factors()
         if factors is not None:
             pairs, extra = factors
@@ -154,7 +156,8 @@ class Curvature:
                 if pre is not None:
                     return pre
             if kind != "dense":
-                return jacobi(self.diagonal())
+                sparse = any(sp.issparse(f[0]) for f in pairs)
+                return jacobi(self.diagonal(), SPARSE_JACOBI_POWER if sparse else 1.0)
         blocks = self.diagonal_blocks()
         if blocks is not None:
             pre = block_jacobi(blocks)
