@@ -271,21 +271,31 @@ def test_layout_interleaved_chunks_partition_the_tokens(k, chunk):
 
 
 def test_gradient_blocks_share_the_stored_entries_evenly():
-    """X^T P runs in blocks of feature rows, one per thread, holding equal shares of the
-    stored entries: features are numbered by first appearance, so the frequent ones crowd
-    the first rows and equal row counts would leave one thread most of the work."""
+    """X^T P runs in blocks of token rows, one per thread, holding equal shares of the stored
+    entries, and sums to the product with the whole matrix (no transposed copy is kept)."""
     rng = np.random.default_rng(0)
     n_tokens, n_feat = 3000, 400
     p = 1.0 / np.arange(1, n_feat + 1)                      # Zipf: the first features frequent
-    cols = rng.choice(n_feat, size=(n_tokens, 4), p=p / p.sum())
-    X = sp.csr_matrix((np.ones(cols.size), (np.repeat(np.arange(n_tokens), 4), cols.ravel())),
+    per_row = rng.integers(1, 9, n_tokens)                  # rows of unequal weight
+    cols = rng.choice(n_feat, size=per_row.sum(), p=p / p.sum())
+    X = sp.csr_matrix((np.ones(cols.size), (np.repeat(np.arange(n_tokens), per_row), cols)),
                       shape=(n_tokens, n_feat))
     X.sum_duplicates()
     lengths = np.full(n_tokens // 10, 10)
     y = rng.integers(0, 3, n_tokens)
     loss = ChainCRFLoss(X, lengths, y, 3, n_jobs=2)
+    assert not hasattr(loss, "XpT")
     blocks = loss._XTb
-    assert [b[0] for b in blocks][0] == 0 and blocks[-1][1] == n_feat
+    assert blocks[0][0] == 0 and blocks[-1][1] == n_tokens
     assert all(a[1] == b[0] for a, b in zip(blocks, blocks[1:]))      # contiguous, no gap
     shares = np.array([blk.nnz for _, _, blk in blocks]) / X.nnz
     assert len(blocks) == 2 and np.all(np.abs(shares - 0.5) < 0.05), shares
+    one = ChainCRFLoss(X, lengths, y, 3, n_jobs=1)
+    assert len(one._XTb) == 1
+    theta = 0.1 * rng.standard_normal(one.n_params)
+    f1, g1 = one.value_and_grad(theta)
+    f2, g2 = loss.value_and_grad(theta)
+    assert f1 == pytest.approx(f2, rel=1e-12)
+    np.testing.assert_allclose(g2, g1, rtol=1e-10, atol=1e-10)
+    R = rng.standard_normal((n_tokens, 3))
+    np.testing.assert_allclose(loss.XT_dot(R), X.T @ R, rtol=1e-12, atol=1e-12)

@@ -512,6 +512,7 @@ class Solver:
         recorder = Recorder()
         model, x = self.prepare(model, x0)
         state = self.init(model, x)
+        del x       # the state holds the iterate; the first one need not outlive it
         state.recorder = recorder
         self.record(model, state)
         callback = self.callback

@@ -182,8 +182,10 @@ class CompactMemory:
         return pos
 
     def _apply_h0(self, g: np.ndarray) -> np.ndarray:
+        """B^{-1} g; without a preconditioner g itself (not copied: it is only read, and at
+        p ~ 10^6 each copy is one more vector at the peak)."""
         if self.h0 is None:
-            return np.array(g, dtype=np.float64, copy=True)
+            return np.asarray(g, dtype=np.float64)
         return np.asarray(self.h0(g), dtype=np.float64)
 
     def start(self, g: np.ndarray) -> None:
@@ -211,7 +213,9 @@ class CompactMemory:
         0); whether it was kept."""
         u_new = self._apply_h0(g_new)
         yy = float(y @ y)
-        if yy >= _DIFF_MIN ** 2 * float(g_new @ g_new):
+        if self.h0 is None:
+            z = y                       # B = I
+        elif yy >= _DIFF_MIN ** 2 * float(g_new @ g_new):
             z = u_new - self.u          # B^{-1} y without a second product
         else:                           # y << g: the difference would cancel
             z = self._apply_h0(y)
