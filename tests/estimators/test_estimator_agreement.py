@@ -140,3 +140,38 @@ def test_sparse_high_dimensional_matches_sklearn(n_classes):
     np.testing.assert_allclose(zb.predict_proba(X), sk.predict_proba(X), rtol=0, atol=1e-5)
     f_zb, f_sk = objective(zb, X, y, 1.0), objective(sk, X, y, 1.0)
     assert f_zb <= f_sk + 1e-9 * abs(f_sk)
+
+
+def _badly_scaled(n_classes, rows, seed=0):
+    """Features in wildly different units, as raw data sets have them (adult: a column up to
+    1.5e6 beside 0/1 columns): standard normal columns, one scaled by 1e6, one by 1e-3, and
+    a 0/1 column; labels from a linear model in the standardized units."""
+    rng = np.random.default_rng(seed)
+    Z = rng.standard_normal((rows, 5))
+    Z[:, 4] = Z[:, 4] > 0.5
+    W = rng.standard_normal((5, n_classes))
+    S = Z @ W + 0.5 * rng.standard_normal((rows, n_classes))
+    y = S.argmax(axis=1)
+    X = Z * np.array([1.0, 1e6, 1e-3, 1.0, 1.0])
+    return X, y
+
+
+@pytest.mark.parametrize("n_classes,rows", [(2, 500), (2, 6000), (4, 500), (4, 6000)])
+def test_badly_scaled_features_reach_the_optimum(n_classes, rows):
+    """Unscaled columns (1e6 next to 1e-3 and 0/1) must not change the answer or the
+    convergence: every dense path (Cholesky Newton, PCG Newton with block preconditioners,
+    L-BFGS with the bound preconditioner) used to judge the curvature singular, or shrink it,
+    in the units of the largest column, and crawled to max_iter far from the optimum."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _badly_scaled(n_classes, rows)
+    C = 1.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        ours = BoundLogisticRegression(C=C).fit(X, y)
+    ref = LogisticRegression(C=C, solver="newton-cholesky", tol=1e-10, max_iter=1000).fit(X, y)
+    f_ours, f_ref = objective(ours, X, y, C), objective(ref, X, y, C)
+    assert f_ours <= f_ref + 1e-6 * abs(f_ref), (f_ours, f_ref, ours.solver_result_.method)
+    assert ours.solver_result_.converged

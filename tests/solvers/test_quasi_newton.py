@@ -89,7 +89,9 @@ def _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, shri
     G = Xa.T @ (Xa * s[:, None])
     A = 0.5 * (np.eye(k) - np.ones((k, k)) / n_classes)
     lam = 0.5 if k >= 2 else 0.25
-    B = np.kron(A, G) + np.diag(pen.ravel()) + shrink * lam * np.trace(G) / d * np.eye(k * d)
+    # the shrink is column by column: shrink x lambda x diag(G)
+    B = np.kron(A, G) + np.diag(pen.ravel()) + shrink * lam * np.kron(np.eye(k),
+                                                                      np.diag(np.diag(G)))
     if center:
         u = np.zeros((k, d))
         u[:, -1] = 1.0

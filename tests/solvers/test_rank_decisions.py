@@ -82,15 +82,40 @@ def test_well_conditioned_matrices_take_cholesky(seed, p, scale):
 
 
 def test_threshold_is_relative_to_the_scale():
-    """A diagonal matrix with one eigenvalue above and below the threshold, at any scale."""
+    """A matrix with one eigenvalue above and one below the threshold, at any scale. (Not
+    diagonal: the test is made on the unit-diagonal form, where a diagonal matrix is the
+    identity.)"""
     p = 4
+    Q = np.linalg.qr(np.random.default_rng(0).standard_normal((p, p)))[0]
     for big in (1e-100, 1.0, 1e100):
-        above = np.diag([big, big, big, 100 * singular_rtol(p) * big])
-        below = np.diag([big, big, big, 0.01 * singular_rtol(p) * big])
+        def make(e):
+            return big * (Q * np.array([1.0, 1.0, 1.0, e])) @ Q.T
+        above = make(100 * singular_rtol(p))
+        below = make(0.01 * singular_rtol(p))
         assert cholesky_solve(above, np.ones(p)) is not None
         assert cholesky_solve(below, np.ones(p)) is None
         x = psd_solve(below, np.ones(p))
-        np.testing.assert_allclose(x, [1 / big] * 3 + [0.0], rtol=solve_tol(1.0, p))
+        want = Q[:, :3] @ (Q[:, :3].T @ np.ones(p)) / big
+        np.testing.assert_allclose(x, want, rtol=solve_tol(1.0, p), atol=1e-12 / big)
+
+
+def test_units_of_the_columns_do_not_make_a_matrix_singular():
+    """Rescaling columns and rows together (features in other units) changes nothing: a
+    diagonal matrix spanning 1e-6 to 1e12 is solved exactly, and so is an SPD matrix scaled
+    that way, where the plain condition number (~1e18) is beyond float64's."""
+    d = np.array([1e12, 1.0, 1e-6, 3.0])
+    np.testing.assert_allclose(cholesky_solve(np.diag(d), d), np.ones(4), rtol=1e-14)
+    rng = np.random.default_rng(1)
+    M = rng.standard_normal((4, 4))
+    A = M @ M.T + np.eye(4)
+    s = np.array([1e6, 1.0, 1e-3, 1.0])
+    As = A * s[:, None] * s[None, :]
+    b = s * np.array([1.0, -2.0, 3.0, 0.5])
+    want = np.linalg.solve(A, b / s) / s        # the well-conditioned system, unscaled after
+    for solve in (cholesky_solve, ridged_cholesky_solve):
+        got = solve(As, b)
+        assert got is not None
+        np.testing.assert_allclose(got * s, want * s, rtol=1e-9)
 
 
 def test_ridged_cholesky_adds_the_smallest_ridge_that_passes():
