@@ -89,9 +89,9 @@ def _explicit_curvature(X, sw, pen, center, k, d, n_classes, fit_intercept, shri
     G = Xa.T @ (Xa * s[:, None])
     A = 0.5 * (np.eye(k) - np.ones((k, k)) / n_classes)
     lam = 0.5 if k >= 2 else 0.25
-    # the shrink is column by column: shrink x lambda x diag(G)
-    B = np.kron(A, G) + np.diag(pen.ravel()) + shrink * lam * np.kron(np.eye(k),
-                                                                      np.diag(np.diag(G)))
+    # the shrink: shrink x lambda x the median of diag(G), on every coordinate
+    B = np.kron(A, G) + np.diag(pen.ravel()) + shrink * lam * np.median(np.diag(G)) * \
+        np.eye(k * d)
     if center:
         u = np.zeros((k, d))
         u[:, -1] = 1.0

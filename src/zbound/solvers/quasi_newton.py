@@ -30,8 +30,8 @@ Preconditioned (``precondition="bound"``, or the registered ``"lbfgs-precond"`` 
 ``"auto"``): for softmax / logistic objectives the initial inverse Hessian is gamma B^{-1},
 B a FIXED curvature built once: Boehning's bound
 (I_k - 1 1^T / K) / 2 (x) X^T X plus the penalties (binary: X^T X / 4 + reg), shrunk towards
-its diagonal (B + diag(mu), mu = ``shrink`` x the bound's diagonal: per feature column, so
-the preconditioner does not depend on the features' units), gamma =
+a multiple of the identity (B + mu I, mu = ``shrink`` x the median of the bound's diagonal:
+the median, so that a few features in large units do not set it), gamma =
 s^T y / y^T B^{-1} y of the newest pair. The class factor has two eigenvalues, so B^{-1} costs
 one Cholesky factor of a (d, d) matrix (:class:`BoundPreconditioner`, kept in LAPACK's
 rectangular full packed form: d (d + 1) / 2 numbers), never a (p, p) one, and the intercept
@@ -349,8 +349,8 @@ class LBFGSBound(Solver):
     before the bound; ``precondition``: "none" (default: H0 = (s^T y / y^T y) I),
     "bound" (H0 = gamma B^{-1}, B the fixed bound curvature of :class:`BoundPreconditioner`;
     ValueError for a model without it) or "auto" (the same where :func:`preconditioner_fits`,
-    else "none"); ``shrink`` (default 1.0): B + diag(mu) with mu = shrink x the bound's
-    diagonal, column by column (0: the bound itself); ``precision``: "double" (default), "single" (curvature
+    else "none"); ``shrink`` (default 1.0): B + mu I with mu = shrink x the median of the
+    bound's diagonal (0: the bound itself); ``precision``: "double" (default), "single" (curvature
     pairs stored in float32, the (m, m) matrices of the compact form and the direction in
     float64, and, for shrink >= 0.1, the preconditioner's factor in float32: half the memory
     of both) or "auto" (single once 2 x ``memory`` float64 pairs would exceed 1 MB);
@@ -664,7 +664,7 @@ class PreconditionedLBFGS(LBFGSBound):
     """``"lbfgs-precond"``: :class:`LBFGSBound` with ``precondition="auto"``: for a softmax /
     logistic objective whose preconditioner is cheap (see :func:`preconditioner_cost`), the
     L-BFGS initial inverse Hessian is gamma B^{-1}, B the fixed bound curvature of
-    :class:`BoundPreconditioner` shrunk towards its diagonal (``shrink``), gamma
+    :class:`BoundPreconditioner` shrunk towards a multiple of the identity (``shrink``), gamma
     s^T y / y^T B^{-1} y of the last pair; the first step goes along the minimizer of that
     bound (at x = 0 with the exact model's length, Armijo-tested). Other models, or a
     preconditioner costing more than 40 gradients (d large against t: SRBCT, Text), get plain
