@@ -88,10 +88,8 @@ def test_threshold_is_relative_to_the_scale():
     p = 4
     Q = np.linalg.qr(np.random.default_rng(0).standard_normal((p, p)))[0]
     for big in (1e-100, 1.0, 1e100):
-        def make(e):
-            return big * (Q * np.array([1.0, 1.0, 1.0, e])) @ Q.T
-        above = make(100 * singular_rtol(p))
-        below = make(0.01 * singular_rtol(p))
+        above = big * (Q * np.array([1.0, 1.0, 1.0, 100 * singular_rtol(p)])) @ Q.T
+        below = big * (Q * np.array([1.0, 1.0, 1.0, 0.01 * singular_rtol(p)])) @ Q.T
         assert cholesky_solve(above, np.ones(p)) is not None
         assert cholesky_solve(below, np.ones(p)) is None
         x = psd_solve(below, np.ones(p))

@@ -26,8 +26,9 @@ class BoundPreconditioner:
     classes of K, D the per-class L2 strengths (the same for every class), w e e^T the
     intercept-centering term, mu = ``shrink`` lambda median(diag G) (lambda = 1/2, or 1/4 for
     one weight vector): the median, not the mean, so that a few columns in large units do not
-    set it (on standardized columns the two agree). With ``shrink = 0`` B bounds the Hessian everywhere. The class factor has
-    two eigenvalues, 1/2 on vectors summing to 0 and (1 - k/K)/2 along 1, so
+    set it (on standardized columns the two agree). With ``shrink = 0`` B bounds the Hessian
+    everywhere. The class factor has two eigenvalues, 1/2 on vectors summing to 0 and
+    (1 - k/K)/2 along 1, so
     B^{-1} = P (x) M_perp^{-1} + (1 1^T / k) (x) M_1^{-1} with P = I - 1 1^T / k,
     M_perp = G / 2 + diag(D) + mu I and M_1 = (1 - k/K)/2 G + diag(D) + mu I + w k e e^T: one
     Cholesky factor of a (d, d) matrix (M_1 is diagonal plus rank one when k = K; two factors
