@@ -61,6 +61,16 @@ def pd_cholesky(matrix: np.ndarray, overwrite: bool = False):
     return c
 
 
+def unit_diagonal_scale(matrix: np.ndarray) -> np.ndarray | None:
+    """S = diag(A)^{-1/2} (S A S has a unit diagonal), or None where a diagonal entry is not
+    positive and finite: the scaling under which the rank tests judge a matrix, not the
+    units of its columns."""
+    diag = np.diagonal(matrix)
+    if np.all(diag > 0.0) and np.all(np.isfinite(diag)):
+        return 1.0 / np.sqrt(diag)
+    return None
+
+
 def cholesky_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     """Solve matrix x = rhs for symmetric positive definite ``matrix``; None where it is not
     numerically positive definite (the condition test of :func:`singular_rtol`).
@@ -75,16 +85,16 @@ def cholesky_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     """
     if matrix.shape[0] == 0:
         return np.zeros_like(rhs)
-    diag = np.diagonal(matrix)
-    if np.all(diag > 0.0) and np.all(np.isfinite(diag)):
-        scale = 1.0 / np.sqrt(diag)
+    scale = unit_diagonal_scale(matrix)
+    if scale is not None:
+        s = scale if rhs.ndim == 1 else scale[:, None]
         c = pd_cholesky(matrix * scale[:, None] * scale[None, :], overwrite=True)
         if c is None:
             return None
-        x, info = _potrs(c, rhs * (scale if rhs.ndim == 1 else scale[:, None]), lower=1)
+        x, info = _potrs(c, rhs * s, lower=1)
         if info != 0:
             return None
-        x *= scale if x.ndim == 1 else scale[:, None]
+        x *= s
         return x
     c = pd_cholesky(matrix)
     if c is None:
@@ -125,26 +135,18 @@ def ridged_cholesky_solve(matrix: np.ndarray, rhs: np.ndarray, first: float = 1e
     x = cholesky_solve(matrix, rhs)
     if x is not None:
         return x
-    eye = np.eye(matrix.shape[0])
+    # the ridge in each column's own units (cholesky_solve then sees the unit-diagonal form
+    # plus ``shift`` I): a ridge in the units of the largest column swamps the small ones (a
+    # multinomial Hessian over columns of 1e6 and 1e-3 is singular along the class sums, and
+    # a ridge of 1e-10 x 1e14 left Newton 1000 steps short of the optimum)
     diag = np.diagonal(matrix)
-    if np.all(diag > 0.0) and np.all(np.isfinite(diag)):
-        # the ridge on the unit-diagonal form, ``first`` times each column's own scale: a
-        # ridge in the units of the largest column swamps the small ones (a multinomial
-        # Hessian over columns of 1e6 and 1e-3 is singular along the class sums, and a ridge
-        # of 1e-10 x 1e14 left Newton 1000 steps short of the optimum)
-        scale = 1.0 / np.sqrt(diag)
-        unit = matrix * scale[:, None] * scale[None, :]
-        r = rhs * (scale if rhs.ndim == 1 else scale[:, None])
-        shift = first
-        for _ in range(tries):
-            x = cholesky_solve(unit + shift * eye, r)
-            if x is not None:
-                return x * (scale if x.ndim == 1 else scale[:, None])
-            shift *= factor
-        return None
-    shift = first * max(1.0, float(np.max(diag)))
+    ridge = diag.copy() if unit_diagonal_scale(matrix) is not None else \
+        np.full(diag.shape, max(1.0, float(np.max(diag))))
+    shift = first
     for _ in range(tries):
-        x = cholesky_solve(matrix + shift * eye, rhs)
+        shifted = matrix.copy()
+        shifted.flat[:: matrix.shape[0] + 1] += shift * ridge
+        x = cholesky_solve(shifted, rhs)
         if x is not None:
             return x
         shift *= factor
@@ -156,7 +158,7 @@ def jacobi(diag: np.ndarray, power: float = 1.0):
     ``power=1``; ``power=0.5`` scales halfway between it and no preconditioner."""
     pos = diag > 0
     safe = np.where(pos, diag, 1.0)
-    inv = np.where(pos, 1.0 / (safe if power == 1.0 else safe ** power), 1.0)
+    inv = np.where(pos, 1.0 / safe ** power, 1.0)
     return lambda v: inv * v
 
 
@@ -176,10 +178,9 @@ def block_jacobi(blocks: np.ndarray):
     for a in range(m):
         # blocks[a].T is Fortran-ordered: LAPACK works on the very memory of the block
         A = blocks[a].T
-        diag = np.diagonal(A)
-        if not (np.all(diag > 0.0) and np.all(np.isfinite(diag))):
+        scale = unit_diagonal_scale(A)
+        if scale is None:
             return None
-        scale = 1.0 / np.sqrt(diag)
         A *= scale[:, None]
         A *= scale[None, :]
         c = pd_cholesky(A, overwrite=True)
@@ -286,6 +287,6 @@ def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
     return acc
 
 
-__all__ = ["singular_rtol", "pd_cholesky", "cholesky_solve", "min_norm_solve", "psd_solve",
-           "ridged_cholesky_solve", "jacobi", "block_jacobi", "cache_block_rows", "mirror_lower",
-           "pcg", "single_gram"]
+__all__ = ["singular_rtol", "unit_diagonal_scale", "pd_cholesky", "cholesky_solve",
+           "min_norm_solve", "psd_solve", "ridged_cholesky_solve", "jacobi", "block_jacobi",
+           "cache_block_rows", "mirror_lower", "pcg", "single_gram"]
