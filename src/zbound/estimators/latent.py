@@ -11,6 +11,7 @@ See ``docs/latent.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from numbers import Integral, Real
 
@@ -25,9 +26,10 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from zbound.estimators._params import STACKLEVEL, fit_method
 from zbound.models.base import LatentLikelihood
 from zbound.models.latent import latent_objective
-from zbound.models.loss import check_sample_weight
+from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.solvers import minimize
 from zbound.solvers.base import MethodNames
+from zbound.utils.linalg import column_scale
 from zbound.utils.validation import Number
 
 
@@ -143,7 +145,21 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         if small:
             raise ValueError(f"n_components={M} is more than the samples of class(es) "
                              f"{small}: every class needs at least n_components samples")
-        model = latent_objective(X, y_idx.astype(np.intp), M, reg, classes.size, sw)
+        # Fitted on X / u with the penalty on the original weights theta = theta_u / u: the
+        # same problem, in coordinates where the Hessian's diagonal is about even, so no
+        # column's units steer the solver (a column in units of 1e6 left L-BFGS 3x above
+        # the optimum, reported converged) and the random start is the same size for every
+        # column. u^2 = (s^2 + a) / (1 + a), s each column's root mean square and a = 4 reg
+        # / (sample weight): a column's diagonal t s^2 / 4 (logistic curvature at most 1/4)
+        # plus the ridge reg, relative to a standardized column's; s = 1 gives u = 1, and a
+        # column in tiny units is not blown up against its ridge.
+        check_design_magnitude(X)              # the loss's own range check, before scaling
+        a = 4.0 * reg / (X.shape[0] if sw is None else float(sw.sum()))
+        scale = np.sqrt((column_scale(X, sw) ** 2 + a) / (1.0 + a))
+        units = np.append(scale, 1.0)                             # the offsets: unscaled
+        strength = np.tile(reg / units**2, classes.size * M) if reg else 0.0
+        model = latent_objective(X / scale, y_idx.astype(np.intp), M, strength, classes.size,
+                                 sw)
         rng = check_random_state(self.random_state)
         method = AUTO_METHOD if self.solver == "auto" else self.solver
         opts = {}
@@ -164,7 +180,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         K, d = classes.size, X.shape[1]
         W = best.x.reshape(K, M, d + 1)
         self.classes_ = classes
-        self.coef_ = np.ascontiguousarray(W[:, :, :d])
+        self.coef_ = np.ascontiguousarray(W[:, :, :d] / scale)
         self.intercept_ = np.ascontiguousarray(W[:, :, d])
         mass = model.loss.pair_mass(best.x)
         total = mass.sum(axis=1, keepdims=True)
@@ -180,7 +196,10 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         self.objective_ = float(best.fun)
         self.n_iter_ = int(best.nit)
         self.converged_ = bool(best.converged)
-        self.solver_result_ = best
+        # the result in the original coordinates (jac: theta_s = s theta, so grad = s grad_s)
+        tile = np.tile(units, K * M)
+        self.solver_result_ = dataclasses.replace(
+            best, x=best.x / tile, jac=None if best.jac is None else best.jac * tile)
         self._model_shape = (K, M)
         return self
 

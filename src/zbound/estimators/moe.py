@@ -21,10 +21,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from zbound.estimators._params import STACKLEVEL, fit_method
-from zbound.models.loss import check_sample_weight
+from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.moe.em import MSTEPS
 from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
 from zbound.solvers.base import MethodNames, solver_class
+from zbound.utils.linalg import column_scale
 from zbound.utils.validation import Choices, Number
 
 #: the registered training methods of a mixture are named "moe-<method>"
@@ -69,6 +70,8 @@ def method_for(expert: str) -> str:
 
 #: the default ``tol`` of each kind of stopping rule (``tol=None``)
 DEFAULT_TOL = {"gradient": 1e-4, "decrease": 1e-7}
+#: largest |y| of linear experts: the noise variances are in y's units squared
+_MAX_TARGET = 1e150
 
 
 class MixtureOfExperts(BaseEstimator):
@@ -91,7 +94,9 @@ class MixtureOfExperts(BaseEstimator):
     noise : None or float > 0, default None
         None fits each linear expert's noise variance; a number fixes it (the paper: 1).
     reg : float >= 0, default 1e-4
-        L2 strength on the mean objective. Keeps a separable gate or expert finite.
+        L2 strength on the mean objective. Keeps a separable gate or expert finite. The
+        linear experts' weights are penalized in units of y's root mean square
+        (reg / 2 ``||w / rms(y)||^2``), so the fit does not depend on the units of y.
     method : {"auto", "em", "lbfgs", "gradient-em", "gd", "adam"}, default "auto"
         "auto": "lbfgs" (quasi-Newton on the marginal likelihood) for logistic experts, "em"
         for linear ones (:func:`method_for`). The choice is ``method_``.
@@ -208,12 +213,36 @@ class MixtureOfExperts(BaseEstimator):
                 raise ValueError(f"logistic experts need at least 2 classes; got 1 class "
                                  f"({self.classes_[0]!r})")
             target = y_idx.astype(np.intp)
+            self._y_scale = 1.0
+            noise = self.noise
         else:
+            # Fitted to y / sigma (sigma: y's weighted root mean square), so that the units of
+            # y do not decide how much the penalty weighs: the Gaussian likelihood with fitted
+            # variances is the same in any units, a penalty on weights in y's units is not
+            # (y in units of 1e8: R^2 0.68 against 0.99). The weights and variances are
+            # reported in y's units; the objective is the likelihood of y.
             target = np.asarray(y, dtype=np.float64)
-        problem = MoEProblem(X, target, k, expert,
+            big = float(np.max(np.abs(target)))
+            if big > _MAX_TARGET:
+                raise ValueError(f"y has values of magnitude {big:.3g}: the noise variances "
+                                 f"(squares of y's units) would overflow float64 (|y| must "
+                                 f"stay below {_MAX_TARGET:.0e}); rescale y")
+            self._y_scale = _rms(target, sw)
+            target = target / self._y_scale
+            noise = None if self.noise is None else float(self.noise) / self._y_scale ** 2
+        # Fitted on X / u with the penalty on the weights of X (MoEProblem's ``units``): the
+        # same problem in coordinates where no column's units steer the solver (a column in
+        # units of 1e6 beside standardized ones stopped L-BFGS at twice the objective of
+        # the standardized fit, reported converged). u^2 = (s^2 + a) / (1 + a): s each
+        # column's root mean square, a = 4 reg (a logistic column's curvature s^2 / 4 in the
+        # mean objective against the ridge); standardized columns keep u = 1.
+        check_design_magnitude(X)              # the loss's own range check, before scaling
+        a = 4.0 * float(self.reg)
+        units = np.sqrt((column_scale(X, sw) ** 2 + a) / (1.0 + a))
+        problem = MoEProblem(X / units, target, k, expert,
                              n_classes=len(self.classes_) if logistic else None,
-                             sample_weight=sw, reg=float(self.reg), noise=self.noise,
-                             fit_intercept=self.fit_intercept)
+                             sample_weight=sw, reg=float(self.reg), noise=noise,
+                             fit_intercept=self.fit_intercept, units=units)
         rng = check_random_state(self.random_state)
         best = None
         for _ in range(self.n_init):
@@ -285,7 +314,8 @@ class MixtureOfExperts(BaseEstimator):
         return solver.run(problem, theta0)
 
     def _store(self, problem, fit):
-        P = problem.unpack(fit.x)
+        theta = problem.original(fit.x)
+        P = problem.unpack(theta)
         split = -1 if self.fit_intercept else None
         self.gate_coef_ = P.gate[:, :split].copy()
         self.gate_intercept_ = P.gate[:, -1].copy() if self.fit_intercept else \
@@ -293,16 +323,30 @@ class MixtureOfExperts(BaseEstimator):
         self.coef_ = P.coef[..., :split].copy()
         self.intercept_ = P.coef[..., -1].copy() if self.fit_intercept else \
             np.zeros(P.coef.shape[:-1])
+        shift = 0.0
         if problem.expert == "linear":
-            self.noise_variance_ = np.exp(P.log_var)
-        self._theta = fit.x.copy()
-        self.objective_ = float(fit.fun)
+            # back to y's units: weights and intercepts times sigma, variances times sigma^2,
+            # and the mean negative log-likelihood of y is that of y / sigma plus log sigma
+            c = self._y_scale
+            P.coef *= c
+            self.coef_ *= c
+            self.intercept_ *= c
+            if P.log_var is not None and problem.fit_var:
+                P.log_var += 2.0 * np.log(c)
+            self.noise_variance_ = np.exp(P.log_var) if problem.fit_var else \
+                np.full(problem.k, float(self.noise))
+            shift = float(np.log(c))
+            theta = problem.pack(P.gate, P.coef, P.log_var if problem.fit_var else None)
+        self._theta = theta
+        self.objective_ = float(fit.fun) + shift
         self.n_iter_ = int(fit.nit)
-        self.objective_curve_ = np.asarray(fit.trace.objective)
+        self.objective_curve_ = np.asarray(fit.trace.objective) + shift
         self.collapsed_experts_ = tuple(fit.info.get("collapsed", ()))
         R = problem.responsibilities(fit.x)
         self.expert_mass_ = problem.expert_mass(R)
         self._predictor = _strip(problem)
+        if problem.expert == "linear" and not problem.fit_var:
+            self._predictor.noise = float(self.noise)      # y's units, as _theta
 
     # -- prediction -----------------------------------------------------------------------------
     def _check_X(self, X):
@@ -333,6 +377,16 @@ class MixtureOfExperts(BaseEstimator):
         if _is_logistic(self):
             return accuracy_score(y, self.predict(X), sample_weight=sample_weight)
         return r2_score(y, self.predict(X), sample_weight=sample_weight)
+
+
+def _rms(y: np.ndarray, sample_weight) -> float:
+    """The weighted root mean square of y without overflow (1 for y = 0)."""
+    m = float(np.max(np.abs(y))) if y.size else 0.0
+    if not m > 0.0:
+        return 1.0
+    w = np.ones(y.size) if sample_weight is None else sample_weight
+    r = m * float(np.sqrt((w @ (y / m) ** 2) / w.sum()))
+    return r if np.isfinite(r) and r > 0.0 else 1.0
 
 
 def _strip(problem: MoEProblem) -> MoEProblem:

@@ -37,7 +37,12 @@ import numpy as np
 from zbound.bounds.curvature import KroneckerCurvature
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
 from zbound.bounds.scalar import log_softmax
-from zbound.models.loss import ChunkedLoss, check_chunk_size, check_sample_weight
+from zbound.models.loss import (
+    ChunkedLoss,
+    check_chunk_size,
+    check_design_magnitude,
+    check_sample_weight,
+)
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.models.softmax import class_major_product, class_major_scores
@@ -98,7 +103,7 @@ class LatentSoftmaxLoss(ChunkedLoss):
 
     def __init__(self, X, y, n_components: int, n_classes: int | None = None,
                  sample_weight=None, chunk_size: int | None = None):
-        X = check_design(X, nonempty=True)
+        X = check_design_magnitude(X)[0]
         if not isinstance(X, np.ndarray):
             raise TypeError("LatentSoftmaxLoss takes a dense X")
         t = X.shape[0]
@@ -242,12 +247,12 @@ class LatentSoftmaxLoss(ChunkedLoss):
         return out
 
 
-def latent_objective(X, y, n_components: int, reg: float = 0.0, n_classes: int | None = None,
+def latent_objective(X, y, n_components: int, reg=0.0, n_classes: int | None = None,
                      sample_weight=None, chunk_size: int | None = None) -> Objective:
     """The latent loss plus ``reg / 2 ||theta||^2`` (the paper's (t lambda / 2)||theta||^2 is
-    reg = t lambda; lambda = 0 gives the loss alone). An :class:`Objective`; its ``loss`` is the
-    :class:`LatentSoftmaxLoss`."""
+    reg = t lambda; lambda = 0 gives the loss alone); ``reg`` a number or one strength per
+    parameter. An :class:`Objective`; its ``loss`` is the :class:`LatentSoftmaxLoss`."""
     loss = LatentSoftmaxLoss(X, y, n_components, n_classes, sample_weight, chunk_size)
-    if reg:
+    if np.any(reg):
         return Objective(loss, L2Penalty(reg))
     return Objective(loss)

@@ -78,7 +78,7 @@ def _magnitude(X) -> float:
     return max(float(X.max()), -float(X.min()))
 
 
-def _design(X):
+def check_design_magnitude(X):
     """(X, bound): ``check_design(X, nonempty=True)`` and an upper bound on its largest
     absolute entry. For a dense C-contiguous float64 X, one pass over it: the sum of squares by one
     dot, finite exactly when every entry is (NaN and inf propagate; it overflows only for
@@ -235,7 +235,7 @@ class SoftmaxLoss(ChunkedLoss):
     def __init__(self, X, y, n_classes: int | None = None, sample_weight=None,
                  reference_class: bool = False, chunk_size: int | None = None,
                  fit_intercept: bool = False):
-        X, self._magnitude_bound = _design(X)
+        X, self._magnitude_bound = check_design_magnitude(X)
         self._magnitude = None
         y = np.asarray(y)
         t = X.shape[0]

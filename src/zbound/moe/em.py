@@ -183,9 +183,7 @@ class MStep:
         noise variances; exact for reg = 0, a coordinate-wise exact (ECM) step otherwise."""
         pb = self.problem
         Xb, y = pb.Xb, pb.y
-        ridge = np.full(pb.p, pb.reg)
-        if pb.fit_intercept:
-            ridge[-1] = 0.0
+        ridge = pb.ridge
         for j in range(pb.k):
             w = pb.v * R[:, j]
             s2 = float(np.exp(P.log_var[j]))

@@ -33,7 +33,7 @@ from typing import Protocol
 import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 
-from zbound.models.loss import Rows, SoftmaxLoss, check_sample_weight
+from zbound.models.loss import Rows, SoftmaxLoss, check_design_magnitude, check_sample_weight
 from zbound.models.softmax import class_major_product, logsumexp_classes
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -165,11 +165,14 @@ class MoEProblem:
     noise : None (fit one noise variance per linear expert) or a fixed variance > 0
     fit_intercept : bool, append the column of ones (x~ = [x, 1])
     min_variance : floor of a fitted noise variance, relative to the weighted variance of y
+    units : (d,) positive or None: X holds the features divided by ``units`` (X = X_0 / u), and
+        the penalty is on the weights of X_0 (strength reg / u^2 per column), so the problem is
+        the one on X_0 in the coordinates theta = u theta_0; :meth:`original` maps back
     """
 
     def __init__(self, X, y, n_experts: int, expert: str = "linear", n_classes=None,
                  sample_weight=None, reg: float = 0.0, noise=None, fit_intercept: bool = True,
-                 min_variance: float = 1e-6):
+                 min_variance: float = 1e-6, units=None):
         if isinstance(n_experts, bool) or not isinstance(n_experts, int | np.integer) \
                 or n_experts < 1:
             raise ValueError(f"the number of experts k must be an integer >= 1, got "
@@ -181,6 +184,8 @@ class MoEProblem:
             raise ValueError(f"X must be a non-empty 2-D array, got shape {X.shape}")
         if not np.isfinite(X).all():
             raise ValueError("X contains NaN or inf")
+        # entries whose sums over the rows would overflow: the error, before any statistic
+        X = check_design_magnitude(X)[0]
         n = X.shape[0]
         y = np.asarray(y)
         if y.shape != (n,):
@@ -240,14 +245,36 @@ class MoEProblem:
         self.n_coef = self.k * self.m * self.p
         self.fit_var = expert == "linear" and self.noise is None
         self.n_params = self.n_gate + self.n_coef + (self.k if self.fit_var else 0)
-        # L2 strengths over the flat vector (0 on intercepts and log variances)
-        pen = np.zeros(self.n_params)
-        pen[: self.n_gate + self.n_coef] = reg
+        # the units of the columns of Xb (the ones column: 1)
+        u = np.ones(self.p)
+        if units is not None:
+            units = np.asarray(units, dtype=np.float64)
+            if units.shape != (self.n_features,) or not (np.isfinite(units).all()
+                                                        and (units > 0).all()):
+                raise ValueError(f"units must be ({self.n_features},) finite and > 0")
+            u[: self.n_features] = units
+        self.units = u
+        # L2 strengths per column of Xb (0 on the intercept) and over the flat vector (0 on
+        # log variances)
+        ridge = reg / u**2
         if self.fit_intercept:
-            pen[self.p - 1: self.n_gate + self.n_coef: self.p] = 0.0
+            ridge[-1] = 0.0
+        self.ridge = ridge
+        pen = np.zeros(self.n_params)
+        pen[: self.n_gate + self.n_coef] = np.tile(ridge, (self.n_gate + self.n_coef) // self.p)
         self.penalty = pen
 
     # -- layout ---------------------------------------------------------------------------------
+    def original(self, theta: np.ndarray) -> np.ndarray:
+        """theta in the coordinates of the unscaled features (``units``): each weight divided
+        by its column's unit, intercepts and log variances as they are."""
+        if not np.any(self.units != 1.0):
+            return np.array(theta, dtype=np.float64, copy=True)
+        out = np.array(theta, dtype=np.float64, copy=True)
+        n = self.n_gate + self.n_coef
+        out[:n] = (out[:n].reshape(-1, self.p) / self.units).ravel()
+        return out
+
     def unpack(self, theta: np.ndarray) -> Params:
         theta = np.asarray(theta, dtype=np.float64)
         if theta.shape != (self.n_params,):

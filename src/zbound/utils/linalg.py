@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
+import scipy.sparse as sp
 
 _potrf = scipy.linalg.lapack.dpotrf
 _potrs = scipy.linalg.lapack.dpotrs
@@ -69,6 +70,25 @@ def unit_diagonal_scale(matrix: np.ndarray) -> np.ndarray | None:
     if np.all(diag > 0.0) and np.all(np.isfinite(diag)):
         return 1.0 / np.sqrt(diag)
     return None
+
+
+def column_scale(X, sample_weight=None) -> np.ndarray:
+    """The root mean square of each column of a dense or sparse X, rows weighted by
+    ``sample_weight`` (a row of weight 2 counts as the row twice); 1 for an all-zero column:
+    the units a solver that is not scale-invariant divides out. A fit on X / s with the
+    penalty's strengths times 1 / s^2 is the same problem as on X in other coordinates."""
+    if sample_weight is None:
+        w, total = None, X.shape[0]
+    else:
+        w = np.asarray(sample_weight, dtype=np.float64)
+        total = float(w.sum())
+    if sp.issparse(X):
+        sq = X.multiply(X)
+        sq = np.asarray(sq.sum(axis=0) if w is None else sq.T @ w).ravel()
+    else:
+        sq = np.einsum("ij,ij->j", X, X) if w is None else np.einsum("ij,ij,i->j", X, X, w)
+    s = np.sqrt(sq / total) if total > 0 else np.zeros(X.shape[1])
+    return np.where((s > 0.0) & np.isfinite(s), s, 1.0)
 
 
 def cholesky_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
@@ -287,6 +307,6 @@ def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
     return acc
 
 
-__all__ = ["singular_rtol", "unit_diagonal_scale", "pd_cholesky", "cholesky_solve",
+__all__ = ["singular_rtol", "unit_diagonal_scale", "column_scale", "pd_cholesky", "cholesky_solve",
            "min_norm_solve", "psd_solve", "ridged_cholesky_solve", "jacobi", "block_jacobi",
            "cache_block_rows", "mirror_lower", "pcg", "single_gram"]
