@@ -111,3 +111,23 @@ def test_mixture_of_regressions_rejects_targets_whose_squares_overflow():
     X = np.random.default_rng(0).standard_normal((40, 2))
     with pytest.raises(ValueError, match="magnitude"):
         MixtureOfExperts(2, expert="linear").fit(X, 1e200 * X[:, 0])
+
+
+def test_stochastic_bound_steps_do_not_depend_on_a_column_in_large_units():
+    """The SPFB step factors its curvature with a unit diagonal: a column in units of 1e9
+    made the curvature "singular", its minimum-norm inverse dropped every other direction,
+    and the fit stalled at J = 0.51 (accuracy 0.75) where 1e3 units reach J = 0.196."""
+    from zbound import BoundSGDClassifier
+
+    rng = np.random.default_rng(0)
+    Z = rng.standard_normal((200, 5))
+    y = (Z[:, 0] + Z[:, 4] + 0.3 * rng.standard_normal(200) > 0).astype(int)
+    fits = {}
+    for units in (1e3, 1e9, 1e15):
+        X = Z * np.array([1.0, 1.0, 1.0, 1.0, units])
+        est = BoundSGDClassifier().fit(X, y)
+        assert est.method_ == "spfb"
+        fits[units] = (est.objective_, est.predict(X))
+    for units in (1e9, 1e15):
+        assert fits[units][0] == pytest.approx(fits[1e3][0], rel=1e-4)
+        np.testing.assert_array_equal(fits[units][1], fits[1e3][1])

@@ -57,7 +57,7 @@ from zbound.models.objective import Objective
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.first_order import SGD, Adam, TorchRule, torch_available
 from zbound.solvers.result import Recorder, Status
-from zbound.utils.linalg import jacobi, pcg, pd_cholesky, singular_rtol
+from zbound.utils.linalg import jacobi, pcg, pd_cholesky, singular_rtol, unit_diagonal_scale
 from zbound.utils.validation import (
     NON_NEGATIVE,
     NON_NEGATIVE_INT,
@@ -484,12 +484,18 @@ class SPFB(_BoundStep):
             for q in pen:
                 q.curvature(p).add_to_dense(A)
             A = ex.avg_dense = self._mix(ex, ex.avg_dense, A)
-            c = pd_cholesky(A)
+            # factored with a unit diagonal, S A S (S = diag(A)^{-1/2}): the condition test
+            # then judges the matrix, not the units of the columns (a column in units of 1e9
+            # made A "singular", and the minimum-norm inverse dropped every other direction)
+            S = unit_diagonal_scale(A)
+            As = A if S is None else A * S[:, None] * S[None, :]
+            c = pd_cholesky(As)
             if c is not None:
-                return ("chol", (c, True))
+                return ("chol", (c, True), S)
             # numerically singular (the condition test of singular_rtol): the minimum-norm
             # inverse, singular values below the same threshold dropped
-            return ("pinv", np.linalg.pinv(A, rtol=singular_rtol(p), hermitian=True))
+            inv = np.linalg.pinv(As, rtol=singular_rtol(p), hermitian=True)
+            return ("pinv", inv if S is None else inv * S[:, None] * S[None, :])
         lam = float(diag.max()) if diag.size and diag.max() > 0 else 1e-12
         kron = None
         if self.opts["curvature"] == "average" or self.opts["precond"] == "kron":
@@ -544,7 +550,10 @@ class SPFB(_BoundStep):
     def solve(self, cache, g, state):
         kind = cache[0]
         if kind == "chol":
-            return scipy.linalg.cho_solve(cache[1], g)
+            S = cache[2]
+            if S is None:
+                return scipy.linalg.cho_solve(cache[1], g)
+            return S * scipy.linalg.cho_solve(cache[1], S * g)
         if kind == "pinv":
             return cache[1] @ g
         if kind == "kron":
