@@ -1,5 +1,7 @@
 """ChainCRF: input conventions, solvers on the same objective, partial_fit, bad input."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -66,6 +68,12 @@ def test_dict_features_and_sparse_inputs_agree():
     b = ChainCRF(c2=0.1, solver="lbfgs").fit(mats, y)
     assert b.objective_ == pytest.approx(a.objective_, rel=1e-6)
     assert b.predict(mats) == a.predict(dicts)
+    dense = [M.toarray() for M in mats]           # dense feature matrices: the same model
+    c = ChainCRF(c2=0.1, solver="lbfgs").fit(dense, y)
+    assert c.objective_ == pytest.approx(b.objective_, rel=1e-12)
+    assert c.predict(dense) == b.predict(mats)
+    with pytest.raises(ValueError, match="differ in width"):
+        ChainCRF().fit([dense[0], dense[1][:, :-1]], y[:2])
 
 
 def test_partial_fit_generator():
@@ -90,6 +98,11 @@ def test_bad_input():
         ChainCRF().fit(X, [s[:-1] + s[-1:] * 2 for s in y])
     with pytest.raises(ValueError, match="non-finite|NaN"):
         ChainCRF().fit([[{"x": float("nan")}]], [["A"]])
+    # values whose sums over the tokens overflow: an error, not a fit with overflow warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="magnitude"):
+            ChainCRF().fit([[{"w": w, "x": 1e200} for w in s] for s in X], y)
     crf = ChainCRF(max_iter=5).fit(X, y)
     with pytest.raises(ValueError, match="not seen"):
         crf.score(X, [["Z"] * len(s) for s in X])

@@ -4,7 +4,7 @@ Inputs follow sklearn-crfsuite: ``X`` is a list of sequences, a sequence a list 
 token a feature dict (``{"w": "the", "upper": False, "len": 3.0}``) or a list of feature
 strings; ``y`` a list of label sequences. Raw tokens (strings, or (word, POS) tuples) are
 featurized by the built-in templates (:func:`zbound.structured.token_features`). Precomputed
-features: a list of sparse (n_tokens_j, n_features) matrices, one per sequence.
+features: a list of (n_tokens_j, n_features) matrices, sparse or dense, one per sequence.
 
 The objective is CRFsuite's with its ``c2``: sum_j -log p(y_j | x_j) + c2 ||theta||^2 (the
 library's ``reg = 2 c2``). Solvers: "bound" (Alg. 2 with the chain bound of Alg. 3 as a

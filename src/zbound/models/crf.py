@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from zbound.bounds.curvature import Curvature
 from zbound.bounds.junction import alg1_gershgorin
 from zbound.models.base import Majorizer
+from zbound.models.loss import check_design_magnitude
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.structured.chain import (
@@ -89,6 +90,8 @@ class ChainCRFLoss:
                              f"{self.layout.n_tokens} tokens")
         if not np.all(np.isfinite(X.data)):
             raise ValueError("feature values contain NaN or inf")
+        # values whose sums over the tokens would overflow: the error SoftmaxLoss gives
+        check_design_magnitude(X)
         y = np.asarray(y, dtype=np.int64)
         if y.shape != (X.shape[0],):
             raise ValueError(f"y must have one label per token ({X.shape[0]}), got {y.shape}")

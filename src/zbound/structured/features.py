@@ -170,6 +170,12 @@ def _raw_features(seq):
     return token_features(words, pos)
 
 
+def _is_matrix(x) -> bool:
+    """A sequence given as its (n_tokens, n_features) numeric feature matrix, sparse or dense."""
+    return sp.issparse(x) or (isinstance(x, np.ndarray) and x.ndim == 2
+                              and x.dtype.kind in "biuf")
+
+
 def featurize(X, index: FeatureIndex | None, grow: bool = False, n_features: int | None = None):
     """Sequences -> (M, lengths, index): the CSR matrix of every token's features (rows in
     sequence order), the sequence lengths, and the :class:`FeatureIndex` that named the
@@ -179,18 +185,22 @@ def featurize(X, index: FeatureIndex | None, grow: bool = False, n_features: int
     tuples: featurized by :func:`token_features`), feature dicts or lists of feature
     strings (columns from ``index``, a new one of ``n_features`` hashed columns or a learned
     vocabulary when ``index`` is None; new attributes get columns only with ``grow``); or a
-    list of sparse (n_tokens_j, n_features) matrices, taken as they are. Empty input, empty
-    sequences, non-finite values and 2-D arrays raise.
+    list of (n_tokens_j, n_features) numeric matrices, sparse or dense, taken as they are.
+    Empty input, empty sequences, matrices of different widths, non-finite values and a
+    single 2-D array for X raise.
     """
     if isinstance(X, np.ndarray) and X.dtype != object:
         raise TypeError("X must be a list of sequences (lists of tokens), not a 2-D array")
     X = list(X)
     if not X:
         raise ValueError("X holds no sequences")
-    if all(sp.issparse(x) for x in X):
+    if all(_is_matrix(x) for x in X):
         for j, x in enumerate(X):
             if x.shape[0] == 0:
                 raise ValueError(f"sequence {j} is empty")
+        if len({x.shape[1] for x in X}) > 1:
+            raise ValueError(f"the sequences' feature matrices differ in width: "
+                             f"{sorted({x.shape[1] for x in X})}")
         M = sp.vstack([sp.csr_matrix(x, dtype=np.float64) for x in X]).tocsr()
         if not np.all(np.isfinite(M.data)):
             raise ValueError("feature values contain NaN or inf")
