@@ -131,3 +131,17 @@ def test_stochastic_bound_steps_do_not_depend_on_a_column_in_large_units():
     for units in (1e9, 1e15):
         assert fits[units][0] == pytest.approx(fits[1e3][0], rel=1e-4)
         np.testing.assert_array_equal(fits[units][1], fits[1e3][1])
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("zbound").BoundLogisticRegression(), lambda: LatentLogisticRegression(),
+    lambda: MixtureOfExperts(2, random_state=0)])
+def test_sample_weights_whose_sums_overflow_are_a_clear_error(make):
+    """Weights of 1e200 count as 1e200 rows: the latent model fitted them with invalid values
+    and predicted at chance, BoundLogisticRegression with overflow warnings."""
+    X, y = _raw(3, rows=60)
+    X = X / UNITS
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="sample_weight sums to"):
+            make().fit(X, y, sample_weight=np.full(60, 1e200))

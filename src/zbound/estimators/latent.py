@@ -153,7 +153,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         # / (sample weight): a column's diagonal t s^2 / 4 (logistic curvature at most 1/4)
         # plus the ridge reg, relative to a standardized column's; s = 1 gives u = 1, and a
         # column in tiny units is not blown up against its ridge.
-        check_design_magnitude(X)              # the loss's own range check, before scaling
+        check_design_magnitude(X, sw)          # the loss's own range check, before scaling
         a = 4.0 * reg / (X.shape[0] if sw is None else float(sw.sum()))
         scale = np.sqrt((column_scale(X, sw) ** 2 + a) / (1.0 + a))
         units = np.append(scale, 1.0)                             # the offsets: unscaled

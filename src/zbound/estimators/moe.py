@@ -236,7 +236,7 @@ class MixtureOfExperts(BaseEstimator):
         # the standardized fit, reported converged). u^2 = (s^2 + a) / (1 + a): s each
         # column's root mean square, a = 4 reg (a logistic column's curvature s^2 / 4 in the
         # mean objective against the ridge); standardized columns keep u = 1.
-        check_design_magnitude(X)              # the loss's own range check, before scaling
+        check_design_magnitude(X, sw)          # the loss's own range check, before scaling
         a = 4.0 * float(self.reg)
         units = np.sqrt((column_scale(X, sw) ** 2 + a) / (1.0 + a))
         problem = MoEProblem(X / units, target, k, expert,

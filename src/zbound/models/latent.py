@@ -103,7 +103,7 @@ class LatentSoftmaxLoss(ChunkedLoss):
 
     def __init__(self, X, y, n_components: int, n_classes: int | None = None,
                  sample_weight=None, chunk_size: int | None = None):
-        X = check_design_magnitude(X)[0]
+        X = check_design_magnitude(X, sample_weight)[0]
         if not isinstance(X, np.ndarray):
             raise TypeError("LatentSoftmaxLoss takes a dense X")
         t = X.shape[0]

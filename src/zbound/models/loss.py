@@ -78,14 +78,16 @@ def _magnitude(X) -> float:
     return max(float(X.max()), -float(X.min()))
 
 
-def check_design_magnitude(X):
+def check_design_magnitude(X, sample_weight=None):
     """(X, bound): ``check_design(X, nonempty=True)`` and an upper bound on its largest
     absolute entry. For a dense C-contiguous float64 X, one pass over it: the sum of squares by one
     dot, finite exactly when every entry is (NaN and inf propagate; it overflows only for
     entries beyond 1e154, which then take the full check), its square root the bound; no
     (t, d) boolean temporary (as large as an eighth of X: 3.4 MB on Adult). Otherwise the
     full check and the exact magnitude. Entries so large that the gradient or the curvature
-    would overflow are a ValueError, not a silent inf (decided on the exact magnitude)."""
+    would overflow are a ValueError, not a silent inf (decided on the exact magnitude); with
+    ``sample_weight``, the rows count by their weights (weights summing to 1e200 overflow the
+    sums as 1e200 rows would)."""
     bound = None
     if type(X) is np.ndarray and X.dtype == np.float64 and X.ndim == 2 and X.size \
             and X.flags.c_contiguous:
@@ -105,6 +107,16 @@ def check_design_magnitude(X):
                 f"loss's gradient and curvature sums would overflow float64 (rows x magnitude "
                 f"must stay below {_MAX_ROWS_TIMES_MAGNITUDE:.0e}); rescale the features, "
                 "e.g. with sklearn.preprocessing.StandardScaler")
+    sw = check_sample_weight(sample_weight, X.shape[0])
+    if sw is not None:
+        total = float(sw.sum())
+        if total * max(bound, 1.0) > _MAX_ROWS_TIMES_MAGNITUDE and \
+                total * max(_magnitude(X), 1.0) > _MAX_ROWS_TIMES_MAGNITUDE:
+            raise ValueError(
+                f"sample_weight sums to {total:.3g}: with X's entries the loss's gradient and "
+                f"curvature sums would overflow float64 (total weight x max(1, magnitude of "
+                f"X) must stay below {_MAX_ROWS_TIMES_MAGNITUDE:.0e}); rescale sample_weight "
+                "(weights / c with C x c fit the same model)")
     return X, bound
 
 
@@ -235,7 +247,7 @@ class SoftmaxLoss(ChunkedLoss):
     def __init__(self, X, y, n_classes: int | None = None, sample_weight=None,
                  reference_class: bool = False, chunk_size: int | None = None,
                  fit_intercept: bool = False):
-        X, self._magnitude_bound = check_design_magnitude(X)
+        X, self._magnitude_bound = check_design_magnitude(X, sample_weight)
         self._magnitude = None
         y = np.asarray(y)
         t = X.shape[0]
