@@ -305,3 +305,27 @@ def test_multinomial_sweep_dense_and_sparse():
 def test_multinomial_bound_rejects_bad_input(X, W, lp):
     with np.errstate(**RAISE), pytest.raises(ValueError):
         multinomial_bound(X, W, log_prior=lp)
+
+
+# ------------------------------------------------------------ two labels: the direct path
+TWO_LABEL = st.one_of(st.floats(-1e308, 1e308), st.sampled_from(
+    [0.0, 1.0, -1.0, -np.inf, 700.0, -745.0, 1e4, 1e308, -1e308, 5e-324]))
+
+
+@settings(max_examples=3000, deadline=None)
+@given(hnp.arrays(np.float64, st.tuples(st.integers(1, 6), st.just(2)), elements=TWO_LABEL),
+       st.sampled_from(["descending", "ascending"]))
+def test_two_label_factors_equal_the_general_path(la, order):
+    """The binary fast path of label_bound_factors (no sort, no running sums) returns
+    bit-for-bit what the general path does: ties, a zero-weight label (-inf) visited first or
+    last, scores 1e308 apart."""
+    from zbound.bounds.multinomial import _general_label_bound_factors, label_bound_factors
+
+    dead = np.all(la == -np.inf, axis=1)
+    la[dead, 0] = 0.0
+    fast = label_bound_factors(la, order)
+    slow = _general_label_bound_factors(la, order)
+    np.testing.assert_array_equal(fast[0], slow[0])
+    np.testing.assert_array_equal(fast[1], slow[1])
+    for key in ("perm", "inv", "rho", "keep", "w"):
+        np.testing.assert_array_equal(fast[2][key], slow[2][key], err_msg=key)

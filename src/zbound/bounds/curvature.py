@@ -1019,6 +1019,10 @@ class LabelBoundCurvature(KroneckerCurvature):
         """With one free class (binary with a reference class) and no ridge, one weighted
         Gram product [X, 1]^T diag(b_j) [X, 1] (b_j = s_j B_j, 1 x 1); else ``to_dense``."""
         if self.n == 1 and not self.reg:
+            if self.n_labels == 2 and not sp.issparse(self.X):
+                # B_j = w_j (the second visited label's weight, whatever the order): the
+                # bordered Gram of _grams, no copy of X with its ones column
+                return self._grams(self.w[1][:, None])[0]
             X = self.design()
             b = self._B_rows(0, X.shape[0])[:, 0, 0]
             return (X * b[:, None]).T @ X

@@ -83,6 +83,13 @@ def label_bound_factors(log_alpha: np.ndarray, order: str = "descending"):
     weights beta(log alpha_i - log z_{i-1}) (0 for the first visited label), all from log-space
     running sums as in :func:`label_bound`, which gives the same B = L^T diag(w) L explicitly.
     """
+    if np.ndim(log_alpha) == 2 and np.shape(log_alpha)[1] == 2 and order != "given":
+        return _two_label_factors(np.asarray(log_alpha, dtype=np.float64), order)
+    return _general_label_bound_factors(log_alpha, order)
+
+
+def _general_label_bound_factors(log_alpha, order: str):
+    """:func:`label_bound_factors` for any number of labels (sorted running sums)."""
     log_alpha, shift, perm, la, log_z_run, log_z_prev = _sorted_running_sums(log_alpha, order)
     log_z = log_z_run[:, -1]
     with np.errstate(invalid="ignore", over="ignore"):
@@ -104,6 +111,35 @@ def label_bound_factors(log_alpha: np.ndarray, order: str = "descending"):
     with np.errstate(under="ignore"):
         probs = np.exp(log_alpha - log_z[:, None])
     return log_z + shift[:, 0], probs, factors
+
+
+def _two_label_factors(log_alpha: np.ndarray, order: str):
+    """:func:`label_bound_factors` for two labels (a binary model, every stochastic step of
+    a binary ``partial_fit``) without the sort and the running sums: the first visited label
+    is the larger (``"descending"``; ties: label 0) or the smaller (``"ascending"``) score;
+    the same log-space expressions as the general path, on two columns."""
+    if np.any(np.isnan(log_alpha) | (log_alpha == np.inf)):
+        raise ValueError("log_alpha contains NaN or +inf")
+    a0, a1 = log_alpha[:, 0], log_alpha[:, 1]
+    shift = np.maximum(a0, a1)
+    if np.any(shift == -np.inf):
+        raise ValueError("a sample has zero prior weight on every class: log Z = -inf")
+    flip = (a1 > a0) if order == "descending" else (a1 < a0)        # label 1 visited first
+    with np.errstate(over="ignore", invalid="ignore"):
+        first = np.where(flip, a1, a0) - shift                       # sorted, shifted
+        second = np.where(flip, a0, a1) - shift
+        log_z = np.logaddexp(first, second)
+        rho = np.vstack([np.exp(first - first), np.exp(second - log_z)])
+        keep = np.vstack([np.exp(-np.inf - first), np.exp(first - log_z)])
+        w = np.vstack([np.zeros_like(first), beta(second - first)])
+        shifted = log_alpha - shift[:, None]
+    perm = np.vstack([flip, ~flip]).astype(np.intp)
+    factors = {"perm": perm, "inv": perm.copy(),          # a transposition is its own inverse
+               "rho": np.nan_to_num(rho, nan=0.0), "keep": np.nan_to_num(keep, nan=1.0),
+               "w": w}
+    with np.errstate(under="ignore"):
+        probs = np.exp(shifted - log_z[:, None])
+    return log_z + shift, probs, factors
 
 
 def label_bound_curvature(X, factors: dict, sample_weight: np.ndarray | None = None,

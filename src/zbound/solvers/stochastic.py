@@ -83,7 +83,8 @@ DENSE_MAX = 1000
 class StochasticState(State):
     """A stochastic method's state (``x``; ``f`` is NaN: no full objective is evaluated).
 
-    ``t`` counts steps (the schedule's clock), ``updates`` accepted updates, ``batch_value``
+    ``t`` counts steps, ``clock`` the schedule's time (steps, each counted by its weight;
+    ``step_weight`` that of the last), ``updates`` accepted updates, ``batch_value``
     the last mini-batch objective. The bound steps keep their curvature (``cache``, built
     ``n_bound`` times, next at step ``next_build``), the majorizer stashed by the pass that
     gave the gradient (``stashed``: (majorizer, penalties), None when absent), running
@@ -94,6 +95,8 @@ class StochasticState(State):
     rule of :mod:`zbound.solvers.first_order`)."""
 
     t: int = 0
+    clock: float = 0.0
+    step_weight: float = 1.0
     updates: int = 0
     batch_value: float = math.nan
     cache: Any = None
@@ -237,12 +240,18 @@ class StochasticSolver(Solver):
                           "decay": [POSITIVE], "batch_size": [POSITIVE_INT],
                           "random_state": [None, Integral, np.random.Generator]}
 
-    def step_size(self, t: int) -> float:
-        """eta_t for the t-th update (t >= 1)."""
+    def step_size(self, t: float) -> float:
+        """eta_t for the t-th update (t >= 1; a fractional t, from updates of less than a
+        full weight, at most lr)."""
         lr = float(self.opts["lr"])
         if self.opts["schedule"] == "constant":
             return lr
-        return lr / (1.0 + (t - 1) / float(self.opts["decay"]))
+        return lr / (1.0 + max(0.0, t - 1) / float(self.opts["decay"]))
+
+    def current_step(self, state) -> float:
+        """The step of the update in progress: eta at the schedule's clock, times the update's
+        weight (1 for a full batch; less for a small ``partial_fit`` chunk)."""
+        return state.step_weight * self.step_size(state.clock)
 
     # -- what a method implements --------------------------------------------------------------
     def direction(self, batch, state: State, x: np.ndarray, g: np.ndarray) -> np.ndarray:
@@ -252,8 +261,13 @@ class StochasticSolver(Solver):
     def init(self, model, x):
         return StochasticState(np.array(x, dtype=np.float64, copy=True), math.nan)
 
-    def update(self, batch, state: State) -> None:
-        """One step on the mini-batch model ``batch`` (see :func:`batch_objective`)."""
+    def update(self, batch, state: State, weight: float = 1.0) -> None:
+        """One step on the mini-batch model ``batch`` (see :func:`batch_objective`).
+
+        ``weight`` in (0, 1] scales the step and advances the schedule's clock by that much
+        instead of one update: a chunk of a few rows counts as a fraction of a batch (a
+        ``partial_fit`` stream of one-row chunks would otherwise take a full majorizer step
+        per row, on a one-row bound, and halve the step every few rows)."""
         x = state.x
         with np.errstate(over="ignore", invalid="ignore"):
             f, g = self.value_and_grad(batch, state, x)
@@ -262,6 +276,8 @@ class StochasticSolver(Solver):
             state.message = "non-finite objective or gradient on a mini-batch (step too large?)"
             return
         state.t += 1
+        state.clock += float(weight)
+        state.step_weight = float(weight)
         d = self.direction(batch, state, x, g)
         with np.errstate(over="ignore", invalid="ignore"):
             x_new = self.apply_step(state, x, d)
@@ -278,7 +294,7 @@ class StochasticSolver(Solver):
         return batch.value_and_grad(x)
 
     def apply_step(self, state, x, d):
-        return x - self.step_size(state.t) * d
+        return x - self.current_step(state) * d
 
     # -- the epoch loop -------------------------------------------------------------------------
     def run(self, model, x0):
@@ -767,7 +783,7 @@ class _FirstOrder(StochasticSolver):
         return g
 
     def apply_step(self, state, x, g):
-        state.opt.lr = self.step_size(state.t)
+        state.opt.lr = self.current_step(state)
         return state.opt.step(x, g)
 
 
