@@ -329,3 +329,30 @@ def test_two_label_factors_equal_the_general_path(la, order):
     np.testing.assert_array_equal(fast[1], slow[1])
     for key in ("perm", "inv", "rho", "keep", "w"):
         np.testing.assert_array_equal(fast[2][key], slow[2][key], err_msg=key)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 6), st.booleans(), st.booleans(),
+       st.sampled_from([1e-3, 1.0, 30.0, 700.0]), st.integers(0, 2**32 - 1))
+def test_binary_bound_curvature_is_the_jaakkola_jordan_gram(t, d, intercept, weighted, scale,
+                                                              seed):
+    """The two-label curvature assembled without the ones column's copy equals the closed
+    form sum_j s_j tanh(a_j / 2) / (2 a_j) xa_j xa_j^T (a_j the score, 1/4 at a_j = 0), an
+    expression independent of Alg. 1's factors, from tiny scores to the saturated tails."""
+    from zbound.models.loss import SoftmaxLoss
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((t, d))
+    y = rng.integers(0, 2, t)
+    sw = rng.exponential(size=t) if weighted else None
+    loss = SoftmaxLoss(X, y, 2, sample_weight=sw, reference_class=True,
+                       fit_intercept=intercept)
+    theta = scale * rng.standard_normal(d + intercept) / np.sqrt(d)
+    A = loss.majorizer(theta).curvature.assemble()
+    Xa = np.hstack([X, np.ones((t, 1))]) if intercept else X
+    a = Xa @ theta
+    with np.errstate(invalid="ignore", divide="ignore"):
+        lam = np.where(np.abs(a) < 1e-8, 0.25, np.tanh(a / 2.0) / (2.0 * a))
+    lam = lam * (1.0 if sw is None else sw)
+    ref = (Xa * lam[:, None]).T @ Xa
+    np.testing.assert_allclose(A, ref, rtol=1e-12, atol=1e-14 * max(1.0, np.abs(ref).max()))

@@ -29,7 +29,7 @@ from zbound.models.latent import latent_objective
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.solvers import minimize
 from zbound.solvers.base import MethodNames
-from zbound.utils.linalg import column_scale
+from zbound.utils.linalg import column_units
 from zbound.utils.validation import Number
 
 
@@ -149,13 +149,9 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         # same problem, in coordinates where the Hessian's diagonal is about even, so no
         # column's units steer the solver (a column in units of 1e6 left L-BFGS 3x above
         # the optimum, reported converged) and the random start is the same size for every
-        # column. u^2 = (s^2 + a) / (1 + a), s each column's root mean square and a = 4 reg
-        # / (sample weight): a column's diagonal t s^2 / 4 (logistic curvature at most 1/4)
-        # plus the ridge reg, relative to a standardized column's; s = 1 gives u = 1, and a
-        # column in tiny units is not blown up against its ridge.
+        # column (u: column_units, the ridge against a column's diagonal t s^2 / 4).
         check_design_magnitude(X, sw)          # the loss's own range check, before scaling
-        a = 4.0 * reg / (X.shape[0] if sw is None else float(sw.sum()))
-        scale = np.sqrt((column_scale(X, sw) ** 2 + a) / (1.0 + a))
+        scale = column_units(X, sw, 4.0 * reg / (X.shape[0] if sw is None else float(sw.sum())))
         units = np.append(scale, 1.0)                             # the offsets: unscaled
         strength = np.tile(reg / units**2, classes.size * M) if reg else 0.0
         model = latent_objective(X / scale, y_idx.astype(np.intp), M, strength, classes.size,

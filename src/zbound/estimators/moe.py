@@ -25,7 +25,7 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.moe.em import MSTEPS
 from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
 from zbound.solvers.base import MethodNames, solver_class
-from zbound.utils.linalg import column_scale
+from zbound.utils.linalg import column_units
 from zbound.utils.validation import Choices, Number
 
 #: the registered training methods of a mixture are named "moe-<method>"
@@ -233,12 +233,10 @@ class MixtureOfExperts(BaseEstimator):
         # Fitted on X / u with the penalty on the weights of X (MoEProblem's ``units``): the
         # same problem in coordinates where no column's units steer the solver (a column in
         # units of 1e6 beside standardized ones stopped L-BFGS at twice the objective of
-        # the standardized fit, reported converged). u^2 = (s^2 + a) / (1 + a): s each
-        # column's root mean square, a = 4 reg (a logistic column's curvature s^2 / 4 in the
-        # mean objective against the ridge); standardized columns keep u = 1.
+        # the standardized fit, reported converged). u: column_units, the ridge against a
+        # logistic column's curvature s^2 / 4 in the mean objective.
         check_design_magnitude(X, sw)          # the loss's own range check, before scaling
-        a = 4.0 * float(self.reg)
-        units = np.sqrt((column_scale(X, sw) ** 2 + a) / (1.0 + a))
+        units = column_units(X, sw, 4.0 * float(self.reg))
         problem = MoEProblem(X / units, target, k, expert,
                              n_classes=len(self.classes_) if logistic else None,
                              sample_weight=sw, reg=float(self.reg), noise=noise,
@@ -314,8 +312,18 @@ class MixtureOfExperts(BaseEstimator):
         return solver.run(problem, theta0)
 
     def _store(self, problem, fit):
-        theta = problem.original(fit.x)
-        P = problem.unpack(theta)
+        P = problem.unpack(problem.original(fit.x))
+        shift = 0.0
+        if problem.expert == "linear":
+            # back to y's units: weights and intercepts times sigma, variances times sigma^2,
+            # and the mean negative log-likelihood of y is that of y / sigma plus log sigma
+            c = self._y_scale
+            P.coef *= c
+            if problem.fit_var:
+                P.log_var += 2.0 * np.log(c)
+            self.noise_variance_ = np.exp(P.log_var) if problem.fit_var else \
+                np.full(problem.k, float(self.noise))
+            shift = float(np.log(c))
         split = -1 if self.fit_intercept else None
         self.gate_coef_ = P.gate[:, :split].copy()
         self.gate_intercept_ = P.gate[:, -1].copy() if self.fit_intercept else \
@@ -323,21 +331,7 @@ class MixtureOfExperts(BaseEstimator):
         self.coef_ = P.coef[..., :split].copy()
         self.intercept_ = P.coef[..., -1].copy() if self.fit_intercept else \
             np.zeros(P.coef.shape[:-1])
-        shift = 0.0
-        if problem.expert == "linear":
-            # back to y's units: weights and intercepts times sigma, variances times sigma^2,
-            # and the mean negative log-likelihood of y is that of y / sigma plus log sigma
-            c = self._y_scale
-            P.coef *= c
-            self.coef_ *= c
-            self.intercept_ *= c
-            if P.log_var is not None and problem.fit_var:
-                P.log_var += 2.0 * np.log(c)
-            self.noise_variance_ = np.exp(P.log_var) if problem.fit_var else \
-                np.full(problem.k, float(self.noise))
-            shift = float(np.log(c))
-            theta = problem.pack(P.gate, P.coef, P.log_var if problem.fit_var else None)
-        self._theta = theta
+        self._theta = problem.pack(P.gate, P.coef, P.log_var if problem.fit_var else None)
         self.objective_ = float(fit.fun) + shift
         self.n_iter_ = int(fit.nit)
         self.objective_curve_ = np.asarray(fit.trace.objective) + shift

@@ -268,11 +268,9 @@ class MoEProblem:
     def original(self, theta: np.ndarray) -> np.ndarray:
         """theta in the coordinates of the unscaled features (``units``): each weight divided
         by its column's unit, intercepts and log variances as they are."""
-        if not np.any(self.units != 1.0):
-            return np.array(theta, dtype=np.float64, copy=True)
         out = np.array(theta, dtype=np.float64, copy=True)
         n = self.n_gate + self.n_coef
-        out[:n] = (out[:n].reshape(-1, self.p) / self.units).ravel()
+        out[:n].reshape(-1, self.p)[...] /= self.units
         return out
 
     def unpack(self, theta: np.ndarray) -> Params:

@@ -57,7 +57,7 @@ from zbound.models.objective import Objective
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.first_order import SGD, Adam, TorchRule, torch_available
 from zbound.solvers.result import Recorder, Status
-from zbound.utils.linalg import jacobi, pcg, pd_cholesky, singular_rtol, unit_diagonal_scale
+from zbound.utils.linalg import jacobi, pcg, pd_cholesky, singular_rtol, unit_diagonal_form
 from zbound.utils.validation import (
     NON_NEGATIVE,
     NON_NEGATIVE_INT,
@@ -503,8 +503,7 @@ class SPFB(_BoundStep):
             # factored with a unit diagonal, S A S (S = diag(A)^{-1/2}): the condition test
             # then judges the matrix, not the units of the columns (a column in units of 1e9
             # made A "singular", and the minimum-norm inverse dropped every other direction)
-            S = unit_diagonal_scale(A)
-            As = A if S is None else A * S[:, None] * S[None, :]
+            As, S = unit_diagonal_form(A)
             c = pd_cholesky(As)
             if c is not None:
                 return ("chol", (c, True), S)

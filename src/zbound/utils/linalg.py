@@ -72,6 +72,16 @@ def unit_diagonal_scale(matrix: np.ndarray) -> np.ndarray | None:
     return None
 
 
+def unit_diagonal_form(matrix: np.ndarray):
+    """(S A S, S): a symmetric matrix scaled to a unit diagonal (a new array) and the scale
+    S = diag(A)^{-1/2}; (A, None), the matrix itself, where a diagonal entry is not positive
+    and finite. A factor of S A S solves A x = b as x = S (S A S)^{-1} S b."""
+    scale = unit_diagonal_scale(matrix)
+    if scale is None:
+        return matrix, None
+    return matrix * scale[:, None] * scale[None, :], scale
+
+
 def column_scale(X, sample_weight=None) -> np.ndarray:
     """The root mean square of each column of a dense or sparse X, rows weighted by
     ``sample_weight`` (a row of weight 2 counts as the row twice); 1 for an all-zero column:
@@ -91,6 +101,16 @@ def column_scale(X, sample_weight=None) -> np.ndarray:
     return np.where((s > 0.0) & np.isfinite(s), s, 1.0)
 
 
+def column_units(X, sample_weight=None, a: float = 0.0) -> np.ndarray:
+    """Units u of the columns of X for a fit on X / u with a ridge: u^2 = (s^2 + a) / (1 + a),
+    s = :func:`column_scale`, ``a`` the ridge relative to a standardized column's curvature.
+    A column's curvature s^2 plus the ridge then comes out about even across columns, a
+    standardized column (s = 1) keeps u = 1, and a column in tiny units is not blown up
+    against its ridge (u -> sqrt(a / (1 + a)), not s)."""
+    s = column_scale(X, sample_weight)
+    return np.sqrt((s * s + a) / (1.0 + a))
+
+
 def cholesky_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     """Solve matrix x = rhs for symmetric positive definite ``matrix``; None where it is not
     numerically positive definite (the condition test of :func:`singular_rtol`).
@@ -105,22 +125,19 @@ def cholesky_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     """
     if matrix.shape[0] == 0:
         return np.zeros_like(rhs)
-    scale = unit_diagonal_scale(matrix)
-    if scale is not None:
-        s = scale if rhs.ndim == 1 else scale[:, None]
-        c = pd_cholesky(matrix * scale[:, None] * scale[None, :], overwrite=True)
-        if c is None:
-            return None
-        x, info = _potrs(c, rhs * s, lower=1)
-        if info != 0:
-            return None
-        x *= s
-        return x
-    c = pd_cholesky(matrix)
+    scaled, scale = unit_diagonal_form(matrix)
+    c = pd_cholesky(scaled, overwrite=scale is not None)     # a copy when scaled
     if c is None:
         return None
-    x, info = _potrs(c, rhs, lower=1)
-    return x if info == 0 else None
+    if scale is None:
+        x, info = _potrs(c, rhs, lower=1)
+        return x if info == 0 else None
+    s = scale if rhs.ndim == 1 else scale[:, None]
+    x, info = _potrs(c, rhs * s, lower=1)
+    if info != 0:
+        return None
+    x *= s
+    return x
 
 
 def min_norm_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -307,6 +324,7 @@ def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
     return acc
 
 
-__all__ = ["singular_rtol", "unit_diagonal_scale", "column_scale", "pd_cholesky", "cholesky_solve",
+__all__ = ["singular_rtol", "unit_diagonal_scale", "unit_diagonal_form",
+           "column_scale", "column_units", "pd_cholesky", "cholesky_solve",
            "min_norm_solve", "psd_solve", "ridged_cholesky_solve", "jacobi", "block_jacobi",
            "cache_block_rows", "mirror_lower", "pcg", "single_gram"]
