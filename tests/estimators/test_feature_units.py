@@ -48,10 +48,11 @@ def test_latent_model_converges_on_raw_units(n_classes):
         est = LatentLogisticRegression(random_state=0).fit(X, y)
     assert est.converged_
     theta = np.concatenate([est.coef_, est.intercept_[:, :, None]], axis=2).ravel()
-    model = latent_objective(X, y, est.n_components, 1.0 / est.C, n_classes)
+    reg = (2.0 if n_classes == 2 else 1.0) / est.C        # LogisticRegression's binary C
+    model = latent_objective(X, y, est.n_components, reg, n_classes)
     f, g = model.value_and_grad(theta)
     assert f == pytest.approx(est.objective_, rel=1e-10)
-    gu = _unit_gradient(g, X, n_classes * est.n_components, 4.0 / est.C / X.shape[0])
+    gu = _unit_gradient(g, X, n_classes * est.n_components, 4.0 * reg / X.shape[0])
     assert np.max(np.abs(gu)) <= 1e-2 * max(1.0, abs(f)), np.max(np.abs(gu))
     np.testing.assert_allclose(est.solver_result_.x, theta, rtol=1e-12, atol=0)
 

@@ -79,6 +79,26 @@ def test_one_component_matches_multinomial_logistic_regression():
     np.testing.assert_allclose(lat.predict_proba(X), ref.predict_proba(X), atol=0.05)
 
 
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_one_component_is_logistic_regression_at_the_same_C(n_classes):
+    """n_components = 1 is LogisticRegression(C)'s model for two classes (one weight vector,
+    penalty ||w||^2 / (2C)) and for three (the multinomial one), the offsets penalized like
+    the weights: LogisticRegression on [X, 1] without its own intercept."""
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((80, 3))
+    s = X[:, 0] - 0.5 * X[:, 2] + 0.5 * rng.standard_normal(80)
+    y = (s > 0).astype(int) if n_classes == 2 else np.digitize(s, [-0.5, 0.5])
+    for C in (0.05, 1.0, 20.0):
+        lat = LatentLogisticRegression(n_components=1, C=C, tol=1e-10, max_iter=5000,
+                                       random_state=0).fit(X, y)
+        X1 = np.column_stack([X, np.ones(80)])
+        ref = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=10000).fit(
+            X1, y)
+        np.testing.assert_allclose(lat.predict_proba(X), ref.predict_proba(X1), atol=1e-6)
+
+
 @pytest.mark.parametrize("params,match", [
     ({"n_components": 0}, "'n_components' parameter .* must be an int in the range"),
     ({"n_components": 40}, "more than the samples of class"),

@@ -35,28 +35,61 @@ def test_sklearn_contract(estimator, check):
     check(estimator)
 
 
+def _reference_objective(X, y, alpha, sample_weight=None):
+    """J at LogisticRegression's optimum of the same objective (C = 1 / (alpha sum(s)))."""
+    total = X.shape[0] if sample_weight is None else float(np.sum(sample_weight))
+    ref = LogisticRegression(C=1.0 / (alpha * total), tol=1e-10, max_iter=10000).fit(
+        X, y, sample_weight=sample_weight)
+    shell = BoundSGDClassifier(alpha=alpha).fit(X[:5], y[:5])   # a fitted shell
+    shell.classes_ = ref.classes_
+    shell.coef_, shell.intercept_ = ref.coef_, ref.intercept_
+    return shell.objective(X, y, sample_weight), ref
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
-def test_fit_matches_the_batch_optimum(n_classes):
-    """alpha = 1 / (C T): the same objective as LogisticRegression(C)."""
+def test_stochastic_epochs_approach_the_batch_optimum(n_classes):
+    """alpha = 1 / (C T): the same objective as LogisticRegression(C). The epochs alone
+    (finish_tol=None) come within 1%."""
     X, y = _data(n_classes)
-    T = X.shape[0]
     alpha = 1e-2
-    est = BoundSGDClassifier(alpha=alpha, batch_size=100, max_iter=30, decay=20.0).fit(X, y)
-    ref = LogisticRegression(C=1.0 / (alpha * T), tol=1e-10, max_iter=10000).fit(X, y)
-    ref_est = BoundSGDClassifier(alpha=alpha).fit(X[:5], y[:5])   # a fitted shell
-    ref_est.classes_ = ref.classes_
-    ref_est.coef_, ref_est.intercept_ = ref.coef_, ref.intercept_
-    f_ref = ref_est.objective(X, y)
+    est = BoundSGDClassifier(alpha=alpha, batch_size=100, max_iter=30, decay=20.0,
+                             finish_tol=None).fit(X, y)
+    f_ref, ref = _reference_objective(X, y, alpha)
+    assert est.finish_result_ is None
     assert est.objective_ == pytest.approx(est.objective(X, y))
     assert f_ref <= est.objective_ <= 1.01 * f_ref
     assert (est.predict(X) == ref.predict(X)).mean() > 0.97
+
+
+@pytest.mark.parametrize("n_classes", [2, 3, 10])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fit_finishes_at_the_batch_optimum(n_classes, weighted):
+    """The default fit ends where the full-batch solver converges: the optimum of J, to
+    LogisticRegression's precision at tol 1e-10, with or without sample weights (weights
+    over their sum: scaling them all changes nothing)."""
+    if n_classes == 10:
+        X, y = load_digits(return_X_y=True)
+        X = X / 16.0
+    else:
+        X, y = _data(n_classes)
+    sw = np.random.default_rng(1).uniform(0.0, 3.0, X.shape[0]) if weighted else None
+    alpha = 1e-3
+    f_ref, _ = _reference_objective(X, y, alpha, sw)
+    for finish_tol, rtol in ((1e-4, 1e-4), (1e-9, 1e-9)):
+        est = BoundSGDClassifier(alpha=alpha, finish_tol=finish_tol).fit(X, y, sw)
+        assert est.finish_result_.converged
+        assert est.objective_ == pytest.approx(est.objective(X, y, sw))
+        assert f_ref - 1e-9 <= est.objective_ <= f_ref * (1 + rtol)
+    if weighted:
+        scaled = BoundSGDClassifier(alpha=alpha, finish_tol=1e-9).fit(X, y, 7.5 * sw)
+        assert scaled.objective_ == pytest.approx(est.objective_, rel=1e-9)
 
 
 def test_partial_fit_on_a_generator_of_chunks_reaches_fit():
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     kw = dict(alpha=1e-3, batch_size=200, decay=20.0, random_state=0)
-    fitted = BoundSGDClassifier(max_iter=10, **kw).fit(X, y)
+    fitted = BoundSGDClassifier(max_iter=10, tol=None, finish_tol=None, **kw).fit(X, y)
 
     def chunks(epochs, rng):
         for _ in range(epochs):
@@ -193,7 +226,13 @@ def test_diverging_fit_says_so():
 
     X, y = _data(3)
     with pytest.warns(ConvergenceWarning, match="diverged"):
-        BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3).fit(X, y)
+        BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3,
+                           finish_tol=None).fit(X, y)
     with pytest.raises(FloatingPointError, match="too large"):
         BoundSGDClassifier(lr=1e6, method="sbm-boehning", max_iter=50, tol=None).fit(
             X * 1e3, y)
+    # the full-batch finish brings diverged epochs back to the optimum, and says so
+    with pytest.warns(ConvergenceWarning, match="finish starts from zero"):
+        est = BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3).fit(X, y)
+    f_ref, _ = _reference_objective(X, y, est.alpha)
+    assert est.objective_ == pytest.approx(f_ref, rel=1e-5)

@@ -145,6 +145,21 @@ def _auto_evaluation(model) -> str:
     return "mixed-lean" if x32 >= _AUTO_MIN_BLOCKS * single_block_bytes(loss) else "double"
 
 
+def auto_fit(model, x0, tol: float, max_iter: int, callback=None):
+    """``minimize`` as ``BoundLogisticRegression(solver="auto", precision="auto")`` runs it
+    on an unconstrained logistic / softmax objective (sum form): the method of
+    :func:`zbound.solvers.choose_method`, float32 evaluations where they pay, and the
+    estimator's L-BFGS memory. Returns (method name, Result)."""
+    method = _solvers.choose_method(model, None, evaluation="mixed-lean")
+    options = {}
+    if _mixed(METHODS[method]):
+        options["evaluation"] = _auto_evaluation(model)
+    if method == "lbfgs-precond":
+        options["memory"] = _ESTIMATOR_PAIRS
+    return method, minimize(model, x0, method=method, tol=float(tol), max_iter=int(max_iter),
+                            callback=callback, **options)
+
+
 class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     """L2-regularized logistic regression (binary and multinomial) fitted with zbound solvers.
 
