@@ -17,6 +17,7 @@ See ``docs/stochastic.md``.
 from __future__ import annotations
 
 import copy
+import math
 import warnings
 from numbers import Integral, Real
 
@@ -80,6 +81,19 @@ def auto_batch_size(n_rows: int) -> int:
     gets at least 10 updates an epoch (digits, 1347 rows: 135) and a large one batches of
     1000."""
     return int(min(1000, max(100, -(-n_rows // AUTO_UPDATES_PER_EPOCH))))
+
+
+def _relative_weights(sw):
+    """Sample weights brought near 1 by a power of two where the largest is beyond 2^+-64:
+    J weighs rows over the weights' sum, so their scale is free, and weights of 1e307 must not
+    overflow that sum. Weights in range are kept as they are (a weight of 2 then stays
+    exactly two rows of weight 1, through the full-batch finish too); None stays None."""
+    if sw is None or not sw.size:
+        return sw
+    top = float(sw.max())
+    if top <= 0.0 or 2.0**-64 <= top <= 2.0**64:
+        return sw
+    return np.ldexp(sw, -math.frexp(top)[1])
 
 
 def _bound_step(info) -> bool:
@@ -299,7 +313,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         ``tol``). Returns self."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         check_classification_targets(y)
-        sw = check_sample_weight(sample_weight, X.shape[0])
+        sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         classes, y_idx = np.unique(y, return_inverse=True)
         if classes.size < 2:
             raise ValueError(f"BoundSGDClassifier needs samples of at least 2 classes; got 1 "
@@ -340,20 +354,19 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
                 if stalled >= int(self.n_iter_no_change):
                     break
             f_prev = f
-        diverged = f > f_start
-        if diverged:
-            warnings.warn(f"BoundSGDClassifier: the objective rose from {f_start:.6g} at the "
-                          f"zero start to {f:.6g} after {epochs} epochs: the steps diverged "
-                          f"(lr={self.lr} too large?)"
-                          + ("; the full-batch finish starts from zero instead"
-                             if self.finish_tol is not None else ""), ConvergenceWarning,
-                          stacklevel=STACKLEVEL)
         self.finish_result_ = None
         if self.finish_tol is not None:
-            # from zero where the epochs diverged: far out, the objective's own scale makes
-            # the stationarity test's tol * abs(J) loose enough to pass at once
-            start = np.zeros_like(state.x) if diverged else state.x
+            # from the better of the epochs' end and the zero start: where the epochs ended
+            # above it (noise where the optimum is near zero, or a step far too large) the
+            # finish still converges, and far out the objective's own scale would make the
+            # stationarity test's tol * abs(J) loose enough to pass at once
+            start = np.zeros_like(state.x) if f > f_start else state.x
             self._set_theta(self._finish(X, y_idx, sw, start))
+        elif f > f_start:
+            warnings.warn(f"BoundSGDClassifier: the objective rose from {f_start:.6g} at the "
+                          f"zero start to {f:.6g} after {epochs} epochs: the steps diverged "
+                          f"(lr={self.lr} too large?)", ConvergenceWarning,
+                          stacklevel=STACKLEVEL)
         elif self.tol is not None and stalled < int(self.n_iter_no_change):
             warnings.warn(f"BoundSGDClassifier: max_iter={self.max_iter} epochs reached before "
                           f"the objective settled (tol={self.tol}); increase max_iter",
@@ -419,7 +432,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         if first:
             check_classification_targets(y)     # later chunks: _encode rejects unknown labels
         y_idx = self._encode(y, all_classes)
-        sw = check_sample_weight(sample_weight, X.shape[0])
+        sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         if sw is not None and not sw.any():
             raise ValueError("every sample_weight of the chunk is zero")
         if first:
@@ -461,7 +474,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              reset=False)
         y_idx = self._encode(y, self.classes_)
-        sw = check_sample_weight(sample_weight, X.shape[0])
+        sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         T = X.shape[0]
         if sw is not None and not sw.any():
             raise ValueError("every sample_weight is zero: the weighted mean is undefined")
