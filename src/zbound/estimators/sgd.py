@@ -102,14 +102,10 @@ def _bound_step(info) -> bool:
         set(_OPTIONS) <= set(solver_class(info.name).options)
 
 
-def _same_settings(a, b) -> bool:
-    """Two configured methods that differ at most in the batch size (a chunk of partial_fit
-    is its own batch): the state of one carries over to the other."""
-    if type(a) is not type(b):
-        return False
-    ca = {k: v for k, v in a.config.items() if k != "batch_size"}
-    cb = {k: v for k, v in b.config.items() if k != "batch_size"}
-    return ca == cb
+def _same_options(a: dict, b: dict) -> bool:
+    """Two methods' options that differ at most in the batch size (a chunk of partial_fit is
+    its own batch): the state of one carries over to the other."""
+    return a.keys() == b.keys() and all(a[k] == b[k] for k in a if k != "batch_size")
 
 
 class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
@@ -224,10 +220,12 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
 
     # -- settings --------------------------------------------------------------------------------
     def _solver(self, n_classes: int, n_features: int, updates_per_epoch: int = 1,
-                batch_size: int = 1000, stream: bool = False):
+                batch_size: int = 1000, stream: bool = False, reuse=None):
         """The configured method (the parameters were checked by ``_parameter_constraints``):
         "auto" resolved, the schedule's half-life ``decay`` turned from epochs into updates;
-        ``stream``: for ``partial_fit``."""
+        ``stream``: for ``partial_fit``. ``reuse``: a configured solver returned as it is
+        where its settings differ at most in the batch size (a chunk of ``partial_fit`` is
+        its own batch, and its state carries over), with no new one configured."""
         method = auto_method(n_classes, n_features) if self.method == "auto" else self.method
         cls = solver_class(method)
         opts = {name: getattr(self, name) for name in _OPTIONS}
@@ -245,6 +243,8 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
             # spans only its rows, and its minimizer forgets the rest of the stream (binary,
             # one-row chunks: accuracy 0.70, 0.94 with the average; 1000-row chunks equal)
             opts["curvature"] = "average"
+        if reuse is not None and type(reuse) is cls and _same_options(reuse._options, opts):
+            return reuse, method
         return cls(**opts), method
 
     # -- objective of a chunk ------------------------------------------------------------------
@@ -428,7 +428,9 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              reset=first)
         solver, method = self._solver(all_classes.size, X.shape[1], 1, max(1, X.shape[0]),
-                                      stream=True)
+                                      stream=True,
+                                      reuse=None if first else getattr(self, "_sgd_solver",
+                                                                       None))
         if first:
             check_classification_targets(y)     # later chunks: _encode rejects unknown labels
         y_idx = self._encode(y, all_classes)
@@ -446,9 +448,6 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
                 state = solver.init(None, self._theta())
             else:
                 state.x = self._theta()
-            prev = getattr(self, "_sgd_solver", None)
-            if prev is not None and _same_settings(prev, solver):
-                solver = prev
         saved = copy.copy(state)
         try:
             theta = self._step(solver, state, X, y_idx, sw,

@@ -45,8 +45,6 @@ from numbers import Integral, Real
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-import scipy.linalg.lapack
 from scipy.linalg.blas import dger
 from sklearn.utils._param_validation import StrOptions
 
@@ -57,7 +55,14 @@ from zbound.models.objective import Objective
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.first_order import SGD, Adam, TorchRule, torch_available
 from zbound.solvers.result import Recorder, Status
-from zbound.utils.linalg import jacobi, pcg, pd_cholesky, singular_rtol, unit_diagonal_form
+from zbound.utils.linalg import (
+    factor_solve,
+    jacobi,
+    pcg,
+    pd_cholesky,
+    singular_rtol,
+    unit_diagonal_form,
+)
 from zbound.utils.validation import (
     NON_NEGATIVE,
     NON_NEGATIVE_INT,
@@ -506,7 +511,7 @@ class SPFB(_BoundStep):
             As, S = unit_diagonal_form(A)
             c = pd_cholesky(As)
             if c is not None:
-                return ("chol", (c, True), S)
+                return ("chol", c, S)
             # numerically singular (the condition test of singular_rtol): the minimum-norm
             # inverse, singular values below the same threshold dropped
             inv = np.linalg.pinv(As, rtol=singular_rtol(p), hermitian=True)
@@ -565,10 +570,7 @@ class SPFB(_BoundStep):
     def solve(self, cache, g, state):
         kind = cache[0]
         if kind == "chol":
-            S = cache[2]
-            if S is None:
-                return scipy.linalg.cho_solve(cache[1], g)
-            return S * scipy.linalg.cho_solve(cache[1], S * g)
+            return factor_solve(cache[1], g, cache[2])
         if kind == "pinv":
             return cache[1] @ g
         if kind == "kron":

@@ -129,14 +129,21 @@ def cholesky_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray | None:
     c = pd_cholesky(scaled, overwrite=scale is not None)     # a copy when scaled
     if c is None:
         return None
+    return factor_solve(c, rhs, scale)
+
+
+def factor_solve(factor: np.ndarray, rhs: np.ndarray, scale: np.ndarray | None = None):
+    """x with A x = rhs from the lower Cholesky factor of S A S (``scale`` S, a unit-diagonal
+    form: :func:`unit_diagonal_form`; None: of A itself), by raw LAPACK potrs (at p ~ 50 the
+    wrapper's checks of ``scipy.linalg.cho_solve`` cost as much as the solve)."""
     if scale is None:
-        x, info = _potrs(c, rhs, lower=1)
-        return x if info == 0 else None
-    s = scale if rhs.ndim == 1 else scale[:, None]
-    x, info = _potrs(c, rhs * s, lower=1)
+        x, info = _potrs(factor, rhs, lower=1)
+    else:
+        s = scale if rhs.ndim == 1 else scale[:, None]
+        x, info = _potrs(factor, rhs * s, lower=1)
+        x *= s
     if info != 0:
-        return None
-    x *= s
+        raise ValueError(f"potrs: argument {-info} is invalid")
     return x
 
 
@@ -324,7 +331,7 @@ def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
     return acc
 
 
-__all__ = ["singular_rtol", "unit_diagonal_scale", "unit_diagonal_form",
+__all__ = ["singular_rtol", "unit_diagonal_scale", "unit_diagonal_form", "factor_solve",
            "column_scale", "column_units", "pd_cholesky", "cholesky_solve",
            "min_norm_solve", "psd_solve", "ridged_cholesky_solve", "jacobi", "block_jacobi",
            "cache_block_rows", "mirror_lower", "pcg", "single_gram"]
