@@ -243,3 +243,55 @@ def test_diverging_fit_says_so():
         est = BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3).fit(X, y)
     f_ref, _ = _reference_objective(X, y, est.alpha)
     assert est.objective_ == pytest.approx(f_ref, rel=1e-5)
+
+
+def _wide_sparse(t=300, d=5000, k=2, seed=0):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    X = sp.random(t, d, density=20 / d, format="csr", random_state=seed)
+    W = rng.standard_normal((d, k))
+    return X, np.asarray((X @ W).argmax(axis=1)).ravel()
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+def test_wide_sparse_data_is_fitted_without_a_dense_gram(n_classes):
+    """Wider than KRON_MAX_WIDTH columns: the SPFB step is preconditioned by the diagonal, not
+    by a (d, d) Gram factor (30 000 columns segfaulted allocating one), fit reaches the batch
+    optimum, and a stream keeps each chunk's own bound."""
+    from zbound.solvers.stochastic import KRON_MAX_WIDTH
+
+    X, y = _wide_sparse(k=n_classes)
+    assert X.shape[1] > KRON_MAX_WIDTH
+    est = BoundSGDClassifier(alpha=1e-2).fit(X, y)
+    assert est.method_ == "spfb"
+    f_ref, _ = _reference_objective(X, y, 1e-2)
+    assert f_ref - 1e-9 <= est.objective_ <= f_ref * (1 + 1e-4)
+    stream = BoundSGDClassifier(alpha=1e-2)
+    for a in range(0, 300, 50):
+        stream.partial_fit(X[a:a + 50], y[a:a + 50], classes=np.arange(n_classes))
+    assert stream._sgd_solver.opts["curvature"] == "batch"
+    assert np.isfinite(stream.coef_).all() and stream.score(X, y) > 0.6
+
+
+def test_averaged_kronecker_curvature_on_too_wide_data_is_an_error():
+    from zbound.models.multinomial import logistic_objective
+    from zbound.solvers import minimize
+
+    X, y = _wide_sparse()
+    model = logistic_objective(X, y, 2, np.full(X.shape[1] + 1, 1e-2), None, 0.0,
+                               fit_intercept=True)
+    with pytest.raises(ValueError, match="Gram factor"):
+        minimize(model, np.zeros(X.shape[1] + 1), method="spfb", curvature="average",
+                 max_iter=1, batch_size=100)
+
+
+def test_one_pass_then_the_finish_by_default():
+    """max_iter="auto": one epoch before the full-batch finish, 100 without it."""
+    X, y = load_digits(return_X_y=True)
+    X = X / 16.0
+    est = BoundSGDClassifier().fit(X, y)
+    assert est.n_iter_ == 1 and est.finish_result_.converged
+    alone = BoundSGDClassifier(finish_tol=None).fit(X, y)
+    assert 1 < alone.n_iter_ < 100 and alone.finish_result_ is None
+    assert est.objective_ < alone.objective_

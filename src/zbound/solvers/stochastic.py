@@ -82,6 +82,11 @@ SCHEDULES = ("constant", "inverse")
 # Above this many parameters "spfb" solves with matrix-free PCG instead of a dense Cholesky
 # (a dense softmax bound costs n^2/2 Gram products of the batch: 55 of 1000 x 784 on KMNIST).
 DENSE_MAX = 1000
+#: The Kronecker curvature's Gram factor is a dense (w, w) matrix over the w columns of the
+#: design (with the intercept): up to this width (128 MiB, and a batch of 1000 dense rows of
+#: 32 MB); wider data (text: 10^4-10^6 columns) gets the Jacobi preconditioner, and the
+#: averaged Kronecker curvature is an error there (it segfaulted allocating 30 000 x 30 000).
+KRON_MAX_WIDTH = 4096
 
 
 @dataclass
@@ -400,7 +405,8 @@ class SPFB(_BoundStep):
     ``cg_maxiter`` PCG iterations on products with it, warm-started from the previous direction
     and preconditioned by its Kronecker approximation (:class:`KroneckerFactored`: label factor
     of the batch, Gram factor averaged over the first ``gram_updates`` bound builds and then
-    reused; ``precond="jacobi"`` for the diagonal instead).
+    reused; ``precond="jacobi"`` for the diagonal instead, and the diagonal on designs wider
+    than ``KRON_MAX_WIDTH`` columns, where the (w, w) Gram factor would not fit).
 
     ``curvature="average"`` (our extension, not in the paper): the curvature is the average of
     the batch bounds built so far, Sigma_bar <- (1 - rho_k) Sigma_bar + rho_k Sigma_B at the k-th
@@ -408,7 +414,8 @@ class SPFB(_BoundStep):
     curvature with the noise of a single batch averaged out. Above ``dense_max`` parameters the
     average is kept in Kronecker form (averaged label factor (x) Gram factor) and solved exactly
     by its eigendecompositions (no PCG); ``kron_rank`` truncates its Gram factor (see
-    :class:`KroneckerFactored`). Default step: eta_0 / (1 + (t - 1) / decay).
+    :class:`KroneckerFactored`), up to ``KRON_MAX_WIDTH`` design columns (wider: a
+    ValueError). Default step: eta_0 / (1 + (t - 1) / decay).
 
     Kronecker-path knobs (above ``dense_max``; defaults keep the earlier behaviour):
     ``gram_shrink`` = s damps the Gram factor to G + s tr(G) / rows I (rows averaged so far:
@@ -517,14 +524,26 @@ class SPFB(_BoundStep):
             inv = np.linalg.pinv(As, rtol=singular_rtol(p), hermitian=True)
             return ("pinv", inv if S is None else inv * S[:, None] * S[None, :])
         lam = float(diag.max()) if diag.size and diag.max() > 0 else 1e-12
-        kron = None
-        if self.opts["curvature"] == "average" or self.opts["precond"] == "kron":
+        kron = Bc = None
+        average = self.opts["curvature"] == "average"
+        if average or self.opts["precond"] == "kron":
             Bc = C.label_weight_matrix()
             if Bc is None:
                 raise TypeError("the Kronecker curvature needs a softmax bound curvature")
+            width = p // max(1, Bc.shape[0])
+            if width > KRON_MAX_WIDTH:
+                if average:
+                    raise ValueError(
+                        f"curvature='average' above dense_max={self.opts['dense_max']} "
+                        f"parameters keeps a dense ({width}, {width}) Gram factor of the "
+                        f"design ({8 * width**2 / 2**30:.1f} GiB), limit {KRON_MAX_WIDTH} "
+                        "columns: use curvature='batch' (with precond='jacobi') or 'lspfb' "
+                        "on data this wide")
+                Bc = None                   # precond="kron": the Jacobi preconditioner
+        if Bc is not None:
             B = ex.avg_label = self._mix(ex, ex.avg_label, Bc)
             kron = KroneckerFactored(B, self._gram(ex, C), lam, self.opts["kron_rank"])
-        if self.opts["curvature"] == "average":
+        if average:
             return ("kron", kron)
         op = C
         for q in pen:

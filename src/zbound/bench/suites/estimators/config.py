@@ -22,7 +22,8 @@ class Config:
     ``moe_methods``: the library's other solvers timed beside the defaults (None: the
     default); ``sparse_shapes``: (rows, columns, classes) of the synthetic tf-idf problems;
     ``sparse_cs``: their C values; ``stream``: (rows, columns, classes, chunk) of the
-    ``partial_fit`` stream; ``small_cs``: C values of the small problems."""
+    ``partial_fit`` stream; ``sgd_sparse``: (rows, columns, classes) of the tf-idf rows the
+    stochastic fit also runs on; ``small_cs``: C values of the small problems."""
 
     repeats: int = 5
     latent_solvers: tuple = (None, "lbfgs", "newton-bound", "squarem")
@@ -33,6 +34,7 @@ class Config:
     sparse_cs: tuple = (1.0, 100.0)
     sparse_nnz: int = 50
     stream: tuple = (50_000, 50, 5, 1000)
+    sgd_sparse: tuple = (20_000, 30_000, 2)
     small_cs: tuple = (0.01, 1.0, 100.0)
     memory: bool = True
 
@@ -52,5 +54,6 @@ def tiny(**changes) -> Config:
 
     base = Config(repeats=1, latent_solvers=(None,), moe_methods=(None,), moe_experts=(2,),
                   sparse_shapes=((300, 2000, 2),), sparse_cs=(1.0,), stream=(3000, 10, 3, 500),
+                  sgd_sparse=(400, 5000, 2),
                   small_cs=(1.0,), memory=False)
     return dataclasses.replace(base, **changes)

@@ -10,7 +10,8 @@ Tasks
     ``moe``: ``MixtureOfExperts(k)`` on class labels (k = 2, 4) against the same.
     ``sgd``: ``BoundSGDClassifier()`` against ``SGDClassifier(loss="log_loss")`` on scaled
     digits, with ``LogisticRegression()``'s test accuracy as the reference (and the epochs
-    alone, ``finish_tol=None``, beside them).
+    alone, ``finish_tol=None``, beside them), and on tf-idf rows (``Config.sgd_sparse``;
+    the split's test accuracy).
     ``partial-fit``: rows per second of ``partial_fit`` over a stream of chunks, against
     ``SGDClassifier.partial_fit``.
     ``sparse``: ``BoundLogisticRegression()`` against liblinear (two classes), lbfgs,
@@ -150,18 +151,27 @@ def _write_ratio_records(ctx, task, dataset, setting, timing, Xt, yt, peer,
 # -- stochastic ---------------------------------------------------------------------------------
 def run_sgd(ctx, cfg: Config) -> None:
     from sklearn.linear_model import LogisticRegression, SGDClassifier
+    from sklearn.model_selection import train_test_split
 
     from zbound import BoundSGDClassifier
 
-    X, Xt, y, yt = scaled_split("digits")
     makers = {"sklearn-sgd": lambda: SGDClassifier(loss="log_loss", random_state=0),
               "sklearn-logistic": LogisticRegression, "zbound-sgd": BoundSGDClassifier,
               # the epochs alone, without the full-batch finish (the papers' method)
               "zbound-sgd-epochs": lambda: BoundSGDClassifier(finish_tol=None)}
+    X, Xt, y, yt = scaled_split("digits")
     timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg.repeats, cfg.memory)
     cv = {n: cv_accuracy(m, "digits") for n, m in makers.items()}
     _write_ratio_records(ctx, "sgd", "digits", "alpha=1e-4", timing, Xt, yt, "sklearn-sgd",
                          cv)
+    ctx.advance()
+    # wide sparse rows (text): the split's test accuracy
+    t, d, k = cfg.sgd_sparse
+    Xs, ys = zipf_text(t, d, k, cfg.sparse_nnz)
+    X, Xt, y, yt = train_test_split(Xs, ys, test_size=0.25, random_state=0, stratify=ys)
+    timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg.repeats, cfg.memory)
+    _write_ratio_records(ctx, "sgd", f"zipf-tfidf-{t}x{d}-{k}cls", "alpha=1e-4", timing, Xt,
+                         yt, "sklearn-sgd")
     ctx.advance()
 
 
@@ -305,7 +315,7 @@ TASKS = {"latent": run_latent, "moe": run_moe, "sgd": run_sgd, "partial-fit": ru
 
 def run(ctx) -> None:
     cfg = ctx.options.get("config") or config(ctx.quick)
-    steps = (2 + len(cfg.moe_experts) + 1 + 1 + len(cfg.sparse_shapes) * len(cfg.sparse_cs)
+    steps = (2 + len(cfg.moe_experts) + 2 + 1 + len(cfg.sparse_shapes) * len(cfg.sparse_cs)
              + 1 + 2 * len(cfg.small_cs))
     ctx.start("estimators", steps)
     t0 = time.perf_counter()
