@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from zbound.bounds.curvature import DenseCurvature, KroneckerCurvature
 from zbound.utils.linalg import cholesky_solve, jacobi, pcg
@@ -179,3 +181,41 @@ def test_factor_blocks_rejects_sparse_factors():
 
     X = sp.random(50, 4, density=0.5, format="csr", random_state=0)
     assert factor_blocks([(X, np.ones((50, 1)), False)], np.zeros((1, 4))) is None
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(0, 2**32 - 1), st.booleans(), st.booleans())
+def test_weighted_ridge_solve_wide_form_is_the_minimizer(seed, free_intercept, tall):
+    """More columns than rows go through (rows, rows) systems: the same minimizer as the
+    normal equations (columns 1e-2 to 1e2 apart, zero weights, ridges 1e-4 to 1e2, an
+    unpenalized intercept); as many rows as columns, the normal equations themselves."""
+    from zbound.utils.linalg import weighted_ridge_solve
+
+    rng = np.random.default_rng(seed)
+    t = int(rng.integers(2, 25))
+    p = int(rng.integers(2, t + 1)) if tall else int(rng.integers(t + 1, 50))
+    X = rng.standard_normal((t, p)) * 10.0 ** rng.uniform(-2, 2, p)
+    X[:, -1] = 1.0
+    w = rng.uniform(0.0, 2.0, t) * (rng.random(t) > 0.2)
+    y = rng.standard_normal(t)
+    ridge = 10.0 ** rng.uniform(-4, 2, p)
+    if free_intercept:
+        ridge[-1] = 0.0
+    c = weighted_ridge_solve(X, w, y, ridge)
+
+    def f(c):
+        return float(w @ (y - X @ c) ** 2 + ridge @ c**2)
+
+    A = (X * w[:, None]).T @ X + np.diag(ridge)
+    ref = np.linalg.lstsq(A, X.T @ (w * y), rcond=None)[0]
+    assert f(c) <= f(ref) + 1e-10 * max(1.0, f(ref))
+
+
+def test_weighted_ridge_solve_without_a_penalty_is_the_minimum_norm_fit():
+    from zbound.utils.linalg import weighted_ridge_solve
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((5, 12))
+    y = rng.standard_normal(5)
+    c = weighted_ridge_solve(X, np.ones(5), y, 0.0)
+    np.testing.assert_allclose(c, np.linalg.pinv(X) @ y, atol=1e-12)

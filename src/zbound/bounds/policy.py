@@ -179,6 +179,12 @@ class PreconditionerPolicy:
         fac = H.block_factors()
         if fac is None or any(sp.issparse(f[0]) for f in fac[0]):
             return None
+        b = fac[1].shape[1]
+        if b * b > block_budget(fac[0]):
+            # one (b, b) array beyond the data's own size (wide data: 300 rows x 20 000
+            # columns asked for 3.2 GB and crashed the process): the block preconditioner,
+            # which picks a form within the budget (Woodbury over the rows, or the diagonal)
+            return None
         key = tuple(id(f[0]) for f in fac[0])
         cached = getattr(self, attr)
         if cached is None or cached[0] != key:

@@ -39,7 +39,7 @@ from zbound.moe.model import MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
 from zbound.solvers.base import MethodInfo, MethodNames, Solver, State, register
 from zbound.solvers.majorization import NewtonBound
 from zbound.solvers.result import Result
-from zbound.utils.linalg import psd_solve
+from zbound.utils.linalg import weighted_ridge_solve
 from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
 
@@ -187,12 +187,10 @@ class MStep:
         for j in range(pb.k):
             w = pb.v * R[:, j]
             s2 = float(np.exp(P.log_var[j]))
-            A = (Xb * w[:, None]).T @ Xb
-            A[np.diag_indices_from(A)] += ridge * s2
-            b = Xb.T @ (w * y)
-            # Cholesky where A is numerically positive definite, else the minimum-norm
-            # solution (an expert with no responsibility, collinear columns)
-            c = psd_solve(A, b)
+            # the (p, p) normal equations where they are no larger than the data (Cholesky,
+            # or the minimum-norm solution: an expert with no responsibility, collinear
+            # columns); wider data through (rows, rows) systems
+            c = weighted_ridge_solve(Xb, w, y, ridge * s2)
             P.coef[j] = c
             if pb.fit_var:
                 mass = float(w.sum())

@@ -170,6 +170,49 @@ def psd_solve(matrix: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return x
 
 
+def weighted_ridge_solve(X: np.ndarray, w: np.ndarray, y: np.ndarray,
+                         ridge: np.ndarray) -> np.ndarray:
+    """argmin_c sum_i w_i (y_i - x_i^T c)^2 + sum_j ridge_j c_j^2 for dense X (t, p), weights
+    w >= 0 and ridge >= 0 (0: an unpenalized column, e.g. the intercept's).
+
+    Up to as many columns as rows: the (p, p) normal equations (:func:`psd_solve`: the
+    minimum-norm solution where they are singular). Wider: the same minimizer through (t, t)
+    systems, never a (p, p) array (300 rows x 20 000 columns asked for 3 GB): with Z the
+    penalized columns of W^(1/2) X, D their ridge and M = (I + Z D^-1 Z^T)^-1, the unpenalized
+    coefficients c_U = (A^T M A)^+ A^T M r (A = W^(1/2) X_U, r = W^(1/2) y) and the penalized
+    ones c_P = D^-1 Z^T M (r - A c_U); with no penalized column, the minimum-norm least squares
+    solution."""
+    X = np.asarray(X, dtype=np.float64)
+    t, p = X.shape
+    ridge = np.broadcast_to(np.asarray(ridge, dtype=np.float64), (p,))
+    if p <= t:
+        A = (X * w[:, None]).T @ X
+        A[np.diag_indices_from(A)] += ridge
+        return psd_solve(A, X.T @ (w * y))
+    sw = np.sqrt(w)
+    r = sw * y
+    pen = ridge > 0.0
+    c = np.zeros(p)
+    if not pen.any():
+        return np.linalg.lstsq(X * sw[:, None], r, rcond=None)[0]
+    Z = X[:, pen] * sw[:, None]
+    Dinv = 1.0 / ridge[pen]
+    K = (Z * Dinv) @ Z.T
+    K[np.diag_indices_from(K)] += 1.0                       # I + Z D^-1 Z^T: SPD
+    free = ~pen
+    if free.any():
+        A = X[:, free] * sw[:, None]
+        MA = psd_solve(K, np.column_stack([A, r]))
+        MA, Mr = MA[:, :-1], MA[:, -1]
+        cu = min_norm_solve(A.T @ MA, A.T @ Mr)
+        c[free] = cu
+        e = r - A @ cu
+    else:
+        e = r
+    c[pen] = Dinv * (Z.T @ psd_solve(K, e))
+    return c
+
+
 def ridged_cholesky_solve(matrix: np.ndarray, rhs: np.ndarray, first: float = 1e-10,
                           factor: float = 100.0, tries: int = 4) -> np.ndarray | None:
     """Cholesky solve, adding a growing ridge while the matrix is not numerically positive
@@ -332,6 +375,7 @@ def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
 
 
 __all__ = ["singular_rtol", "unit_diagonal_scale", "unit_diagonal_form", "factor_solve",
+           "weighted_ridge_solve",
            "column_scale", "column_units", "pd_cholesky", "cholesky_solve",
            "min_norm_solve", "psd_solve", "ridged_cholesky_solve", "jacobi", "block_jacobi",
            "cache_block_rows", "mirror_lower", "pcg", "single_gram"]
