@@ -307,3 +307,22 @@ def test_wide_multiclass_newton_preconditions_with_the_whole_hessian(fit_interce
     assert auto.info["preconditioner_builds"] == auto.info["newton_steps"]
     assert auto.info["cg_products"] <= 2 * auto.info["newton_steps"]
     assert auto.info["cg_products"] < blocks.info["cg_products"]
+
+
+@pytest.mark.parametrize("method", ["newton-bound", "bound"])
+def test_a_far_out_start_is_not_called_stationary(method):
+    """At theta ~ 1e8 a quadratic penalty makes f ~ 1e18 grow faster than the gradient, and
+    ||g||_inf <= tol * abs(f) held at the start: 0 iterations, 'converged'. The start point is
+    judged on the absolute test; the run ends at the optimum."""
+    from sklearn.datasets import make_classification
+
+    from zbound.models.multinomial import logistic_objective
+    from zbound.solvers import minimize
+
+    X, y = make_classification(600, 6, n_informative=4, n_redundant=0, n_classes=3,
+                               n_clusters_per_class=1, random_state=0)
+    model = logistic_objective(X, y, 3, np.full(21, 0.06), None, 600 / 9, fit_intercept=True)
+    far = minimize(model, np.full(21, 9e7), method=method, tol=1e-4, max_iter=2000)
+    ref = minimize(model, np.zeros(21), method="newton-bound", tol=1e-10)
+    assert far.converged and far.nit > 0
+    assert far.fun == pytest.approx(ref.fun, rel=1e-6)

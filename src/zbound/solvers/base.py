@@ -474,6 +474,12 @@ class Solver:
         # rows, 20 classes: ||g||_inf <= 1e-4 |f| held at 3.7x the optimum, right after a
         # step that had lowered f by 42%)
         moving = state.f_prev is not None and state.f_prev - f > STILL_MOVING_RTOL * scale
+        # at the start point, before any step, the test is absolute (scale 1): relative to
+        # abs(f) it passed at once far from the optimum, where a quadratic penalty makes f
+        # grow faster than the gradient (theta ~ 1e8: f = 1e15 with ||g||_inf = 5e6, called
+        # converged after 0 iterations); one step later the relative test applies
+        if state.f_prev is None and state.nit == 0:
+            scale = 1.0
         if stat <= self.tol * scale and not moving:
             return Status.STATIONARY
         if self.ftol > 0.0 and state.f_prev is not None and \
