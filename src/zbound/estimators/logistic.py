@@ -145,19 +145,28 @@ def _auto_evaluation(model) -> str:
     return "mixed-lean" if x32 >= _AUTO_MIN_BLOCKS * single_block_bytes(loss) else "double"
 
 
+def _method_options(model, method: str, precision: str = "auto") -> dict:
+    """The estimator's options for ``method`` on ``model``: the evaluation precision of an
+    L-BFGS method that can evaluate in float32 (``precision="auto"``: where it pays,
+    :func:`_auto_evaluation`), and 40 curvature pairs for "lbfgs-precond", not the solver's
+    80 for small p (the pairs would be the fit's largest arrays; docs/estimators.md: memory
+    within 2x scikit-learn's)."""
+    options = {}
+    if _mixed(METHODS[method]):
+        options["evaluation"] = _auto_evaluation(model) if precision == "auto" else precision
+    if method == "lbfgs-precond":
+        options["memory"] = _ESTIMATOR_PAIRS
+    return options
+
+
 def auto_fit(model, x0, tol: float, max_iter: int, callback=None):
     """``minimize`` as ``BoundLogisticRegression(solver="auto", precision="auto")`` runs it
     on an unconstrained logistic / softmax objective (sum form): the method of
-    :func:`zbound.solvers.choose_method`, float32 evaluations where they pay, and the
-    estimator's L-BFGS memory. Returns (method name, Result)."""
+    :func:`zbound.solvers.choose_method` with :func:`_method_options`. Returns (method name,
+    Result)."""
     method = _solvers.choose_method(model, None, evaluation="mixed-lean")
-    options = {}
-    if _mixed(METHODS[method]):
-        options["evaluation"] = _auto_evaluation(model)
-    if method == "lbfgs-precond":
-        options["memory"] = _ESTIMATOR_PAIRS
     return method, minimize(model, x0, method=method, tol=float(tol), max_iter=int(max_iter),
-                            callback=callback, **options)
+                            callback=callback, **_method_options(model, method))
 
 
 class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
@@ -422,16 +431,11 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             # never copies X, so binary data keeps newton-bound as with "mixed-lean"
             solver = _solvers.choose_method(
                 model, constraints, evaluation="mixed-lean" if precision == "auto" else precision)
-        options = {}
-        if _mixed(METHODS[solver]):
-            options["evaluation"] = _auto_evaluation(model) if precision == "auto" else precision
-        elif precision not in ("auto", "double") and self.solver != "auto":
+        if not _mixed(METHODS[solver]) and precision not in ("auto", "double") and \
+                self.solver != "auto":
             raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
                              f"({', '.join(MethodNames(_mixed))}) or 'auto', got {solver!r}")
-        if solver == "lbfgs-precond":
-            # 40 curvature pairs, not the solver's 80 for small p ("auto"): the pairs would be
-            # the fit's largest arrays (docs/estimators.md: memory within 2x scikit-learn's)
-            options["memory"] = _ESTIMATOR_PAIRS
+        options = _method_options(model, solver, precision)
         result = minimize(model, x0, method=solver, constraints=constraints, tol=float(self.tol),
                           max_iter=int(self.max_iter), order=self.order, callback=callback,
                           **options)

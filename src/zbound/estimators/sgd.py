@@ -271,16 +271,18 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         return cls(**opts), method
 
     # -- objective of a chunk ------------------------------------------------------------------
-    def _objective(self, X, y_idx, sw):
-        """The mean-form objective of rows (X, y_idx) with weights sw (summing to 1 over the
-        chunk for a batch, or 1/T each for the full J)."""
+    def _objective(self, X, y_idx, sw, total: float = 1.0):
+        """The objective of rows (X, y_idx) with weights sw summing to ``total``: the mean
+        form for 1 (a batch's weights, or 1/T each for the full J), else ``total`` times it
+        (the summed form of the full-batch finish: sw the weights themselves, None for unit
+        weights)."""
         n_classes = self.classes_.size
         k = 1 if n_classes == 2 else n_classes
         d = X.shape[1] + bool(self.fit_intercept)
-        pen = np.full((k, d), float(self.alpha))
+        pen = np.full((k, d), float(self.alpha) * total)
         if self.fit_intercept:
             pen[:, -1] = 0.0
-        center = 1.0 / k**2 if self.fit_intercept and k > 1 else 0.0
+        center = total / k**2 if self.fit_intercept and k > 1 else 0.0
         return logistic_objective(X, y_idx, n_classes, pen.ravel(), sw, center,
                                   fit_intercept=bool(self.fit_intercept))
 
@@ -418,16 +420,8 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         ``finish_result_``; returns the minimizer."""
         from zbound.estimators.logistic import auto_fit
 
-        k = 1 if self.classes_.size == 2 else self.classes_.size
         total = float(X.shape[0]) if sw is None else float(sw.sum())
-        d = X.shape[1] + bool(self.fit_intercept)
-        pen = np.full((k, d), float(self.alpha) * total)
-        if self.fit_intercept:
-            pen[:, -1] = 0.0
-        center = total / k**2 if self.fit_intercept and k > 1 else 0.0
-        model = logistic_objective(X, y_idx.astype(np.intp, copy=False), self.classes_.size,
-                                   pen.ravel(), sw, center,
-                                   fit_intercept=bool(self.fit_intercept))
+        model = self._objective(X, y_idx.astype(np.intp, copy=False), sw, total)
         with np.errstate(over="ignore", under="ignore"):
             _, result = auto_fit(model, theta, self.finish_tol, FINISH_MAX_ITER)
         self.finish_result_ = result

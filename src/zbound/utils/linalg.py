@@ -192,9 +192,9 @@ def weighted_ridge_solve(X: np.ndarray, w: np.ndarray, y: np.ndarray,
     sw = np.sqrt(w)
     r = sw * y
     pen = ridge > 0.0
-    c = np.zeros(p)
     if not pen.any():
         return np.linalg.lstsq(X * sw[:, None], r, rcond=None)[0]
+    c = np.zeros(p)
     Z = X[:, pen] * sw[:, None]
     Dinv = 1.0 / ridge[pen]
     K = (Z * Dinv) @ Z.T
