@@ -259,14 +259,23 @@ def test_wide_sparse_data_is_fitted_without_a_dense_gram(n_classes):
     """Wider than KRON_MAX_WIDTH columns: the SPFB step is preconditioned by the diagonal, not
     by a (d, d) Gram factor (30 000 columns segfaulted allocating one), fit reaches the batch
     optimum, and a stream keeps each chunk's own bound."""
+    from zbound.estimators.sgd import WIDE_CG_MAXITER
     from zbound.solvers.stochastic import KRON_MAX_WIDTH
 
     X, y = _wide_sparse(k=n_classes)
     assert X.shape[1] > KRON_MAX_WIDTH
-    est = BoundSGDClassifier(alpha=1e-2).fit(X, y)
-    assert est.method_ == "spfb"
     f_ref, _ = _reference_objective(X, y, 1e-2)
+    est = BoundSGDClassifier(alpha=1e-2, max_iter=1).fit(X, y)      # one pass of SPFB steps
+    assert est.method_ == "spfb" and est.n_iter_ == 1 and est.t_ > 1
+    assert est._sgd_solver.opts["cg_maxiter"] == WIDE_CG_MAXITER
     assert f_ref - 1e-9 <= est.objective_ <= f_ref * (1 + 1e-4)
+    alone = BoundSGDClassifier(alpha=1e-2, finish_tol=None, max_iter=3).fit(X, y)
+    f_zero = np.log(n_classes)                  # J at theta = 0 (uniform probabilities)
+    assert f_ref <= alone.objective_ < f_zero - 0.5 * (f_zero - f_ref)
+    # max_iter="auto" runs no epoch there: the finish from zero (one pass cost more than it)
+    auto = BoundSGDClassifier(alpha=1e-2).fit(X, y)
+    assert auto.n_iter_ == 0 and auto.t_ == 0 and auto.finish_result_.converged
+    assert f_ref - 1e-9 <= auto.objective_ <= f_ref * (1 + 1e-4)
     stream = BoundSGDClassifier(alpha=1e-2)
     for a in range(0, 300, 50):
         stream.partial_fit(X[a:a + 50], y[a:a + 50], classes=np.arange(n_classes))

@@ -57,7 +57,10 @@ PARTIAL_FIT_FULL_ROWS = 100
 STREAM_REFRESH = 4
 #: the full-batch finish's iteration limit (``finish_tol``; BoundLogisticRegression's max_iter)
 FINISH_MAX_ITER = 1000
-#: max_iter="auto": epochs of fit before the full-batch finish (its warm start: one pass) ...
+#: max_iter="auto": epochs of fit before the full-batch finish (its warm start: one pass; none
+#: on designs wider than KRON_MAX_WIDTH, where a step is a PCG solve and one pass cost more
+#: than the finish from zero: tf-idf rows 20 000 x 30 000, 2 / 5 classes, 0.062 / 0.29 s in
+#: all against 0.016 / 0.12 s from zero) ...
 AUTO_EPOCHS_FINISHED = 1
 #: ... and without it (finish_tol=None), where tol usually stops the epochs first
 AUTO_EPOCHS = 100
@@ -151,10 +154,13 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         Most epochs of ``fit`` (``tol`` may stop it first: digits after about 23, Adult
         after 5). "auto": ``AUTO_EPOCHS_FINISHED`` = 1 with the full-batch finish
         (``finish_tol``), whose warm start one pass is (an online pass, then L-BFGS: Agarwal
-        et al. 2014); ``AUTO_EPOCHS`` = 100 for the epochs alone. One pass was the fastest
-        start for the finish everywhere measured, at the same optimum: digits 0.025 s against
-        0.12 s after the epochs to ``tol``, Adult 0.11 against 0.29 s, KMNIST 1.5 against
-        10 s, tf-idf rows (20 000 x 30 000, 2 classes) 0.15 against 0.76 s.
+        et al. 2014); ``AUTO_EPOCHS`` = 100 for the epochs alone. One pass was a faster start
+        for the finish than the epochs to ``tol`` everywhere measured, at the same optimum:
+        digits 0.025 s against 0.12 s, Adult 0.11 against 0.29 s, KMNIST 1.5 against 10 s.
+        On designs wider than ``KRON_MAX_WIDTH`` (4096) columns, where each step is a PCG
+        solve, "auto" runs no epoch before the finish: one pass cost more than the finish
+        from zero takes in all (tf-idf rows 20 000 x 30 000, 2 / 5 classes: 0.062 / 0.29 s
+        with the pass, 0.016 / 0.12 s without; ``SGDClassifier`` 0.030 / 0.13 s).
     tol : float >= 0 or None, default 1e-3
         ``fit`` stops once ``n_iter_no_change`` epochs in a row each lower J by less than
         tol * max(1, abs(J)); None: run all ``max_iter`` epochs.
@@ -357,10 +363,10 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         full = self._objective(X, y_idx.astype(np.intp),
                                np.full(T, 1.0 / T) if sw is None else sw / sw.sum())
         rng = None if self.random_state is None else np.random.default_rng(self.random_state)
-        f_prev = f_start = full.value(state.x)
+        max_iter = self._epochs(X.shape[1] + bool(self.fit_intercept))
+        f_prev = f_start = full.value(state.x) if max_iter else 0.0
         f = f_start
         epochs = stalled = 0
-        max_iter = self._epochs()
         for _ in range(max_iter):
             order = np.arange(T) if rng is None else rng.permutation(T)
             for a in range(0, T, bs):
@@ -407,11 +413,14 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         self.objective_ = float(self.objective(X, y, sample_weight))
         return self
 
-    def _epochs(self) -> int:
-        """Most epochs of ``fit``: ``max_iter``, "auto" resolved."""
+    def _epochs(self, width: int) -> int:
+        """Most epochs of ``fit`` on a design of ``width`` columns: ``max_iter``, "auto"
+        resolved."""
         if self.max_iter != "auto":
             return int(self.max_iter)
-        return AUTO_EPOCHS_FINISHED if self.finish_tol is not None else AUTO_EPOCHS
+        if self.finish_tol is None:
+            return AUTO_EPOCHS
+        return 0 if width > KRON_MAX_WIDTH else AUTO_EPOCHS_FINISHED
 
     def _finish(self, X, y_idx, sw, theta):
         """``finish_tol``: minimize J from theta with the full-batch solver
