@@ -548,3 +548,24 @@ def test_compact_memory_skips_pairs_without_positive_curvature():
             want = two_loop(g, S, Y, [1.0 / (a @ b) for a, b in zip(S, Y)])
             np.testing.assert_allclose(mem.direction(), want, rtol=1e-10,
                                        atol=1e-12 * np.abs(want).max())
+
+
+@pytest.mark.parametrize("method", ["lbfgs-bound", "lbfgs-precond", "lbfgs", "bfgs"])
+@pytest.mark.parametrize("scale", [1e5, 9e7])
+def test_a_far_out_start_is_not_called_converged_after_a_short_step(method, scale):
+    """theta ~ 1e5: the penalty makes f ~ 1e9 grow faster than g, and ||g||_inf <= tol * abs(f)
+    held after L-BFGS's short first step (f = 7e8 against the optimum 31, called converged
+    after 1 iteration). The relative test now needs the curvature pairs to predict little
+    left to gain; the run ends at the optimum."""
+    from sklearn.datasets import make_classification
+
+    from zbound.models.multinomial import logistic_objective
+
+    X, y = make_classification(200, 20, random_state=0)
+    model = logistic_objective(X, y, 2, np.full(21, 1e-2), None, 0.0, fit_intercept=True)
+    ref = minimize(model, np.zeros(21), method="newton-bound", tol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)      # SciPy's line search far out
+        far = minimize(model, np.full(21, scale), method=method, tol=1e-4, max_iter=5000)
+    assert far.converged and far.nit > 5
+    assert far.fun == pytest.approx(ref.fun, rel=1e-4)

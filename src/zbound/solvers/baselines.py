@@ -24,7 +24,7 @@ import scipy.optimize
 
 from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import interpolated_step
-from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.base import STILL_MOVING_RTOL, MethodInfo, Solver, State, register
 from zbound.solvers.result import Recorder, Result, Status
 from zbound.utils.linalg import cholesky_solve, jacobi
 from zbound.utils.validation import POSITIVE_INT
@@ -79,8 +79,22 @@ class _ScipyMethod(Solver):
         # against 0.5 at the optimum, stop a mixture's fit 7% above its optimum as converged.)
         gtol = self.tol
 
+        prev = {"x": fun.x, "g": fun.g}       # the last iterate's (x, g) (never mutated)
+
         def stationary(f, g) -> bool:
-            return g is not None and float(np.max(np.abs(g))) <= self.tol * max(1.0, abs(f))
+            stat = math.inf if g is None else float(np.max(np.abs(g)))
+            if stat > self.tol * max(1.0, abs(f)):
+                return False
+            if stat <= self.tol or prev["g"] is None:
+                return True
+            # the relative test alone: trusted where the last step's secant curvature
+            # predicts at most STILL_MOVING_RTOL of abs(f) left to gain (far from the optimum
+            # a quadratic penalty makes f grow faster than g; see LBFGSBound.stop_status)
+            s, y = fun.x - prev["x"], g - prev["g"]
+            sy, yy = float(s @ y), float(y @ y)
+            if not (sy > 0.0 and yy > 0.0):
+                return True
+            return 0.5 * (sy / yy) * float(g @ g) <= STILL_MOVING_RTOL * max(1.0, abs(f))
 
         reason = {"status": None}
 
@@ -100,6 +114,8 @@ class _ScipyMethod(Solver):
             if self.callback is not None and self.callback(xk, fk):
                 reason["status"] = Status.CALLBACK
                 raise StopIteration
+            if gk is not None:
+                prev["x"], prev["g"] = fun.x, fun.g
 
         kwargs = {}
         if self.scipy_method == "L-BFGS-B":
