@@ -18,12 +18,13 @@ def _expected_failures(estimator):
         # ones as real values (a regressor), by design; the check fits a regressor to the same
         # values as int and as float and expects one regression. expert="linear" passes it.
         out["check_regressors_int"] = "expert='auto' reads integer targets as class labels"
-    if estimator.expert in ("linear", "auto"):
-        # The check's 15-point regression lets an expert collapse onto a few points (its noise
-        # variance falls to the floor): the likelihood of a mixture of regressions is
-        # unbounded there, and rounding differences between the weighted and the repeated fit
-        # send EM to different degenerate optima. With well-posed data the two fits agree
-        # (test_sample_weight_equals_repetition).
+    if estimator.expert == "linear":
+        # The check's 15-point regression on 30 columns lets an expert interpolate its points
+        # (its noise variance falls to the floor): the likelihood of a mixture of regressions
+        # is unbounded there, and rounding differences between the weighted and the repeated
+        # fit can send EM to different degenerate optima. With well-posed data the two fits
+        # agree (test_sample_weight_equals_repetition). expert="auto" reads the check's
+        # integer labels as classes (logistic experts) and passes it.
         out["check_sample_weight_equivalence_on_dense_data"] = \
             "degenerate mixture-of-regressions optimum on the check's tiny data"
     return out
