@@ -342,7 +342,8 @@ def test_precision_needs_a_method_that_evaluates_in_float32(iris):
     """precision='mixed' goes with the registered methods that take ``evaluation``; any other
     method is refused, naming them."""
     X, y = iris
-    with pytest.raises(ValueError, match=r"needs an L-BFGS solver \(lbfgs-bound, lbfgs-precond\)"):
+    with pytest.raises(ValueError, match=r"needs an L-BFGS solver "
+                                         r"\(lbfgs-bound, lbfgs-newton, lbfgs-precond\)"):
         BoundLogisticRegression(solver="newton-bound", precision="mixed").fit(X, y)
     est = BoundLogisticRegression(solver="lbfgs-bound", precision="mixed", tol=1e-8).fit(X, y)
     ref = BoundLogisticRegression(solver="newton-bound", tol=1e-10).fit(X, y)

@@ -26,7 +26,7 @@ def test_registry_describes_every_method():
     assert DEFAULT_METHOD in METHODS and not METHODS[DEFAULT_METHOD].peer
     assert {"newton-bound", "bound", "squarem", "lbfgs", "bfgs", "cg", "steepest",
             "newton", "newton-cg", "sample-newton", "sample-bound",
-            "lbfgs-precond", "lbfgs-bound"} == set(BATCH_METHODS)
+            "lbfgs-precond", "lbfgs-bound", "lbfgs-newton"} == set(BATCH_METHODS)
     assert {"em", "em-joint"} == {k for k, v in METHODS.items()
                                   if v.requires is LatentLikelihood}
     assert {"spfb", "lspfb", "sbm", "sbm-sm", "sbm-boehning", "sgd", "momentum", "adam"} == {

@@ -221,11 +221,16 @@ def test_evaluation_auto_by_size():
 
 def test_choose_method_for_binary_problems():
     """Binary: "lbfgs-precond" (float32 L-BFGS, then Newton) once float32 evaluation applies;
-    in float64, or small, newton-bound."""
+    in float64 from 10^6 rows x parameters, or on sparse X, newton-bound; smaller dense
+    problems "lbfgs-newton" (L-BFGS, then Newton)."""
     big = _problem(n_classes=2, t=100_000, dx=12)     # 100 000 x 13 >= 10^6
     assert choose_method(big) == "lbfgs-precond"
     assert choose_method(big, evaluation="double") == DEFAULT_METHOD
-    assert choose_method(_problem(n_classes=2, t=5000, dx=12)) == DEFAULT_METHOD
+    assert choose_method(_problem(n_classes=2, t=5000, dx=12)) == "lbfgs-newton"
+    assert choose_method(_problem(n_classes=2, t=5000, dx=12),
+                         evaluation="double") == "lbfgs-newton"
+    assert choose_method(_problem(n_classes=2, t=5000, dx=12, sparse=True)) == DEFAULT_METHOD
+    assert choose_method(_problem(n_classes=3, t=500, dx=4)) == DEFAULT_METHOD
     res = minimize(big, np.zeros(big.n_params), tol=1e-9)
     assert res.method == "lbfgs-precond" and res.converged
     assert res.info["single_iterations"] >= 1 and "newton_iterations" in res.info

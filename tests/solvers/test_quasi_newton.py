@@ -324,7 +324,8 @@ def test_choose_method_picks_what_the_docs_say():
     assert choose_method(big, LinearConstraints(lb=-np.ones(p), ub=np.ones(p))) == \
         DEFAULT_METHOD                              # constraints: newton-bound
     assert choose_method(big, cg_rtol=0.1) == DEFAULT_METHOD       # a method option given
-    assert choose_method(_large_multiclass(n_classes=2, t=40000)) == DEFAULT_METHOD  # binary
+    # binary below 10^6 rows x parameters: L-BFGS, then Newton
+    assert choose_method(_large_multiclass(n_classes=2, t=40000)) == "lbfgs-newton"
     assert choose_method(_large_multiclass(t=400)) == DEFAULT_METHOD                 # small
     rng = np.random.default_rng(0)                  # d large against t (the SRBCT shape)
     X = rng.standard_normal((100, 3000))
@@ -569,3 +570,60 @@ def test_a_far_out_start_is_not_called_converged_after_a_short_step(method, scal
         far = minimize(model, np.full(21, scale), method=method, tol=1e-4, max_iter=5000)
     assert far.converged and far.nit > 5
     assert far.fun == pytest.approx(ref.fun, rel=1e-4)
+
+
+def _binary(t, d, sep, seed=0, C=1.0):
+    from zbound.models.multinomial import logistic_objective
+
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((t, d))
+    y = (X @ rng.standard_normal(d) * sep + rng.logistic(size=t) > 0).astype(np.intp)
+    pen = np.full(d + 1, 1.0 / C)
+    pen[-1] = 0.0
+    return logistic_objective(X, y, 2, pen, None, 0.0, fit_intercept=True)
+
+
+def test_lbfgs_newton_hands_over_to_newton_where_lbfgs_crawls():
+    """Nearly separable, weakly regularized: L-BFGS's tail runs long, Newton steps take over
+    past newton_switch(d) evaluations and reach Newton's optimum; a well-conditioned problem
+    converges before the switch. Monotone throughout."""
+    from zbound.solvers.quasi_newton import newton_switch
+
+    hard = _binary(300, 20, sep=20.0, C=100.0)
+    ref = minimize(hard, np.zeros(21), method="newton-bound", tol=1e-10)
+    plain = minimize(hard, np.zeros(21), method="lbfgs-bound", tol=1e-8, max_iter=5000)
+    res = minimize(hard, np.zeros(21), method="lbfgs-newton", tol=1e-8)
+    assert res.converged and res.info["newton_iterations"] >= 1
+    assert res.n_evals < plain.n_evals
+    assert res.fun == pytest.approx(ref.fun, rel=1e-8)
+    _assert_monotone(res)
+    easy = _binary(2000, 10, sep=1.0)
+    res = minimize(easy, np.zeros(11), method="lbfgs-newton", tol=1e-6)
+    assert res.converged and "newton_iterations" not in res.info
+    assert res.trace.n_evals[-2] < newton_switch(11)     # the last step began before it
+
+
+def test_newton_after_counts_evaluations_and_needs_a_hessian():
+    model = _binary(500, 8, sep=3.0, C=1e4)
+    res = minimize(model, np.zeros(9), method="lbfgs-bound", newton_after=3, tol=1e-10)
+    assert res.converged and res.info["newton_iterations"] >= 1
+    assert res.info["unit_steps"] + res.info["initial_steps"] + \
+        res.info["interpolated_steps"] + res.info["bound_steps"] <= 3
+
+    class NoHessian:
+        def __init__(self, m):
+            self.m, self.n_params = m, m.n_params
+
+        def value(self, x):
+            return self.m.value(x)
+
+        def value_and_grad(self, x):
+            return self.m.value_and_grad(x)
+
+        def majorizer(self, x, order="descending"):
+            return self.m.majorizer(x, order)
+
+    with pytest.raises(ValueError, match="value_grad_hessian"):
+        minimize(NoHessian(model), np.zeros(9), method="lbfgs-bound", newton_after=3)
+    auto = minimize(NoHessian(model), np.zeros(9), method="lbfgs-newton", tol=1e-8)
+    assert auto.converged and "newton_iterations" not in auto.info

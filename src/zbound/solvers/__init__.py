@@ -35,7 +35,7 @@ from zbound.solvers.baselines import (
 )
 from zbound.solvers.latent_em import LatentEM, LatentJointEM
 from zbound.solvers.majorization import BoundMM, NewtonBound, Squarem
-from zbound.solvers.quasi_newton import LBFGSBound, PreconditionedLBFGS
+from zbound.solvers.quasi_newton import LBFGSBound, LBFGSNewton, PreconditionedLBFGS
 from zbound.solvers.result import Result, Status, Trace
 from zbound.solvers.sample_space import SampleBound, SampleNewton  # noqa: F401
 from zbound.solvers.stochastic import LSPFB, SBM, SPFB, ShermanMorrisonSBM  # noqa: F401
@@ -54,9 +54,12 @@ def choose_method(model, constraints: LinearConstraints | None = None, *,
     preconditioner is cheap (d small enough against t): multiclass from 10^5 rows x
     parameters, two classes from 10^6 when float32 evaluation from a copy applies
     (``evaluation`` "auto" or "mixed"; they finish with Newton steps);
-    :data:`DEFAULT_METHOD` ("newton-bound") for everything else: constraints, method options
-    given, two classes in float64 (one (d, d) Hessian block makes Newton cheap), d large
-    against t, small problems (iris, wine), other models. Measured in docs/solvers.md (one
+    "lbfgs-newton" (:class:`~zbound.solvers.quasi_newton.LBFGSNewton`: L-BFGS, then Newton
+    steps once its evaluations cost about four Newton steps) for two classes in float64 on
+    dense X below 10^6 rows x parameters; :data:`DEFAULT_METHOD` ("newton-bound") for
+    everything else: constraints, method options given, two classes on larger or sparse X
+    (one (d, d) Hessian block, one BLAS-3 product, makes Newton cheap there), d large against
+    t, small multiclass problems (iris, wine), other models. Measured in docs/solvers.md (one
     BLAS thread, logreg-large's larger-data block): on KMNIST 2000 x 785 x 10 the choice took
     0.33x / 0.47x the time of newton-bound at the 1e-3 / 1e-8 targets in float64 alone, on
     digits at C = 100 0.66x / 0.66x; on Adult the float32 L-BFGS phase took the 1e-3 target
@@ -149,6 +152,7 @@ __all__ = ["minimize", "choose_method", "solve_maxent", "METHODS", "MethodInfo",
            "DEFAULT_METHOD",
            "LinearConstraints", "Result", "Status", "Trace", "Solver", "State",
            "CountedModel", "register", "unregister", "solver_class", "configure", "MethodNames",
-           "BoundMM", "Squarem", "NewtonBound", "LBFGSBound", "PreconditionedLBFGS", "LatentEM",
+           "BoundMM", "Squarem", "NewtonBound", "LBFGSBound", "LBFGSNewton", "PreconditionedLBFGS",
+           "LatentEM",
            "LatentJointEM", "Newton", "SteepestDescent", "ScipyLBFGSB", "ScipyBFGS", "ScipyCG",
            "ScipyNewtonCG"]

@@ -302,7 +302,8 @@ def run_sparse(ctx, cfg: Config) -> None:
 
 def run_small(ctx, cfg: Config) -> None:
     problems = {"digits": scaled_split("digits"),
-                "synthetic-5cls": synthetic_multiclass(3000, 20, 5)}
+                "synthetic-5cls": synthetic_multiclass(3000, 20, 5),
+                "synthetic-2cls": synthetic_multiclass(5000, 30, 2)}
     for name, (X, Xt, y, yt) in problems.items():
         for C in cfg.small_cs:
             _logistic_cell(ctx, cfg, "small", name, X, y, C, ("lbfgs", "newton-cg"), Xt, yt)
@@ -316,7 +317,7 @@ TASKS = {"latent": run_latent, "moe": run_moe, "sgd": run_sgd, "partial-fit": ru
 def run(ctx) -> None:
     cfg = ctx.options.get("config") or config(ctx.quick)
     steps = (2 + len(cfg.moe_experts) + 2 + 1 + len(cfg.sparse_shapes) * len(cfg.sparse_cs)
-             + 1 + 2 * len(cfg.small_cs))
+             + 1 + 3 * len(cfg.small_cs))
     ctx.start("estimators", steps)
     t0 = time.perf_counter()
     with thread_limit(1):
