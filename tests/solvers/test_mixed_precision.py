@@ -225,7 +225,14 @@ def test_choose_method_for_binary_problems():
     problems "lbfgs-newton" (L-BFGS, then Newton)."""
     big = _problem(n_classes=2, t=100_000, dx=12)     # 100 000 x 13 >= 10^6
     assert choose_method(big) == "lbfgs-precond"
-    assert choose_method(big, evaluation="double") == DEFAULT_METHOD
+    assert choose_method(big, evaluation="double") == "lbfgs-newton"
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((100_000, 12))
+    y = (X.sum(axis=1) + rng.logistic(size=100_000) > 0).astype(np.intp)
+    X[:, 0] *= 1e4                                    # one column in other units
+    raw_units = logistic_objective(X, y, 2, np.r_[np.ones(12), 0.0], None, 0.0,
+                                   fit_intercept=True)
+    assert choose_method(raw_units, evaluation="double") == DEFAULT_METHOD
     assert choose_method(_problem(n_classes=2, t=5000, dx=12)) == "lbfgs-newton"
     assert choose_method(_problem(n_classes=2, t=5000, dx=12),
                          evaluation="double") == "lbfgs-newton"
@@ -289,14 +296,14 @@ def test_estimator_precision_mixed():
     np.testing.assert_allclose(mixed.coef_, double.coef_, atol=1e-4)
     yb = (y == 0).astype(int)
     assert BoundLogisticRegression(precision="double").fit(X, yb).solver_result_.method == \
-        DEFAULT_METHOD
+        "lbfgs-newton"                               # binary dense: L-BFGS, then Newton
     fit = BoundLogisticRegression(precision="mixed").fit(X, yb)
     assert fit.solver_result_.method == "lbfgs-precond"
     lean = BoundLogisticRegression(tol=1e-8, precision="mixed-lean").fit(X, y)
     assert lean.solver_result_.info["single_iterations"] >= 1
     assert lean.objective_ == pytest.approx(double.objective_, rel=1e-9)
     assert BoundLogisticRegression(precision="mixed-lean").fit(X, yb).solver_result_.method \
-        == DEFAULT_METHOD                            # binary: float64 newton-bound
+        == "lbfgs-newton"                            # binary: L-BFGS, then Newton
     with pytest.raises(ValueError, match="precision"):
         BoundLogisticRegression(precision="half").fit(X, y)
     with pytest.raises(ValueError, match="precision='mixed' needs"):
@@ -310,7 +317,7 @@ def test_estimator_precision_mixed():
 def test_estimator_precision_auto():
     """The default, precision="auto": float32 from row blocks (no copy of X) where the fit runs
     lbfgs-precond on at least 10^6 rows x parameters, float64 below that, for binary data
-    (newton-bound) and for a named solver without a float32 phase; always float64's optimum."""
+    (lbfgs-newton) and for a named solver without a float32 phase; always float64's optimum."""
     from zbound import BoundLogisticRegression
     from zbound.estimators.logistic import _auto_evaluation
     from zbound.solvers.quasi_newton import AUTO_MIN_WORK
@@ -329,7 +336,8 @@ def test_estimator_precision_auto():
     small = BoundLogisticRegression(tol=1e-8).fit(X[:2000], y[:2000])     # 3.7e5 < 1e6
     assert "single_iterations" not in small.solver_result_.info
     yb = (y == 0).astype(int)
-    assert BoundLogisticRegression().fit(X, yb).solver_result_.method == DEFAULT_METHOD
+    binary = BoundLogisticRegression().fit(X, yb).solver_result_
+    assert binary.method == "lbfgs-newton" and "single_iterations" not in binary.info
     named = BoundLogisticRegression(solver="newton-bound").fit(X, y)      # no error
     assert named.solver_result_.method == "newton-bound"
 

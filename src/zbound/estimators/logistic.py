@@ -153,7 +153,11 @@ def _method_options(model, method: str, precision: str = "auto") -> dict:
     within 2x scikit-learn's)."""
     options = {}
     if _mixed(METHODS[method]):
-        options["evaluation"] = _auto_evaluation(model) if precision == "auto" else precision
+        if precision != "auto":
+            options["evaluation"] = precision
+        else:       # two classes ("lbfgs-newton") stay in float64, as their Newton steps do
+            options["evaluation"] = "double" if method == "lbfgs-newton" else \
+                _auto_evaluation(model)
     if method == "lbfgs-precond":
         options["memory"] = _ESTIMATOR_PAIRS
     return options

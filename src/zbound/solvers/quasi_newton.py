@@ -812,25 +812,38 @@ def gradient_work(model) -> int:
     return int(getattr(loss, "n_samples", 0)) * int(model.n_params)
 
 
-def _binary_float64(model, loss, default: str) -> str:
-    """Two classes in float64: "lbfgs-newton" for dense X in memory below ``AUTO_MIN_WORK``
-    rows x parameters (L-BFGS, then Newton steps past :func:`newton_switch` evaluations),
-    else ``default`` (larger X: its Hessian is one BLAS-3 product while an L-BFGS evaluation
-    streams X from memory, so Newton steps are cheap; sparse X: truncated Newton with PCG, no
-    (d, d) Hessian; row blocks on Dask workers).
+#: :func:`_binary_float64`: from ``AUTO_MIN_WORK`` rows x parameters, two classes keep
+#: newton-bound where the columns' root mean squares span more than this factor (features in
+#: raw units, where L-BFGS crawls and Newton, scale-invariant, does not: Adult's raw columns
+#: span 2e7, newton-bound 0.13 s against 1.0 s for L-BFGS then Newton)
+UNITS_SPREAD = 100.0
 
-    Measured (one BLAS thread, 2-core AMD EPYC, 2026-11-28, default tol, C = 0.01 / 1 / 100,
-    against scikit-learn's lbfgs): on synthetic 5000 x 30, 2000 x 100, 10 000 x 50 and
-    500 x 200 problems newton-bound took 1.5-4.5x lbfgs's time, L-BFGS 0.8-0.9x (2.8x at
-    500 x 200, C = 100, where its tail ran 80 iterations); on scaled breast_cancer at C = 100
-    newton-bound took 0.64x, L-BFGS 2.3x (131 iterations). On Adult (32 561 x 108, 3.5e6)
-    newton-bound took 0.64-0.88x lbfgs's time to its objective, L-BFGS then Newton 0.84-1.01x.
-    docs/solvers.md has the table."""
+
+def _binary_float64(model, loss, default: str) -> str:
+    """Two classes in float64 on dense X in memory: "lbfgs-newton" (L-BFGS, then Newton steps
+    past :func:`newton_switch` evaluations); from ``AUTO_MIN_WORK`` rows x parameters only on
+    columns in comparable units (``UNITS_SPREAD``), else ``default``. Sparse X keeps
+    ``default`` (truncated Newton with PCG, no (d, d) Hessian), as do row blocks on Dask
+    workers.
+
+    Measured (one BLAS thread, 2-core AMD EPYC, 2026-11-28, time to scikit-learn's lbfgs
+    objective as a multiple of its time, C = 0.01 / 1 / 100): on synthetic 5000 x 30,
+    2000 x 100, 10 000 x 50 and 500 x 200 problems newton-bound took 1.2-3.9x, L-BFGS then
+    Newton 0.85-1.01x; on scaled breast_cancer at C = 100 0.57x and 0.61x (plain L-BFGS 2.3x:
+    131 iterations); at C = 1 on 20 000 x 200, 50 000 x 100 and 100 000 x 20 newton-bound
+    1.99 / 1.66 / 1.47x, L-BFGS then Newton 0.95 / 0.95 / 1.14x; on scaled Adult (32 561 x
+    108) 0.71x and 0.91x. docs/estimators.md has the table."""
+    from zbound.utils.linalg import column_scale
+
     X = getattr(loss, "X", None)
-    if isinstance(X, np.ndarray) and callable(getattr(model, "value_grad_hessian", None)) \
-            and gradient_work(model) < AUTO_MIN_WORK:
+    if not (isinstance(X, np.ndarray) and callable(getattr(model, "value_grad_hessian", None))):
+        return default
+    if gradient_work(model) < AUTO_MIN_WORK:
         return "lbfgs-newton"
-    return default
+    scale = column_scale(X)                 # one pass over X; 1 for an all-zero column
+    if scale.size and float(scale.max()) > UNITS_SPREAD * float(scale.min()):
+        return default
+    return "lbfgs-newton"
 
 
 def auto_method(model, default: str, evaluation: str = "auto") -> str:
@@ -860,5 +873,5 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
 __all__ = ["LBFGSBound", "LBFGSNewton", "PreconditionedLBFGS", "NEWTON_RENT", "newton_switch",
            "BoundPreconditioner", "bound_preconditioner",
            "preconditioner_cost", "preconditioner_fits", "auto_method", "gradient_work",
-           "AUTO_MIN_WORK", "AUTO_PRECOND_MIN_WORK",
+           "AUTO_MIN_WORK", "AUTO_PRECOND_MIN_WORK", "UNITS_SPREAD",
            "two_loop"]
