@@ -431,8 +431,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         precision = self.precision
         if self.solver == "auto":
             # the library's automatic choice for this objective (zbound.solvers.choose_method:
-            # "lbfgs-precond" for large multiclass problems, else DEFAULT_METHOD); "auto"
-            # never copies X, so binary data keeps newton-bound as with "mixed-lean"
+            # "lbfgs-precond" for large multiclass problems, "lbfgs-newton" for dense binary
+            # ones, else DEFAULT_METHOD); "auto" never copies X ("mixed-lean")
             solver = _solvers.choose_method(
                 model, constraints, evaluation="mixed-lean" if precision == "auto" else precision)
         if not _mixed(METHODS[solver]) and precision not in ("auto", "double") and \

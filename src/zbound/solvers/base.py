@@ -53,6 +53,14 @@ AUTO_CG_THRESHOLD_BOUND = 1000
 STILL_MOVING_RTOL = 1e-2
 
 
+def little_left(decrease: float, f: float) -> bool:
+    """Whether a model's predicted decrease of the objective from here is at most
+    ``STILL_MOVING_RTOL`` of max(1, abs(f)): the condition under which a stopping test
+    relative to abs(f) is trusted (far from the optimum a quadratic penalty makes f grow
+    faster than the gradient, and the relative test alone passes there)."""
+    return decrease <= STILL_MOVING_RTOL * max(1.0, abs(f))
+
+
 @dataclass(frozen=True)
 class MethodInfo:
     """Registry entry of a method.

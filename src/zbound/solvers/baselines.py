@@ -24,7 +24,7 @@ import scipy.optimize
 
 from zbound.solvers._linesearch import ARMIJO as _ARMIJO
 from zbound.solvers._linesearch import interpolated_step
-from zbound.solvers.base import STILL_MOVING_RTOL, MethodInfo, Solver, State, register
+from zbound.solvers.base import MethodInfo, Solver, State, little_left, register
 from zbound.solvers.result import Recorder, Result, Status
 from zbound.utils.linalg import cholesky_solve, jacobi
 from zbound.utils.validation import POSITIVE_INT
@@ -88,13 +88,12 @@ class _ScipyMethod(Solver):
             if stat <= self.tol or prev["g"] is None:
                 return True
             # the relative test alone: trusted where the last step's secant curvature
-            # predicts at most STILL_MOVING_RTOL of abs(f) left to gain (far from the optimum
-            # a quadratic penalty makes f grow faster than g; see LBFGSBound.stop_status)
+            # predicts little left to gain (see LBFGSBound.stop_status)
             s, y = fun.x - prev["x"], g - prev["g"]
             sy, yy = float(s @ y), float(y @ y)
             if not (sy > 0.0 and yy > 0.0):
                 return True
-            return 0.5 * (sy / yy) * float(g @ g) <= STILL_MOVING_RTOL * max(1.0, abs(f))
+            return little_left(0.5 * (sy / yy) * float(g @ g), f)
 
         reason = {"status": None}
 

@@ -206,10 +206,10 @@ def weighted_ridge_solve(X: np.ndarray, w: np.ndarray, y: np.ndarray,
         MA, Mr = MA[:, :-1], MA[:, -1]
         cu = min_norm_solve(A.T @ MA, A.T @ Mr)
         c[free] = cu
-        e = r - A @ cu
+        Me = Mr - MA @ cu                                   # M (r - A c_U), no second solve
     else:
-        e = r
-    c[pen] = Dinv * (Z.T @ psd_solve(K, e))
+        Me = psd_solve(K, r)
+    c[pen] = Dinv * (Z.T @ Me)
     return c
 
 
