@@ -68,6 +68,24 @@ def test_labels_sorted_like_np_unique(iris):
     assert est.score(X, labels) > 0.9
 
 
+@pytest.mark.parametrize("labels", [
+    np.array([1, 0, 1, 1]), np.array([0, 2, 1, 2]), np.array([5, 5, 9, 2], dtype=np.uint8),
+    np.array([-(2**62), 2**62, 0]), np.array([True, False, True]), np.array([1.5, -2.0, 1.5]),
+    np.array([0.0, -0.0, 1.0]), np.array(["b", "a", "b"]), np.array([b"x", b"y"]),
+    np.array(["b", "a"], dtype=object), np.array([[1], [0], [1]]), np.array([1, 2, 3])])
+def test_label_indices_match_np_unique(labels):
+    """The fast label encoding (distinct labels by hashing, then indices by lookup or binary
+    search) gives np.unique's classes and inverse, as intp, for every kind of label."""
+    from zbound.utils.validation import label_indices
+
+    classes, idx = label_indices(labels)
+    want, inverse = np.unique(labels, return_inverse=True)
+    np.testing.assert_array_equal(classes, want)
+    assert classes.dtype == want.dtype
+    np.testing.assert_array_equal(idx, inverse.ravel())
+    assert idx.dtype == np.intp and idx.ndim == 1
+
+
 def test_object_labels(iris):
     X, y = iris
     labels = np.array(["a", "b", "c"], dtype=object)[y]

@@ -31,7 +31,7 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.solvers import minimize
 from zbound.solvers.base import MethodNames
 from zbound.utils.linalg import column_units
-from zbound.utils.validation import Number
+from zbound.utils.validation import Number, label_indices
 
 
 def _latent_method(info) -> bool:
@@ -140,7 +140,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=False)
         check_classification_targets(y)
         sw = check_sample_weight(sample_weight, X.shape[0])
-        classes, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = label_indices(y)
         if classes.size == 2:
             reg *= 2.0          # LogisticRegression's binary penalty (the C parameter)
         present = np.unique(y_idx if sw is None else y_idx[sw > 0])

@@ -26,7 +26,7 @@ from zbound.moe.em import MSTEPS
 from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
 from zbound.solvers.base import MethodNames, solver_class
 from zbound.utils.linalg import column_units
-from zbound.utils.validation import Choices, Number
+from zbound.utils.validation import Choices, Number, label_indices
 
 #: the registered training methods of a mixture are named "moe-<method>"
 _PREFIX = "moe-"
@@ -208,7 +208,7 @@ class MixtureOfExperts(BaseEstimator):
                              f"got {n} sample(s) with non-zero weight (n_samples = {n})")
         if logistic:
             check_classification_targets(y)
-            self.classes_, y_idx = np.unique(y, return_inverse=True)
+            self.classes_, y_idx = label_indices(y)
             if self.classes_.size < 2:
                 raise ValueError(f"logistic experts need at least 2 classes; got 1 class "
                                  f"({self.classes_[0]!r})")

@@ -36,7 +36,7 @@ from zbound.models.multinomial import logistic_objective
 from zbound.solvers import solver_class
 from zbound.solvers.base import MethodNames
 from zbound.solvers.stochastic import KRON_MAX_WIDTH
-from zbound.utils.validation import Choices, Number
+from zbound.utils.validation import Choices, Number, label_indices
 
 _SCHEDULES = ("constant", "inverse")
 # what the estimator passes to its method (rank and lowrank_rule where the method takes them)
@@ -346,7 +346,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         check_classification_targets(y)
         sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
-        classes, y_idx = np.unique(y, return_inverse=True)
+        classes, y_idx = label_indices(y)
         if classes.size < 2:
             raise ValueError(f"BoundSGDClassifier needs samples of at least 2 classes; got 1 "
                              f"class ({classes[0].item()!r})")

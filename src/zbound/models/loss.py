@@ -291,16 +291,20 @@ class SoftmaxLoss(ChunkedLoss):
 
     def _at(self, c: Rows):
         """Where the rows of chunk ``c`` observe their class (built on first use, kept):
-        binary (a reference class and one free class), the rows of class 1; else the flat
-        indices of S^T[y_j, j] in the class-major scores."""
+        binary (a reference class and one free class), a sign per row, +1 for class 0 and -1
+        for class 1 (a multiply costs a quarter of the gather and scatter over the rows of
+        class 1 it replaces); else the flat indices of S^T[y_j, j] in the class-major
+        scores."""
         if c.at is None:
             c.at = self._positions_of(c.y)
         return c.at
 
-    def _positions_of(self, y):
+    def _positions_of(self, y, dtype=np.float64):
+        if self.free and self.k == 1:               # binary: the sign of z = -+s per row
+            sgn = np.ones(y.shape[0], dtype=dtype)
+            sgn[y == 1] = -1.0
+            return sgn
         # intp: NumPy's fancy indexing converts other index types on every call (5x slower)
-        if self.free and self.k == 1:
-            return np.flatnonzero(y == 1)
         at = y.astype(np.intp)
         at *= y.shape[0]
         at += np.arange(y.shape[0])
@@ -354,49 +358,56 @@ class SoftmaxLoss(ChunkedLoss):
         need no (2, t) score matrix."""
         return class_major_scores(X, theta.reshape(1, self.d), self.fit_intercept)
 
-    def _binary_rows(self, s, at, grad: bool, keep_p: bool):
-        """The binary rows' losses log(1 + e^z), z = s on rows of class 0 and -s on rows of
-        class 1 (``at``, sorted), and, with ``grad``, the residuals p - y written over ``s``;
-        (losses, P or None), P = expit(s) with ``keep_p``.
+    def _binary_rows(self, s, sgn, grad: bool, keep_p: bool):
+        """The binary rows' losses log(1 + e^z), z = sgn s (sgn = +1 on rows of class 0, -1
+        on rows of class 1: :meth:`_at`), and, with ``grad``, the residuals p - y = sgn
+        expit(z) written over ``s``; (losses, P or None), P = expit(s) with ``keep_p``.
 
         e = exp(-|s|) once per row, |s| capped where e is far below the dtype's resolution
         but not denormal (a denormal e would slow every later pass); the loss is max(z, 0) +
-        log1p(e) with log1p(e) = log(u) e / (u - 1), u = 1 + e (exact to a few roundings; e
-        itself where u rounds to 1), and the residual +-expit(z) = +-(1 or e) / u, the small
-        one accurate to the last digit: one exp and one log per row, a third of the time of
-        logaddexp and expit, which run scalar. Blocks of ``_BINARY_BLOCK`` rows keep the
-        temporaries in cache and the peak memory at the losses and the scores (the fit's peak
-        on adult is a few such arrays)."""
+        log1p(e), and the residual sgn expit(z) = sgn (1 or e) / u, u = 1 + e, the small one
+        accurate to the last digit: one exp and one logarithm per row, a third of the time
+        of logaddexp and expit, which run scalar. In float32, log1p(e) = log(u) e / (u - 1)
+        (exact to a few roundings; e itself where u rounds to 1): NumPy's float32 log1p is
+        scalar without AVX-512 (3.5x its log there), where float64's costs about its log
+        (8 us per 8192 rows with AVX-512, 33 us without, 2026-11-28). Blocks of
+        ``_BINARY_BLOCK`` rows keep the temporaries in cache and the peak memory at the
+        losses and the scores (the fit's peak on adult is a few such arrays)."""
         one = s.dtype.type(1.0)
-        cap = s.dtype.type(80.0 if s.dtype == np.float32 else 700.0)
+        double = s.dtype == np.float64
+        cap = s.dtype.type(700.0 if double else 80.0)
+        if sgn.dtype != s.dtype:
+            sgn = sgn.astype(s.dtype)
         t = s.shape[0]
         loss = np.empty_like(s)
         P = np.empty_like(s) if keep_p else None
-        cuts = np.searchsorted(at, np.arange(0, t + _BINARY_BLOCK, _BINARY_BLOCK))
-        for i, a in enumerate(range(0, t, _BINARY_BLOCK)):
+        for a in range(0, t, _BINARY_BLOCK):
             sb, lb = s[a:a + _BINARY_BLOCK], loss[a:a + _BINARY_BLOCK]
-            pos = at[cuts[i]:cuts[i + 1]] - a           # rows of class 1 in the block
+            gb = sgn[a:a + _BINARY_BLOCK]
             e = np.abs(sb)
             np.minimum(e, cap, out=e)
             np.negative(e, out=e)
             np.exp(e, out=e)
-            u = e + one
-            z = u - one
-            np.log(u, out=lb)
-            lb *= e
-            np.divide(lb, z, out=lb, where=z > 0)
-            np.copyto(lb, e, where=z <= 0)
-            np.copyto(z, sb)
-            z[pos] *= -one                              # z = -s on rows of class 1
+            u = e + one if grad or not double else None
+            if double:
+                np.log1p(e, out=lb)
+                z = np.multiply(sb, gb)                 # z = sgn s
+            else:
+                z = u - one
+                np.log(u, out=lb)
+                lb *= e
+                np.divide(lb, z, out=lb, where=z > 0)
+                np.copyto(lb, e, where=z <= 0)
+                np.multiply(sb, gb, out=z)
             if grad:
                 if keep_p:                              # p = expit(s)
                     Pb = P[a:a + _BINARY_BLOCK]
-                    np.copyto(Pb, e)
-                    np.copyto(Pb, one, where=sb >= 0)
+                    np.maximum(e, sb >= 0, out=Pb)      # 1 where s >= 0, else e <= 1
                     Pb /= u
-                np.copyto(e, one, where=z >= 0)
+                # 1 where z >= 0, else e (a maximum: copyto with a random mask is 3x slower)
+                np.maximum(e, z >= 0, out=e)
                 np.divide(e, u, out=sb)                 # expit(z)
-                sb[pos] *= -one                         # R = p - y
+                sb *= gb                                # R = p - y
             np.maximum(z, 0, out=z)
             lb += z
         return loss, P
@@ -681,7 +692,8 @@ class SingleSoftmaxLoss(SoftmaxLoss):
             # blocked: the float64 rows, converted block by block at every evaluation
             X = c.X if self.blocked else (X32 if whole else X32[a:b])
             rec = Rows(X, sw32, c.y)
-            rec.at = loss._at(c)                # shared with the float64 loss
+            at = loss._at(c)                    # shared with the float64 loss (binary:
+            rec.at = at.astype(np.float32) if at.dtype == np.float64 else at   # float32 signs)
             chunks.append(rec)
         self._chunks = chunks
 
@@ -695,7 +707,7 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         rows = self.block_rows
         for r in range(0, X.shape[0], rows):
             yield (X[r:r + rows].astype(np.float32), None if sw is None else sw[r:r + rows],
-                   self._positions_of(y[r:r + rows]))
+                   self._positions_of(y[r:r + rows], np.float32))
 
     def _binary_scores(self, theta, X):
         return super()._binary_scores(theta.astype(np.float32), X)

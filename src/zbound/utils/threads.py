@@ -48,8 +48,10 @@ def _work(X, y) -> int | None:
     if shape is None or len(shape) != 2 or any(s != s for s in shape):    # NaN: unknown
         return None
     rows, cols = int(shape[0]), int(shape[1])
-    if rows * cols >= SMALL_WORK or y is None or not hasattr(y, "__len__"):
+    if y is None or not hasattr(y, "__len__"):
         return rows * cols
+    if 2 * rows * cols >= SMALL_WORK:       # two labels or more: not small, count them or not
+        return 2 * rows * cols
     try:
         import numpy as np
 
