@@ -31,8 +31,10 @@ def _expected(estimator):
             "mini-batch composition differs between weighted and repeated rows"}
 
 
-@parametrize_with_checks([BoundSGDClassifier(), BoundSGDClassifier(method="spfb"),
-                          BoundSGDClassifier(method="lspfb", rank=2)],
+# fit runs no epoch by default (the full-batch finish from zero): max_iter=1 puts the
+# stochastic steps themselves under the contract too
+@parametrize_with_checks([BoundSGDClassifier(), BoundSGDClassifier(method="spfb", max_iter=1),
+                          BoundSGDClassifier(method="lspfb", rank=2, max_iter=1)],
                          expected_failed_checks=_expected)
 def test_sklearn_contract(estimator, check):
     check(estimator)
@@ -267,7 +269,7 @@ def test_wide_sparse_data_is_fitted_without_a_dense_gram(n_classes):
     assert X.shape[1] > KRON_MAX_WIDTH
     f_ref, _ = _reference_objective(X, y, 1e-2)
     est = BoundSGDClassifier(alpha=1e-2, max_iter=1).fit(X, y)      # one pass of SPFB steps
-    assert est.method_ == "spfb" and est.n_iter_ == 1 and est.t_ > 1
+    assert est.method_ == "spfb" and est.n_epochs_ == 1 and est.t_ > 1
     assert est._sgd_solver.opts["cg_maxiter"] == WIDE_CG_MAXITER
     assert f_ref - 1e-9 <= est.objective_ <= f_ref * (1 + 1e-4)
     with warnings.catch_warnings():
@@ -275,9 +277,10 @@ def test_wide_sparse_data_is_fitted_without_a_dense_gram(n_classes):
         alone = BoundSGDClassifier(alpha=1e-2, finish_tol=None, max_iter=3).fit(X, y)
     f_zero = np.log(n_classes)                  # J at theta = 0 (uniform probabilities)
     assert f_ref <= alone.objective_ < f_zero - 0.5 * (f_zero - f_ref)
-    # max_iter="auto" runs no epoch there: the finish from zero (one pass cost more than it)
+    # max_iter="auto" runs no epoch: the finish from zero (one pass cost more than it)
     auto = BoundSGDClassifier(alpha=1e-2).fit(X, y)
-    assert auto.n_iter_ == 0 and auto.t_ == 0 and auto.finish_result_.converged
+    assert auto.n_epochs_ == 0 and auto.t_ == 0 and auto.finish_result_.converged
+    assert auto.n_iter_ == auto.finish_result_.nit >= 1
     assert f_ref - 1e-9 <= auto.objective_ <= f_ref * (1 + 1e-4)
     stream = BoundSGDClassifier(alpha=1e-2)
     for a in range(0, 300, 50):
@@ -299,7 +302,7 @@ def test_a_stream_after_a_fit_without_a_pass_keeps_the_fitted_rows():
         for a in range(2000, 3000, 250):
             est.partial_fit(X[a:a + 250], y[a:a + 250])
         fits[name] = est
-    assert fits["auto"].n_iter_ == 0 and fits["pass"].n_iter_ == 1
+    assert fits["auto"].n_epochs_ == 0 and fits["pass"].n_epochs_ == 1
     kept = {n: e.score(X[:2000], y[:2000]) for n, e in fits.items()}
     assert kept["auto"] >= kept["pass"] - 0.02
 
@@ -316,12 +319,17 @@ def test_averaged_kronecker_curvature_on_too_wide_data_is_an_error():
                  max_iter=1, batch_size=100)
 
 
-def test_one_pass_then_the_finish_by_default():
-    """max_iter="auto": one epoch before the full-batch finish, 100 without it."""
+def test_the_finish_from_zero_by_default():
+    """max_iter="auto": no epoch before the full-batch finish (as a warm start one pass never
+    paid for itself), 100 without it; max_iter=1 runs the pass, to the same optimum."""
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     est = BoundSGDClassifier().fit(X, y)
-    assert est.n_iter_ == 1 and est.finish_result_.converged
+    assert est.n_epochs_ == 0 and est.t_ == 0 and est.finish_result_.converged
+    assert est.n_iter_ == est.finish_result_.nit >= 1
+    one = BoundSGDClassifier(max_iter=1).fit(X, y)
+    assert one.n_epochs_ == 1 and one.n_iter_ == 1 + one.finish_result_.nit
+    assert one.objective_ == pytest.approx(est.objective_, rel=1e-5)
     alone = BoundSGDClassifier(finish_tol=None).fit(X, y)
-    assert 1 < alone.n_iter_ < 100 and alone.finish_result_ is None
+    assert 1 < alone.n_iter_ == alone.n_epochs_ < 100 and alone.finish_result_ is None
     assert est.objective_ < alone.objective_

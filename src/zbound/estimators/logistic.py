@@ -194,10 +194,12 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         "bound", "squarem", "lbfgs", "bfgs", "cg", "newton", "steepest"); "auto" is the
         library's automatic choice (:func:`zbound.solvers.choose_method`, made at fit time for
         this data): "lbfgs-precond" (L-BFGS preconditioned by the fixed bound curvature) for
-        multiclass problems with at least 10^6 rows x parameters and a cheap preconditioner
-        (two classes too with ``precision="mixed"``), else
-        :data:`zbound.solvers.DEFAULT_METHOD` ("newton-bound": two classes, bounds, small or
-        very wide data). With bounds, the solver must support them.
+        multiclass problems with at least 10^5 rows x parameters and a cheap preconditioner
+        (two classes too from 10^6 with ``precision="mixed"``); "lbfgs-newton" (L-BFGS, then
+        Newton steps) for two classes on dense X (from 10^6 rows x parameters only with
+        columns in comparable units); else :data:`zbound.solvers.DEFAULT_METHOD`
+        ("newton-bound": sparse two-class data, bounds, small or very wide multiclass data).
+        With bounds, the solver must support them.
     tol : float >= 0, default 1e-4
         Stop when the gradient's largest entry (constrained: that of the model step's
         curvature times the step) is <= tol * max(1, abs(J)). The default lands at or below

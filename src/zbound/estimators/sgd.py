@@ -57,11 +57,13 @@ PARTIAL_FIT_FULL_ROWS = 100
 STREAM_REFRESH = 4
 #: the full-batch finish's iteration limit (``finish_tol``; BoundLogisticRegression's max_iter)
 FINISH_MAX_ITER = 1000
-#: max_iter="auto": epochs of fit before the full-batch finish (its warm start: one pass; none
-#: on designs wider than KRON_MAX_WIDTH, where a step is a PCG solve and one pass cost more
-#: than the finish from zero: tf-idf rows 20 000 x 30 000, 2 / 5 classes, 0.062 / 0.29 s in
-#: all against 0.016 / 0.12 s from zero) ...
-AUTO_EPOCHS_FINISHED = 1
+#: max_iter="auto": epochs of fit before the full-batch finish: none. As a warm start one
+#: pass never paid for itself (one BLAS thread, 2026-11-28, whole fit with the pass / from
+#: zero): breast_cancer 4.9 / 3.3 ms, digits 26 / 21 ms, 5000 x 20 binary 7.3 / 3.6 ms,
+#: 50 000 x 50 x 5 0.14 / 0.11 s, 10^6 x 20 binary 0.77 / 0.30 s, 500 000 x 50 x 5 1.44 /
+#: 1.02 s, tf-idf rows 20 000 x 30 000 with 2 / 5 classes 0.062 / 0.016 s and 0.29 / 0.12 s;
+#: the same optimum. The pass saved the finish 4-5 of 15-21 iterations, and cost more ...
+AUTO_EPOCHS_FINISHED = 0
 #: ... and without it (finish_tol=None), where tol usually stops the epochs first
 AUTO_EPOCHS = 100
 #: PCG iterations of an SPFB step on designs wider than KRON_MAX_WIDTH (Jacobi-preconditioned
@@ -152,15 +154,15 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         "auto" (:func:`auto_batch_size`): ceil(rows / 10) between 100 and 1000.
     max_iter : int or "auto", default "auto"
         Most epochs of ``fit`` (``tol`` may stop it first: digits after about 23, Adult
-        after 5). "auto": ``AUTO_EPOCHS_FINISHED`` = 1 with the full-batch finish
-        (``finish_tol``), whose warm start one pass is (an online pass, then L-BFGS: Agarwal
-        et al. 2014); ``AUTO_EPOCHS`` = 100 for the epochs alone. One pass was a faster start
-        for the finish than the epochs to ``tol`` everywhere measured, at the same optimum:
-        digits 0.025 s against 0.12 s, Adult 0.11 against 0.29 s, KMNIST 1.5 against 10 s.
-        On designs wider than ``KRON_MAX_WIDTH`` (4096) columns, where each step is a PCG
-        solve, "auto" runs no epoch before the finish: one pass cost more than the finish
-        from zero takes in all (tf-idf rows 20 000 x 30 000, 2 / 5 classes: 0.062 / 0.29 s
-        with the pass, 0.016 / 0.12 s without; ``SGDClassifier`` 0.030 / 0.13 s).
+        after 5). "auto": ``AUTO_EPOCHS_FINISHED`` = 0 with the full-batch finish
+        (``finish_tol``): ``fit`` is then the finish from zero, and ``partial_fit`` goes on
+        stochastically from its optimum. ``AUTO_EPOCHS`` = 100 for the epochs alone. A
+        pass before the finish (an online pass, then L-BFGS: Agarwal et al. 2014) was a
+        faster start than the epochs to ``tol``, but never faster than no pass, at the same
+        optimum (one BLAS thread, whole fit with one pass / without): breast_cancer 4.9 /
+        3.3 ms, 50 000 x 50 with 5 classes 0.14 / 0.11 s, 10^6 x 20 binary 0.77 / 0.30 s,
+        tf-idf rows 20 000 x 30 000 with 5 classes 0.29 / 0.12 s. ``max_iter=1`` runs the
+        pass.
     tol : float >= 0 or None, default 1e-3
         ``fit`` stops once ``n_iter_no_change`` epochs in a row each lower J by less than
         tol * max(1, abs(J)); None: run all ``max_iter`` epochs.
@@ -190,8 +192,9 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     ``classes_``, ``coef_`` ((1, d) for two classes, else (n_classes, d)), ``intercept_``,
-    ``n_features_in_``, ``n_iter_`` (epochs of the last ``fit``), t_ (updates so far; a
-    ``fit`` that ran no epoch leaves the step schedule where one epoch would have),
+    ``n_features_in_``, ``n_epochs_`` (epochs of the last ``fit``), ``n_iter_`` (its epochs
+    plus the iterations of its full-batch finish, ``finish_result_.nit``), t_ (updates so
+    far; a ``fit`` that ran no epoch leaves the step schedule where one epoch would have),
     ``method_`` (the method run: "auto" resolved),
     ``objective_`` (J at the end of ``fit`` on its data; None after ``partial_fit``),
     ``finish_result_`` (the :class:`zbound.solvers.Result` of ``fit``'s full-batch finish;
@@ -359,12 +362,14 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         bs = auto_batch_size(T) if self.batch_size == "auto" else int(self.batch_size)
         solver, self.method_ = self._solver(classes.size, X.shape[1], -(-T // bs), bs)
         state = solver.init(None, np.zeros(p))
-        # the stopping rule's objective weighs rows as the steps do (weights over their sum:
-        # a row of weight 2 and a repeated row stop the fit at the same epoch)
-        full = self._objective(X, y_idx.astype(np.intp),
-                               np.full(T, 1.0 / T) if sw is None else sw / sw.sum())
-        rng = None if self.random_state is None else np.random.default_rng(self.random_state)
-        max_iter = self._epochs(X.shape[1] + bool(self.fit_intercept))
+        max_iter = self._epochs()
+        if max_iter:
+            # the stopping rule's objective weighs rows as the steps do (weights over their
+            # sum: a row of weight 2 and a repeated row stop the fit at the same epoch)
+            full = self._objective(X, y_idx.astype(np.intp),
+                                   np.full(T, 1.0 / T) if sw is None else sw / sw.sum())
+            rng = None if self.random_state is None else \
+                np.random.default_rng(self.random_state)
         f_prev = f_start = full.value(state.x) if max_iter else 0.0
         f = f_start
         epochs = stalled = 0
@@ -415,19 +420,18 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
                 # fitted rows (their accuracy 0.955 -> 0.552 after four 500-row chunks)
                 state.clock = float(-(-T // bs))
         self._sgd_solver, self._sgd_state = solver, state
-        self.n_iter_ = epochs
+        self.n_epochs_ = epochs
+        self.n_iter_ = epochs + (0 if self.finish_result_ is None else
+                                 int(self.finish_result_.nit))
         self.t_ = int(state.t)
-        self.objective_ = float(self.objective(X, y, sample_weight))
+        self.objective_ = self._mean_objective(X, y_idx.astype(np.intp, copy=False), sw)
         return self
 
-    def _epochs(self, width: int) -> int:
-        """Most epochs of ``fit`` on a design of ``width`` columns: ``max_iter``, "auto"
-        resolved."""
+    def _epochs(self) -> int:
+        """Most epochs of ``fit``: ``max_iter``, "auto" resolved."""
         if self.max_iter != "auto":
             return int(self.max_iter)
-        if self.finish_tol is None:
-            return AUTO_EPOCHS
-        return 0 if width > KRON_MAX_WIDTH else AUTO_EPOCHS_FINISHED
+        return AUTO_EPOCHS if self.finish_tol is None else AUTO_EPOCHS_FINISHED
 
     def _finish(self, X, y_idx, sw, theta):
         """``finish_tol``: minimize J from theta with the full-batch solver
@@ -502,7 +506,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         self.method_ = method
         self.t_ = int(state.t)
         if first:
-            self.n_iter_ = 0
+            self.n_iter_ = self.n_epochs_ = 0
         self.objective_ = None
         return self
 
@@ -514,9 +518,14 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
                              reset=False)
         y_idx = self._encode(y, self.classes_)
         sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
-        T = X.shape[0]
         if sw is not None and not sw.any():
             raise ValueError("every sample_weight is zero: the weighted mean is undefined")
+        return self._mean_objective(X, y_idx, sw)
+
+    def _mean_objective(self, X, y_idx, sw) -> float:
+        """:meth:`objective` on validated rows: class indices ``y_idx``, relative weights
+        ``sw`` (None: equal)."""
+        T = X.shape[0]
         w = np.full(T, 1.0 / T) if sw is None else sw / sw.sum()
         model = self._objective(X, y_idx, w)
         theta = self._theta()

@@ -157,6 +157,8 @@ def run_sgd(ctx, cfg: Config) -> None:
 
     makers = {"sklearn-sgd": lambda: SGDClassifier(loss="log_loss", random_state=0),
               "sklearn-logistic": LogisticRegression, "zbound-sgd": BoundSGDClassifier,
+              # one stochastic pass as the finish's warm start (the default runs none)
+              "zbound-sgd-pass": lambda: BoundSGDClassifier(max_iter=1),
               # the epochs alone, without the full-batch finish (the papers' method)
               "zbound-sgd-epochs": lambda: BoundSGDClassifier(finish_tol=None)}
     X, Xt, y, yt = scaled_split("digits")
