@@ -603,6 +603,28 @@ def test_lbfgs_newton_hands_over_to_newton_where_lbfgs_crawls():
     assert res.trace.n_evals[-2] < newton_switch(11)     # the last step began before it
 
 
+def test_newton_switch_comes_sooner_where_X_streams_from_memory():
+    """A Newton step costs about 2 + d / 16 L-BFGS iterations with X in cache, about
+    2 + d / 100 with X streamed from memory: a large X hands over after fewer evaluations,
+    and the solver prices its own model's X."""
+    from zbound.solvers import quasi_newton as qn
+
+    big = qn.NEWTON_CACHE_BYTES + 1
+    for d in (5, 31, 109, 401):
+        assert qn.newton_price(d, big) < qn.newton_price(d) == 2.0 + d / 16.0
+        assert qn.newton_switch(d, big) <= qn.newton_switch(d)
+        assert qn.newton_switch(d) == int(np.ceil(qn.NEWTON_RENT * qn.newton_price(d)))
+    assert qn.newton_price(31, qn.NEWTON_CACHE_BYTES) == qn.newton_price(31)  # the boundary
+    model = _binary(300, 20, sep=20.0, C=100.0)
+    solver = qn.LBFGSNewton()
+    assert solver._newton_after(model) == qn.newton_switch(21, 300 * 20 * 8)
+    assert solver._newton_after(model) == qn.newton_switch(21)              # in cache
+    rows = qn.NEWTON_CACHE_BYTES // (20 * 8) + 1000                         # streamed
+    large = _binary(rows, 20, sep=1.0)
+    assert solver._newton_after(large) == qn.newton_switch(21, rows * 20 * 8) < \
+        qn.newton_switch(21)
+
+
 def test_newton_after_counts_evaluations_and_needs_a_hessian():
     model = _binary(500, 8, sep=3.0, C=1e4)
     res = minimize(model, np.zeros(9), method="lbfgs-bound", newton_after=3, tol=1e-10)

@@ -429,7 +429,11 @@ class LBFGSBound(Solver):
         if rule is None:
             return None
         if rule == "auto":
-            return newton_switch(int(model.n_params)) if _single_vector_newton(model) else None
+            if not _single_vector_newton(model):
+                return None
+            X = getattr(loss_and_penalties(model)[0], "X", None)
+            return newton_switch(int(model.n_params),
+                                 X.nbytes if isinstance(X, np.ndarray) else 0)
         inner = getattr(model, "model", model)
         if not callable(getattr(inner, "value_grad_hessian", None)):
             raise ValueError(f"newton_after={rule!r} needs a model with value_grad_hessian(), "
@@ -758,19 +762,37 @@ class PreconditionedLBFGS(LBFGSBound):
 
 #: ``newton_after="auto"``: model evaluations of L-BFGS before Newton steps take over, in
 #: units of the cost ratio of one Newton step (a (d, d) Hessian and its factor) to one
-#: evaluation, which :func:`newton_switch` puts at 2 + d / 16 for one weight vector of d
-#: parameters (a Newton step evaluates the bound and the Hessian; measured, one BLAS thread,
-#: 2026-11-28, X in cache: 2.8 at d = 11 over 20 000 rows, 2.3 at 31 over 569, 3.4 at 31 over
-#: 5000, 8 at 101, 13 at 201). Ski rental: L-BFGS runs while its cost stays within
-#: NEWTON_RENT Newton steps, about what Newton needs from there, so a run costs at most about
-#: twice the cheaper of the two (docs/estimators.md, "Two classes on dense data").
+#: L-BFGS iteration, which :func:`newton_price` puts at 2 + d / 16 for one weight vector of d
+#: parameters where X stays in cache, 2 + d / 100 where it streams from memory. Ski rental:
+#: L-BFGS runs while its cost stays within NEWTON_RENT Newton steps, about what Newton needs
+#: from there, so a run costs at most about twice the cheaper of the two
+#: (docs/estimators.md, "Two classes on dense data").
 NEWTON_RENT = 4
+#: X larger than this streams from memory at every evaluation (measured: iterations of 7.6 MB
+#: designs priced as in cache, 12 MB ones as streamed; a last-level cache share of a few MB
+#: per core is common), and :func:`newton_price` takes the streamed price.
+NEWTON_CACHE_BYTES = 8 << 20
 
 
-def newton_switch(d: int) -> int:
-    """``newton_after="auto"`` for one weight vector of ``d`` parameters: ceil(NEWTON_RENT x
-    (2 + d / 16)) model evaluations."""
-    return int(math.ceil(NEWTON_RENT * (2.0 + d / 16.0)))
+def newton_price(d: int, nbytes: int = 0) -> float:
+    """One Newton step's cost in L-BFGS iterations, for one weight vector of ``d`` parameters
+    over a dense X of ``nbytes``. In cache an iteration is cheap against the Hessian's d^2 work
+    per row: 2 + d / 16. Streamed from memory an iteration costs two passes over X, and
+    Newton's Hessian about one more: 2 + d / 100. Measured (one BLAS thread, 2-core AMD EPYC,
+    2026-11-28; Newton step over L-BFGS iteration): in cache 2.5 at d = 11 over 20 000 rows,
+    2.3 at 31 over 569, 4.0 at 31 over 5000, 5.1 at 51 over 20 000, 9.6 at 101 over 2000, 9.2 at
+    101 over 10 000, 14 at 201 over 500; streamed 0.8-1.3 at d = 21 over 80 000-100 000 rows,
+    1.4-1.7 at 51 over 60 000-200 000, 1.8-2.2 at 101 over 30 000-50 000, 3.3 on scaled Adult
+    (d = 109, 32 561 rows), 1.8-1.9 at 201 over 15 000-20 000."""
+    if nbytes > NEWTON_CACHE_BYTES:
+        return 2.0 + d / 100.0
+    return 2.0 + d / 16.0
+
+
+def newton_switch(d: int, nbytes: int = 0) -> int:
+    """``newton_after="auto"`` for one weight vector of ``d`` parameters over a dense X of
+    ``nbytes``: ceil(NEWTON_RENT x :func:`newton_price`) model evaluations."""
+    return int(math.ceil(NEWTON_RENT * newton_price(d, nbytes)))
 
 
 @register
@@ -869,7 +891,8 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
     return "lbfgs-precond" if preconditioner_fits(model) else default
 
 
-__all__ = ["LBFGSBound", "LBFGSNewton", "PreconditionedLBFGS", "NEWTON_RENT", "newton_switch",
+__all__ = ["LBFGSBound", "LBFGSNewton", "PreconditionedLBFGS", "NEWTON_CACHE_BYTES", "NEWTON_RENT",
+           "newton_price", "newton_switch",
            "BoundPreconditioner", "bound_preconditioner",
            "preconditioner_cost", "preconditioner_fits", "auto_method", "gradient_work",
            "AUTO_MIN_WORK", "AUTO_PRECOND_MIN_WORK", "UNITS_SPREAD",
