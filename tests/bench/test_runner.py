@@ -36,6 +36,32 @@ def test_writer_json_has_contract_fields(tmp_path):
     assert rec["metrics"]["iterations"] == 2
 
 
+def test_machine_record_names_cpu_blas_and_date(tmp_path):
+    """Measurements carry their machine and date: the record names the CPU, the BLAS
+    libraries with their kernel family, and the UTC time of the run; the report's header
+    says them."""
+    import datetime
+    import re
+
+    from zbound.bench.records import machine_info
+    from zbound.bench.report import write_report
+
+    m = machine_info()
+    stamp = datetime.datetime.strptime(m["date"], "%Y-%m-%d %H:%M UTC")
+    now = datetime.datetime.now(datetime.UTC).replace(tzinfo=None)
+    assert abs((now - stamp).total_seconds()) < 600
+    assert m["blas"] is None or re.search(r"\d+\.\d+", m["blas"])
+    w = RecordWriter("demo", quick=True, out=tmp_path)
+    _add(w, "ours", 0.5, default=True)
+    doc = json.loads((tmp_path / "demo.json").read_text())
+    assert doc["machine"]["date"] and "cpu" in doc["machine"] and "blas" in doc["machine"]
+    write_report(doc, tmp_path)
+    head = (tmp_path / "demo.md").read_text().splitlines()[2]
+    assert head.startswith("Machine: ") and f"Run {doc['machine']['date']}." in head
+    if doc["machine"]["blas"]:
+        assert f"BLAS: {doc['machine']['blas']}" in head
+
+
 def test_writer_fills_neutral_values_and_cleans_numpy(tmp_path):
     w = RecordWriter("demo", quick=False, out=tmp_path)
     rec = w.add(task="t", dataset="d", setting="s", method="m",

@@ -84,19 +84,59 @@ def _duplicate(text: str, policy: str, stacklevel: int) -> None:
     warnings.warn(message, DuplicateRecordWarning, stacklevel=stacklevel + 1)
 
 
+def _cpu_model() -> str | None:
+    """The CPU's model name (Linux: /proc/cpuinfo; elsewhere what ``platform`` knows)."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                if line.lower().startswith("model name"):
+                    return line.split(":", 1)[1].strip() or None
+    except OSError:
+        pass
+    return platform.processor() or None
+
+
+def _blas() -> str | None:
+    """The BLAS libraries loaded (NumPy's and SciPy's wheels each bring one): library,
+    version, the kernel family it picked (OpenBLAS chooses its kernels by CPU, and rounding
+    and speed differ between them) and the package that loaded it."""
+    try:
+        import scipy.linalg  # noqa: F401  (loads SciPy's BLAS, which the solvers use)
+        from threadpoolctl import threadpool_info
+
+        found = []
+        for lib in threadpool_info():
+            if lib.get("user_api") != "blas":
+                continue
+            kern = lib.get("architecture")
+            where = Path(lib.get("filepath") or "").parent.name.removesuffix(".libs")
+            text = (f"{lib.get('internal_api')} {lib.get('version')}"
+                    + (f", {kern} kernels" if kern else "") + (f" ({where})" if where else ""))
+            if text not in found:
+                found.append(text)
+        return "; ".join(found) or None
+    except Exception:  # pragma: no cover - informational only
+        return None
+
+
 def machine_info() -> dict[str, Any]:
-    """CPU count and library versions, recorded with every suite."""
+    """CPU, BLAS, library versions and the UTC date, recorded with every suite."""
+    import datetime
+
     import numpy
     import scipy
     import sklearn
 
     info: dict[str, Any] = {
         "cpu_count": os.cpu_count(),
+        "cpu": _cpu_model(),
         "platform": platform.platform(),
         "python": sys.version.split()[0],
         "numpy": numpy.__version__,
         "scipy": scipy.__version__,
         "sklearn": sklearn.__version__,
+        "blas": _blas(),
+        "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
     try:
         import zbound

@@ -74,9 +74,13 @@ def write_report(doc: dict[str, Any], out: Path,
     out = Path(out)
     parts = [f"# Benchmark suite `{doc['suite']}`" + (" (quick)" if doc["quick"] else ""), ""]
     m = doc["machine"]
+    cpu = f"{m['cpu']}, " if m.get("cpu") else ""
+    blas = f"; BLAS: {m['blas']}" if m.get("blas") else ""
+    when = f" Run {m['date']}." if m.get("date") else ""
     parts.append(
-        f"Machine: {m.get('cpu_count')} CPUs, {m.get('platform')}; Python {m.get('python')}, "
-        f"NumPy {m.get('numpy')}, SciPy {m.get('scipy')}, scikit-learn {m.get('sklearn')}."
+        f"Machine: {cpu}{m.get('cpu_count')} CPUs, {m.get('platform')}; Python "
+        f"{m.get('python')}, NumPy {m.get('numpy')}, SciPy {m.get('scipy')}, scikit-learn "
+        f"{m.get('sklearn')}{blas}.{when}"
     )
     parts.append("")
     skipped = doc.get("extra", {}).get("skipped_datasets")
