@@ -79,10 +79,6 @@ def check_reg(reg) -> float:
     return float(reg)
 
 
-__all__ = ["Number", "Choices", "NON_NEGATIVE_INT", "POSITIVE_INT", "NON_NEGATIVE", "POSITIVE",
-           "check_design", "check_reg"]
-
-
 def label_indices(y) -> tuple[np.ndarray, np.ndarray]:
     """(classes, indices): the sorted distinct labels of ``y`` and each label's position
     among them, as ``np.unique(y, return_inverse=True)`` gives them (intp indices). NumPy's
@@ -98,3 +94,7 @@ def label_indices(y) -> tuple[np.ndarray, np.ndarray]:
             classes[-1] == classes.size - 1:
         return classes, y.astype(np.intp).reshape(-1)
     return classes, np.searchsorted(classes, y).astype(np.intp, copy=False).reshape(-1)
+
+
+__all__ = ["Number", "Choices", "NON_NEGATIVE_INT", "POSITIVE_INT", "NON_NEGATIVE", "POSITIVE",
+           "check_design", "check_reg", "label_indices"]
