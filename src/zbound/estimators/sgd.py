@@ -363,6 +363,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         solver, self.method_ = self._solver(classes.size, X.shape[1], -(-T // bs), bs)
         state = solver.init(None, np.zeros(p))
         max_iter = self._epochs()
+        f_start = 0.0
         if max_iter:
             # the stopping rule's objective weighs rows as the steps do (weights over their
             # sum: a row of weight 2 and a repeated row stop the fit at the same epoch)
@@ -370,8 +371,8 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
                                    np.full(T, 1.0 / T) if sw is None else sw / sw.sum())
             rng = None if self.random_state is None else \
                 np.random.default_rng(self.random_state)
-        f_prev = f_start = full.value(state.x) if max_iter else 0.0
-        f = f_start
+            f_start = full.value(state.x)
+        f_prev = f = f_start
         epochs = stalled = 0
         for _ in range(max_iter):
             order = np.arange(T) if rng is None else rng.permutation(T)

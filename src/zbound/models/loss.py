@@ -360,8 +360,9 @@ class SoftmaxLoss(ChunkedLoss):
 
     def _binary_rows(self, s, sgn, grad: bool, keep_p: bool):
         """The binary rows' losses log(1 + e^z), z = sgn s (sgn = +1 on rows of class 0, -1
-        on rows of class 1: :meth:`_at`), and, with ``grad``, the residuals p - y = sgn
-        expit(z) written over ``s``; (losses, P or None), P = expit(s) with ``keep_p``.
+        on rows of class 1, in the dtype of s: :meth:`_at`), and, with ``grad``, the
+        residuals p - y = sgn expit(z) written over ``s``; (losses, P or None), P = expit(s)
+        with ``keep_p``.
 
         e = exp(-|s|) once per row, |s| capped where e is far below the dtype's resolution
         but not denormal (a denormal e would slow every later pass); the loss is max(z, 0) +
@@ -376,8 +377,6 @@ class SoftmaxLoss(ChunkedLoss):
         one = s.dtype.type(1.0)
         double = s.dtype == np.float64
         cap = s.dtype.type(700.0 if double else 80.0)
-        if sgn.dtype != s.dtype:
-            sgn = sgn.astype(s.dtype)
         t = s.shape[0]
         loss = np.empty_like(s)
         P = np.empty_like(s) if keep_p else None

@@ -853,7 +853,8 @@ def _binary_float64(model, loss, default: str) -> str:
     Newton 0.85-1.01x; on scaled breast_cancer at C = 100 0.57x and 0.61x (plain L-BFGS 2.3x:
     131 iterations); at C = 1 on 20 000 x 200, 50 000 x 100 and 100 000 x 20 newton-bound
     1.99 / 1.66 / 1.47x, L-BFGS then Newton 0.95 / 0.95 / 1.14x; on scaled Adult (32 561 x
-    108) 0.71x and 0.91x. docs/estimators.md has the table."""
+    108) 0.71x and 0.91x. With the faster binary rows and :func:`newton_price`'s streamed
+    price, the last four are 0.94 / 0.86 / 0.58x and 0.73x (docs/estimators.md has both)."""
     from zbound.utils.linalg import column_scale
 
     X = getattr(loss, "X", None)
