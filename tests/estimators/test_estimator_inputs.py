@@ -3,6 +3,8 @@ that bad inputs and parameters raise."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -84,6 +86,27 @@ def test_label_indices_match_np_unique(labels):
     assert classes.dtype == want.dtype
     np.testing.assert_array_equal(idx, inverse.ravel())
     assert idx.dtype == np.intp and idx.ndim == 1
+
+
+@pytest.mark.parametrize("labels", [
+    np.array([0, 1, 1]), np.array([3, 3, 3], dtype=np.uint8), np.array([True, False]),
+    np.array([0.0, 1.0, 2.0]), np.array([0.5, 1.0]), np.array([[0, 1], [1, 0]]),
+    np.array(["a", "b"]), np.array([1, "a"], dtype=object), [0, 1, 2], [0.5, 1.5],
+    np.array([0.0, np.nan])])
+def test_check_class_targets_matches_scikit_learn(labels):
+    """The fast path for 1-D integer labels accepts and rejects exactly what
+    scikit-learn's check_classification_targets does."""
+    from sklearn.utils.multiclass import check_classification_targets
+
+    from zbound.utils.validation import check_class_targets
+
+    try:
+        check_classification_targets(labels)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=re.escape(str(exc))):
+            check_class_targets(labels)
+    else:
+        check_class_targets(labels)
 
 
 def test_object_labels(iris):

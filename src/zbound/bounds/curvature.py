@@ -615,7 +615,9 @@ class KroneckerCurvature(Curvature):
         m = C.shape[1]
         dx = X.shape[1]
         if m * X.size <= _BATCH_SMALL_ELEMS:
-            G = (X.T[None, :, :] * C.T[:, None, :]) @ X
+            # one column (two classes): a plain GEMM, not the batched matmul's loop
+            G = ((X.T * C[:, 0]) @ X)[None] if m == 1 else \
+                (X.T[None, :, :] * C.T[:, None, :]) @ X
         else:
             G = np.zeros((m, dx, dx))
             t = X.shape[0]
@@ -653,6 +655,11 @@ class KroneckerCurvature(Curvature):
         n, d = self.n, self.d
         p = n * d
         ia, ib = _pairs(n, complete)
+        if n == 1 and ia.size:              # one block (two classes): the Gram matrix itself
+            out = self._grams(pair_weights(ia, ib))[0]
+            if self.reg:
+                out.flat[:: p + 1] += self.reg
+            return out
         M = np.zeros((n, n, d, d))
         if ia.size:
             G = self._grams(pair_weights(ia, ib))
@@ -827,6 +834,8 @@ class SoftmaxCurvature(KroneckerCurvature):
             complete = bool(np.all(np.abs(P.sum(axis=1) - 1.0) <= 1e-12))
 
         def pair_weights(ia, ib):
+            if P.shape[1] == 1 and not complete:        # one free class: w p (1 - p)
+                return Pw * (1.0 - P)
             C = Pw[:, ia] * P[:, ib]
             C *= -1.0
             if not complete:

@@ -21,7 +21,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from zbound.estimators._params import STACKLEVEL, fit_method
@@ -31,7 +30,7 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.solvers import minimize
 from zbound.solvers.base import MethodNames
 from zbound.utils.linalg import column_units
-from zbound.utils.validation import Number, label_indices
+from zbound.utils.validation import Number, check_class_targets, label_indices
 
 
 def _latent_method(info) -> bool:
@@ -138,7 +137,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         """Fit to X (t, n_features) and labels y (t,); returns self."""
         M, reg = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=False)
-        check_classification_targets(y)
+        check_class_targets(y)
         sw = check_sample_weight(sample_weight, X.shape[0])
         classes, y_idx = label_indices(y)
         if classes.size == 2:

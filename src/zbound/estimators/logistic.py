@@ -35,7 +35,7 @@ from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import METHODS, minimize, solver_class
 from zbound.solvers.base import MethodNames
-from zbound.utils.validation import Choices, Number, label_indices
+from zbound.utils.validation import Choices, Number, check_class_targets, label_indices
 
 _ORDERS = ("descending", "ascending", "given")
 # The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
@@ -353,7 +353,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         else:
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                                  order="C", y_numeric=False)
-            check_classification_targets(y)
+            check_class_targets(y)
             sw_given = check_sample_weight(sample_weight, X.shape[0])
             classes, y_idx = label_indices(y)
             per_sample = self._class_weights(classes, y_idx, sw_given)

@@ -17,7 +17,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils._tags import ClassifierTags, RegressorTags
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from zbound.estimators._params import STACKLEVEL, fit_method
@@ -26,7 +25,7 @@ from zbound.moe.em import MSTEPS
 from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
 from zbound.solvers.base import MethodNames, solver_class
 from zbound.utils.linalg import column_units
-from zbound.utils.validation import Choices, Number, label_indices
+from zbound.utils.validation import Choices, Number, check_class_targets, label_indices
 
 #: the registered training methods of a mixture are named "moe-<method>"
 _PREFIX = "moe-"
@@ -207,7 +206,7 @@ class MixtureOfExperts(BaseEstimator):
             raise ValueError(f"a mixture of k={k} experts needs at least 2 samples per expert; "
                              f"got {n} sample(s) with non-zero weight (n_samples = {n})")
         if logistic:
-            check_classification_targets(y)
+            check_class_targets(y)
             self.classes_, y_idx = label_indices(y)
             if self.classes_.size < 2:
                 raise ValueError(f"logistic experts need at least 2 classes; got 1 class "

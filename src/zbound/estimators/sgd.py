@@ -27,7 +27,6 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from zbound.estimators._params import STACKLEVEL, fit_method
@@ -36,7 +35,7 @@ from zbound.models.multinomial import logistic_objective
 from zbound.solvers import solver_class
 from zbound.solvers.base import MethodNames
 from zbound.solvers.stochastic import KRON_MAX_WIDTH
-from zbound.utils.validation import Choices, Number, label_indices
+from zbound.utils.validation import Choices, Number, check_class_targets, label_indices
 
 _SCHEDULES = ("constant", "inverse")
 # what the estimator passes to its method (rank and lowrank_rule where the method takes them)
@@ -347,7 +346,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         """Fit by epochs of shuffled mini-batches from zero (at most ``max_iter``; see
         ``tol``). Returns self."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
-        check_classification_targets(y)
+        check_class_targets(y)
         sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         classes, y_idx = label_indices(y)
         if classes.size < 2:
@@ -477,7 +476,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
                                       reuse=None if first else getattr(self, "_sgd_solver",
                                                                        None))
         if first:
-            check_classification_targets(y)     # later chunks: _encode rejects unknown labels
+            check_class_targets(y)     # later chunks: _encode rejects unknown labels
         y_idx = self._encode(y, all_classes)
         sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         if sw is not None and not sw.any():

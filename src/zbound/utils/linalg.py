@@ -10,6 +10,8 @@ structure-aware operators (:mod:`zbound.bounds.curvature`) and their preconditio
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
@@ -51,7 +53,7 @@ def pd_cholesky(matrix: np.ndarray, overwrite: bool = False):
     if p == 0:
         return matrix
     anorm = float(np.abs(matrix).sum(axis=0).max())
-    if not (anorm > 0.0 and np.isfinite(anorm)):
+    if not (anorm > 0.0 and math.isfinite(anorm)):
         return None
     c, info = _potrf(matrix, lower=1, overwrite_a=int(overwrite), clean=0)
     if info != 0:
@@ -67,7 +69,9 @@ def unit_diagonal_scale(matrix: np.ndarray) -> np.ndarray | None:
     positive and finite: the scaling under which the rank tests judge a matrix, not the
     units of its columns."""
     diag = np.diagonal(matrix)
-    if np.all(diag > 0.0) and np.all(np.isfinite(diag)):
+    # every entry positive and finite (NaN fails both comparisons); min and max are
+    # cheaper than the elementwise tests on the small matrices of small problems
+    if not diag.size or (diag.min() > 0.0 and diag.max() < np.inf):
         return 1.0 / np.sqrt(diag)
     return None
 
@@ -79,7 +83,7 @@ def unit_diagonal_form(matrix: np.ndarray):
     scale = unit_diagonal_scale(matrix)
     if scale is None:
         return matrix, None
-    return matrix * scale[:, None] * scale[None, :], scale
+    return matrix * np.multiply.outer(scale, scale), scale
 
 
 def column_scale(X, sample_weight=None) -> np.ndarray:

@@ -96,5 +96,18 @@ def label_indices(y) -> tuple[np.ndarray, np.ndarray]:
     return classes, np.searchsorted(classes, y).astype(np.intp, copy=False).reshape(-1)
 
 
+def check_class_targets(y) -> None:
+    """scikit-learn's ``check_classification_targets`` for the labels of a classifier's fit:
+    a ValueError for a continuous or multi-output y. One-dimensional integer or boolean
+    labels always pass (binary or multiclass), so they skip its type inference, which costs
+    0.1 ms on any y (2026-11-28, a tenth of a small fit; NumPy arrays only, other inputs go
+    through it)."""
+    if isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "iub":
+        return
+    from sklearn.utils.multiclass import check_classification_targets
+
+    check_classification_targets(y)
+
+
 __all__ = ["Number", "Choices", "NON_NEGATIVE_INT", "POSITIVE_INT", "NON_NEGATIVE", "POSITIVE",
-           "check_design", "check_reg", "label_indices"]
+           "check_design", "check_reg", "check_class_targets", "label_indices"]
