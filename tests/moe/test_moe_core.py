@@ -67,6 +67,33 @@ def test_gradients_match_finite_differences(idx):
                                atol=1e-7)
 
 
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 50.0, 800.0])
+@pytest.mark.parametrize("k", [1, 2, 4])
+def test_two_class_value_and_gradient_match_the_general_form(k, scale):
+    """Two-class experts take a one-exponential form; it agrees with the log-sum-exp of log
+    gate + log expert (``value``) and with the general softmax form of a third class that
+    no row has and that scores far below, at scores up to the far tails, and stays finite."""
+    rng = np.random.default_rng(k)
+    X, y = class_data(classes=2)
+    sw = rng.random(len(y)) + 0.1
+    two = MoEProblem(X, y, k, "logistic", reg=1e-3, sample_weight=sw)
+    theta = rng.normal(size=two.n_params) * scale
+    f, g = two.value_and_grad(theta)
+    assert np.isfinite(f) and np.isfinite(g).all()
+    assert f == pytest.approx(two.value(theta), rel=1e-12, abs=1e-12)
+    three = MoEProblem(X, y, k, "logistic", reg=1e-3, sample_weight=sw, n_classes=3)
+    P = two.unpack(theta)
+    coef = np.concatenate([P.coef, np.zeros_like(P.coef)], axis=1)
+    coef[:, 1, -1] = -1e4                   # intercept: class 2 has probability e^-1e4 = 0
+    t3 = three.pack(P.gate, coef)
+    f3, g3 = three.value_and_grad(t3)
+    assert f == pytest.approx(f3 - three.penalty_value(t3) + two.penalty_value(theta),
+                              rel=1e-12, abs=1e-12)
+    g3, G = three.unpack(g3), two.unpack(g)
+    np.testing.assert_allclose(G.gate, g3.gate, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(G.coef[:, 0], g3.coef[:, 0], rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("idx", range(4))
 @pytest.mark.parametrize("mstep", ["newton-bound", "bound"])
 def test_em_never_increases_the_objective(idx, mstep):

@@ -73,6 +73,26 @@ DEFAULT_TOL = {"gradient": 1e-4, "decrease": 1e-7}
 _MAX_TARGET = 1e150
 
 
+def _single_logistic(problem: MoEProblem) -> np.ndarray:
+    """(m, p): one logistic expert fitted to all the data (its penalty, the problem's sample
+    weights), by the solver ``BoundLogisticRegression`` runs on this shape, to its default
+    tol: a start, perturbed before use, needs no tighter fit. (An exact M-step with every
+    responsibility on one expert, tol 1e-6, also fitted the gate and the empty experts:
+    59 of a 237 ms fit of 4 experts on 15 000 x 50 binary rows, 2026-11-28.)"""
+    from zbound.estimators.logistic import auto_fit
+    from zbound.models.loss import SoftmaxLoss
+    from zbound.models.objective import Objective
+    from zbound.models.penalty import L2Penalty
+
+    size = problem.m * problem.p
+    pen = problem.penalty[problem.n_gate:problem.n_gate + size]
+    loss = SoftmaxLoss(problem.Xb, problem.y, problem.n_classes, problem.v,
+                       reference_class=True)
+    with np.errstate(over="ignore", under="ignore"):
+        _, result = auto_fit(Objective(loss, L2Penalty(pen)), np.zeros(size), 1e-4, 1000)
+    return result.x.reshape(problem.m, problem.p)
+
+
 class MixtureOfExperts(BaseEstimator):
     """Mixture of ``n_experts`` linear or logistic experts with a softmax gate on x.
 
@@ -277,12 +297,15 @@ class MixtureOfExperts(BaseEstimator):
                                                              * np.sqrt(problem.p)))
         k, m, p = problem.k, problem.m, problem.p
         gate = rng.normal(size=(k - 1, p)) * unit
+        if problem.expert == "logistic":
+            coef = _single_logistic(problem) + rng.normal(size=(k, m, p)) * unit
+            return problem.pack(gate, coef)
         from zbound.moe.em import MStep
 
         R = np.zeros((problem.n_samples, k))
         R[:, 0] = 1.0
-        base = problem.pack(np.zeros((k - 1, p)), np.zeros((k, m, p)) if m > 1 or
-                            problem.expert == "logistic" else np.zeros((k, p)),
+        base = problem.pack(np.zeros((k - 1, p)), np.zeros((k, m, p)) if m > 1 else
+                            np.zeros((k, p)),
                             np.full(k, np.log(problem.y_var)) if problem.fit_var else None)
         single = problem.unpack(MStep(problem, "newton-bound", 1e-6)(base, R))
         if problem.expert == "linear":
@@ -291,8 +314,7 @@ class MixtureOfExperts(BaseEstimator):
             coef = single.coef[0] + rng.normal(size=(k, p)) * unit * sd
             log_var = np.full(k, np.log(max(sd * sd, problem.min_variance)))
             return problem.pack(gate, coef, log_var)
-        coef = single.coef[0] + rng.normal(size=(k, m, p)) * unit
-        return problem.pack(gate, coef)
+        raise AssertionError(f"unknown expert {problem.expert!r}")   # pragma: no cover
 
     def _run(self, problem, theta0, lr):
         """The registered method "moe-<method>" with the options it takes: the M-step solver

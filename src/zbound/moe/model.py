@@ -403,6 +403,18 @@ class MoEProblem:
         _, g = self.q_value_and_grad(theta, R)
         return -float(self.v @ lse) + self.penalty_value(theta), g
 
+    def _binary_label(self) -> np.ndarray:
+        """(n,) float y of two classes (0 / 1), cached."""
+        if getattr(self, "_y01", None) is None:
+            self._y01 = self.y.astype(np.float64)
+        return self._y01
+
+    def _binary_sign(self) -> np.ndarray:
+        """(n,) 1 - 2 y of two classes (+1 / -1), cached."""
+        if getattr(self, "_sgn", None) is None:
+            self._sgn = 1.0 - 2.0 * self._binary_label()
+        return self._sgn
+
     def _logistic_value_and_grad(self, theta) -> tuple[float, np.ndarray]:
         """Logistic experts' L and gradient from one product [gate; experts] X~^T and one
         product back. The scores are laid out (rows of W, samples), so every reduction over
@@ -423,16 +435,31 @@ class MoEProblem:
             G = S[: k - 1]
             gmax = np.maximum(G.max(axis=0), 0.0)
             eg = np.exp(G - gmax)
-            log_zg = gmax + np.log(np.exp(-gmax) + eg.sum(axis=0))
+            zg = np.exp(-gmax)
+            zg += eg.sum(axis=0)
+            log_zg = np.log(zg)
+            log_zg += gmax
             lg[0] = -log_zg
             lg[1:] = G - log_zg
-        # experts: log p(y | x, z = j) = s_{j,y} - log(1 + sum_c exp s_{j,c}), s_{j,0} = 0
-        E = S[k - 1:].reshape(k, m, n)
-        emax = np.maximum(E.max(axis=1), 0.0)               # (k, n)
-        q = np.exp(E - emax[:, None, :])                    # (k, m, n), unnormalized
-        z = np.exp(-emax) + q.sum(axis=1)
-        J = lg - emax - np.log(z)                           # log gate + log p(y = 0 | z)
-        J[:, rows] += E.reshape(k, m * n)[:, flat]          # + s_{j, y} where y > 0
+        if m == 1:
+            # two classes: log p(y | x, z = j) = -(max(z, 0) + log1p(e^-|s|)), z = -+s (y = 0
+            # / 1), s = s_{j,1}: one exponential and one logarithm per expert and row
+            E = S[k - 1:]                                       # (k, n)
+            a = np.abs(E)
+            np.negative(a, out=a)
+            np.exp(a, out=a)                                    # e^-|s|
+            J = np.multiply(E, self._binary_sign())             # z
+            np.maximum(J, 0.0, out=J)
+            J += np.log1p(a)
+            np.subtract(lg, J, out=J)                           # log gate + log p(y | z)
+        else:
+            # experts: log p(y | x, z = j) = s_{j,y} - log(1 + sum_c exp s_{j,c}), s_{j,0} = 0
+            E = S[k - 1:].reshape(k, m, n)
+            emax = np.maximum(E.max(axis=1), 0.0)               # (k, n)
+            q = np.exp(E - emax[:, None, :])                    # (k, m, n), unnormalized
+            z = np.exp(-emax) + q.sum(axis=1)
+            J = lg - emax - np.log(z)                           # log gate + log p(y = 0 | z)
+            J[:, rows] += E.reshape(k, m * n)[:, flat]          # + s_{j, y} where y > 0
         jmax = J.max(axis=0)
         R = np.exp(J - jmax)
         tot = R.sum(axis=0)
@@ -441,11 +468,20 @@ class MoEProblem:
         # gradient: d/dS of -sum_i v_i lse_i, then back through the one product
         D = np.empty_like(S)
         if k > 1:
-            D[: k - 1] = (np.exp(lg[1:]) - R[1:]) * v
+            D[: k - 1] = (eg / zg - R[1:]) * v                  # (gate probability - R) v
         Wr = R * v                                           # (k, n)
-        De = D[k - 1:].reshape(k, m, n)
-        np.multiply(q, (Wr / z)[:, None, :], out=De)
-        De.reshape(k, m * n)[:, flat] -= Wr[:, rows]
+        if m == 1:
+            # Wr (p(y = 1 | z) - y): expit(s) = (1 where s >= 0, else e^-|s|) / (1 + e^-|s|)
+            De = D[k - 1:]
+            np.maximum(a, E >= 0.0, out=De)
+            a += 1.0
+            De /= a
+            De -= self._binary_label()
+            De *= Wr
+        else:
+            De = D[k - 1:].reshape(k, m, n)
+            np.multiply(q, (Wr / z)[:, None, :], out=De)
+            De.reshape(k, m * n)[:, flat] -= Wr[:, rows]
         grad = (D @ self.Xb).ravel()
         grad += self.penalty * theta
         return f, grad
