@@ -49,7 +49,23 @@ def class_major_product(R: np.ndarray, X, intercept: bool = False) -> np.ndarray
         return out
     if sp.issparse(X):
         return np.ascontiguousarray(np.asarray(X.T @ R.T).T)
-    return R @ X
+    t = X.shape[0]
+    step = max(256, PRODUCT_BLOCK_BYTES // max(1, X.shape[1] * X.itemsize))
+    if R.shape[0] < 2 or t < 2 * step:
+        return R @ X
+    # summed over row blocks of about PRODUCT_BLOCK_BYTES: OpenBLAS's AVX-512 kernels run
+    # this product (a few rows of R against many of X) at 0.5-0.8x the time blocked than
+    # whole (15 000 x 51, 7 classes: 448 -> 330 us; 100 000 x 21, 7 classes: 2.7 -> 1.4 ms;
+    # 50 000 x 51, 10 classes: 3.3 -> 1.6 ms), its AVX2 kernels at 0.94-1.12x (one thread,
+    # 2026-11-28)
+    out = R[:, :step] @ X[:step]
+    for a in range(step, t, step):
+        out += R[:, a:a + step] @ X[a:a + step]
+    return out
+
+
+#: Bytes of X per block of :func:`class_major_product`'s row loop.
+PRODUCT_BLOCK_BYTES = 256 << 10
 
 
 __all__ = ["class_major_scores", "logsumexp_classes", "class_major_product"]

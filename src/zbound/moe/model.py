@@ -482,7 +482,7 @@ class MoEProblem:
             De = D[k - 1:].reshape(k, m, n)
             np.multiply(q, (Wr / z)[:, None, :], out=De)
             De.reshape(k, m * n)[:, flat] -= Wr[:, rows]
-        grad = (D @ self.Xb).ravel()
+        grad = class_major_product(D, self.Xb).ravel()
         grad += self.penalty * theta
         return f, grad
 
