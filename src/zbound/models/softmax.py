@@ -68,4 +68,5 @@ def class_major_product(R: np.ndarray, X, intercept: bool = False) -> np.ndarray
 PRODUCT_BLOCK_BYTES = 256 << 10
 
 
-__all__ = ["class_major_scores", "logsumexp_classes", "class_major_product"]
+__all__ = ["class_major_scores", "logsumexp_classes", "class_major_product",
+           "PRODUCT_BLOCK_BYTES"]
