@@ -34,7 +34,7 @@ import numpy as np
 from scipy.special import log_softmax, logsumexp, softmax
 
 from zbound.models.loss import Rows, SoftmaxLoss, check_design_magnitude, check_sample_weight
-from zbound.models.softmax import class_major_product, logsumexp_classes
+from zbound.models.softmax import class_major_product, class_major_scores, logsumexp_classes
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 EXPERTS = ("linear", "logistic")
@@ -424,7 +424,7 @@ class MoEProblem:
             raise ValueError(f"theta must have shape ({self.n_params},), got {theta.shape}")
         n, k, m, v = self.n_samples, self.k, self.m, self.v
         W = theta.reshape(-1, self.p)                       # (k - 1 + k m, p)
-        S = W @ self.Xb.T                                   # (k - 1 + k m, n)
+        S = class_major_scores(self.Xb, W)                  # (k - 1 + k m, n)
         if self._label_index is None:
             rows = np.flatnonzero(self.y > 0)
             self._label_index = (rows, (self.y[rows] - 1) * n + rows)
