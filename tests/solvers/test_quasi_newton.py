@@ -331,7 +331,11 @@ def test_choose_method_picks_what_the_docs_say():
     X = rng.standard_normal((100, 3000))
     wide = logistic_objective(X, np.arange(100) % 4, 4, np.full(4 * 3001, 1.0), None, 0.0,
                               fit_intercept=True)
-    assert choose_method(wide) == DEFAULT_METHOD
+    assert choose_method(wide) == "lbfgs-newton"     # dense: L-BFGS, then Newton
+    import scipy.sparse as sp
+    sparse = logistic_objective(sp.csr_matrix(X), np.arange(100) % 4, 4,
+                                np.full(4 * 3001, 1.0), None, 0.0, fit_intercept=True)
+    assert choose_method(sparse) == DEFAULT_METHOD   # sparse: truncated Newton throughout
     from _solver_problems import loglinear_problem
     assert choose_method(loglinear_problem(0)) == DEFAULT_METHOD   # not a softmax objective
 
@@ -601,6 +605,35 @@ def test_lbfgs_newton_hands_over_to_newton_where_lbfgs_crawls():
     res = minimize(easy, np.zeros(11), method="lbfgs-newton", tol=1e-6)
     assert res.converged and "newton_iterations" not in res.info
     assert res.trace.n_evals[-2] < newton_switch(11)     # the last step began before it
+
+
+def test_lbfgs_newton_hands_over_on_wide_multiclass_data():
+    """Several weight vectors over dense X with more columns than rows: the handover comes
+    after NEWTON_RENT x blocks_newton_price evaluations, the Newton steps reach Newton's
+    optimum, and the run is monotone; the price follows the preconditioner's flop count
+    (the Woodbury form while rows x classes stays small, class by class beyond, dense blocks
+    with more rows than columns)."""
+    from zbound.models.multinomial import logistic_objective
+    from zbound.solvers import quasi_newton as qn
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 400)) * np.logspace(-1, 1, 400)    # raw units: L-BFGS slow
+    y = np.arange(40) % 3
+    model = logistic_objective(X, y, 3, np.full(3 * 401, 0.01), None, 0.0,
+                               fit_intercept=True)
+    switch = qn.LBFGSNewton()._newton_after(model)
+    assert switch == int(np.ceil(qn.NEWTON_RENT * qn.blocks_newton_price(40, 401, 3)))
+    ref = minimize(model, np.zeros(model.n_params), method="newton-bound", tol=1e-10)
+    res = minimize(model, np.zeros(model.n_params), method="lbfgs-newton", tol=1e-8,
+                   max_iter=5000)
+    assert res.converged and res.info["newton_iterations"] >= 1
+    assert res.trace.n_evals[-1] > switch
+    assert res.fun == pytest.approx(ref.fun, rel=1e-7)
+    _assert_monotone(res)
+    # the price grows with the preconditioner's work against a gradient's
+    assert qn.blocks_newton_price(63, 2309, 4) < qn.blocks_newton_price(200, 2001, 5) < \
+        qn.blocks_newton_price(1000, 2001, 4)
+    assert qn.blocks_newton_price(5000, 101, 10) >= 3.0
 
 
 def test_newton_switch_comes_sooner_where_X_streams_from_memory():

@@ -156,7 +156,8 @@ def _method_options(model, method: str, precision: str = "auto") -> dict:
         if precision != "auto":
             options["evaluation"] = precision
         else:       # two classes ("lbfgs-newton") stay in float64, as their Newton steps do
-            options["evaluation"] = "double" if method == "lbfgs-newton" else \
+            binary = getattr(getattr(model, "loss", model), "k", 0) == 1
+            options["evaluation"] = "double" if method == "lbfgs-newton" and binary else \
                 _auto_evaluation(model)
     if method == "lbfgs-precond":
         options["memory"] = _ESTIMATOR_PAIRS
@@ -197,8 +198,10 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         multiclass problems with at least 10^5 rows x parameters and a cheap preconditioner
         (two classes too from 10^6 with ``precision="mixed"``); "lbfgs-newton" (L-BFGS, then
         Newton steps) for two classes on dense X (from 10^6 rows x parameters only with
-        columns in comparable units); else :data:`zbound.solvers.DEFAULT_METHOD`
-        ("newton-bound": sparse two-class data, bounds, small or very wide multiclass data).
+        columns in comparable units) and for multiclass dense data with more columns than
+        the preconditioner pays for; else :data:`zbound.solvers.DEFAULT_METHOD`
+        ("newton-bound": sparse two-class or very wide sparse data, bounds, small multiclass
+        data).
         With bounds, the solver must support them.
     tol : float >= 0, default 1e-4
         Stop when the gradient's largest entry (constrained: that of the model step's

@@ -56,9 +56,10 @@ def choose_method(model, constraints: LinearConstraints | None = None, *,
     (``evaluation`` "auto" or "mixed"; they finish with Newton steps);
     "lbfgs-newton" (:class:`~zbound.solvers.quasi_newton.LBFGSNewton`: L-BFGS, then Newton
     steps once its evaluations cost about four Newton steps) for two classes in float64 on
-    dense X (from 10^6 rows x parameters only with columns in comparable units);
+    dense X (from 10^6 rows x parameters only with columns in comparable units), and for
+    several classes on dense X with d large against t (the preconditioner does not pay);
     :data:`DEFAULT_METHOD` ("newton-bound") for everything else: constraints, method options
-    given, two classes on sparse X or large and in raw units, d large against t, small
+    given, two classes on sparse X or large and in raw units, d large against t on sparse X, small
     multiclass problems (iris, wine), other models. Measured in docs/solvers.md (one
     BLAS thread, logreg-large's larger-data block): on KMNIST 2000 x 785 x 10 the choice took
     0.33x / 0.47x the time of newton-bound at the 1e-3 / 1e-8 targets in float64 alone, on
