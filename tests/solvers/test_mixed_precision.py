@@ -233,6 +233,12 @@ def test_choose_method_for_binary_problems():
     raw_units = logistic_objective(X, y, 2, np.r_[np.ones(12), 0.0], None, 0.0,
                                    fit_intercept=True)
     assert choose_method(raw_units, evaluation="double") == DEFAULT_METHOD
+    # fewer rows than columns: L-BFGS first in any units (a Newton step there is a truncated
+    # CG solve behind a Woodbury preconditioner)
+    W = rng.standard_normal((400, 3000)) * np.logspace(-2, 2, 3000)
+    wide = logistic_objective(W, (W[:, -1] > 0).astype(np.intp), 2, np.r_[np.ones(3000), 0.0],
+                              None, 0.0, fit_intercept=True)
+    assert choose_method(wide, evaluation="double") == "lbfgs-newton"
     assert choose_method(_problem(n_classes=2, t=5000, dx=12)) == "lbfgs-newton"
     assert choose_method(_problem(n_classes=2, t=5000, dx=12),
                          evaluation="double") == "lbfgs-newton"
