@@ -241,6 +241,7 @@ class MoEProblem:
             self.Y = np.zeros((n, C))
             self.Y[np.arange(n), self.y] = 1.0
         self._label_index = None            # logistic: (rows with y > 0, flat (y - 1, row))
+        self._y01 = self._sgn = None        # two classes: y and 1 - 2 y as floats, cached
         self.n_gate = (self.k - 1) * self.p
         self.n_coef = self.k * self.m * self.p
         self.fit_var = expert == "linear" and self.noise is None
@@ -405,13 +406,13 @@ class MoEProblem:
 
     def _binary_label(self) -> np.ndarray:
         """(n,) float y of two classes (0 / 1), cached."""
-        if getattr(self, "_y01", None) is None:
+        if self._y01 is None:
             self._y01 = self.y.astype(np.float64)
         return self._y01
 
     def _binary_sign(self) -> np.ndarray:
         """(n,) 1 - 2 y of two classes (+1 / -1), cached."""
-        if getattr(self, "_sgn", None) is None:
+        if self._sgn is None:
             self._sgn = 1.0 - 2.0 * self._binary_label()
         return self._sgn
 
