@@ -83,6 +83,23 @@ def test_inverted_classes_need_two_experts():
     np.testing.assert_allclose(two.gate_proba(X).sum(axis=1), 1.0)
 
 
+@pytest.mark.parametrize("classes", [2, 3])
+def test_fitted_mixture_keeps_no_training_rows(classes):
+    """The fitted estimator predicts from the problem's layout alone: no array with one
+    entry per training row survives the fit (pickles stay small), the two-class caches
+    included, and the predictions are the same after a pickle round trip."""
+    import pickle
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(400, 3))
+    y = rng.integers(0, classes, 400)
+    est = MixtureOfExperts(n_experts=2, random_state=0).fit(X, y)
+    for name, value in vars(est._predictor).items():
+        assert not (isinstance(value, np.ndarray) and 400 in value.shape), name
+    again = pickle.loads(pickle.dumps(est))
+    np.testing.assert_array_equal(again.predict_proba(X[:50]), est.predict_proba(X[:50]))
+
+
 def test_sample_weight_equals_repetition():
     X, y = _switching_regression(60, seed=3)
     w = np.random.default_rng(4).integers(0, 3, size=60)

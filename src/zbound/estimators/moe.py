@@ -409,7 +409,7 @@ def _strip(problem: MoEProblem) -> MoEProblem:
     import copy
 
     out = copy.copy(problem)
-    for name in ("Xb", "y", "Y", "v", "sample_weight", "_label_index"):
+    for name in ("Xb", "y", "Y", "v", "sample_weight", "_label_index", "_y01", "_sgn"):
         if hasattr(out, name):
             setattr(out, name, None)
     return out
