@@ -283,8 +283,9 @@ class MixtureOfExperts(BaseEstimator):
         return self
 
     def _start(self, problem: MoEProblem, rng) -> np.ndarray:
-        """A weight-consistent random start: a single expert fitted by one exact M-step with
-        all responsibilities 1, plus random perturbations (and a random gate)."""
+        """A weight-consistent random start: a single expert fitted to all the data
+        (logistic: :func:`_single_logistic`; linear: one exact M-step with every
+        responsibility on it), plus random perturbations (and a random gate)."""
         v = problem.v
         Xb = problem.Xb
         xs = np.sqrt(v @ (Xb - v @ Xb) ** 2)
@@ -304,17 +305,14 @@ class MixtureOfExperts(BaseEstimator):
 
         R = np.zeros((problem.n_samples, k))
         R[:, 0] = 1.0
-        base = problem.pack(np.zeros((k - 1, p)), np.zeros((k, m, p)) if m > 1 else
-                            np.zeros((k, p)),
+        base = problem.pack(np.zeros((k - 1, p)), np.zeros((k, p)),
                             np.full(k, np.log(problem.y_var)) if problem.fit_var else None)
         single = problem.unpack(MStep(problem, "newton-bound", 1e-6)(base, R))
-        if problem.expert == "linear":
-            res = problem.y - Xb @ single.coef[0]
-            sd = float(np.sqrt(max(v @ res ** 2, 1e-12)))
-            coef = single.coef[0] + rng.normal(size=(k, p)) * unit * sd
-            log_var = np.full(k, np.log(max(sd * sd, problem.min_variance)))
-            return problem.pack(gate, coef, log_var)
-        raise AssertionError(f"unknown expert {problem.expert!r}")   # pragma: no cover
+        res = problem.y - Xb @ single.coef[0]
+        sd = float(np.sqrt(max(v @ res ** 2, 1e-12)))
+        coef = single.coef[0] + rng.normal(size=(k, p)) * unit * sd
+        log_var = np.full(k, np.log(max(sd * sd, problem.min_variance)))
+        return problem.pack(gate, coef, log_var)
 
     def _run(self, problem, theta0, lr):
         """The registered method "moe-<method>" with the options it takes: the M-step solver
@@ -409,7 +407,7 @@ def _strip(problem: MoEProblem) -> MoEProblem:
     import copy
 
     out = copy.copy(problem)
-    for name in ("Xb", "y", "Y", "v", "sample_weight", "_label_index", "_y01", "_sgn"):
+    for name in ("Xb", "y", "Y", "v", "sample_weight", "_label_index"):
         if hasattr(out, name):
             setattr(out, name, None)
     return out

@@ -241,7 +241,6 @@ class MoEProblem:
             self.Y = np.zeros((n, C))
             self.Y[np.arange(n), self.y] = 1.0
         self._label_index = None            # logistic: (rows with y > 0, flat (y - 1, row))
-        self._y01 = self._sgn = None        # two classes: y and 1 - 2 y as floats, cached
         self.n_gate = (self.k - 1) * self.p
         self.n_coef = self.k * self.m * self.p
         self.fit_var = expert == "linear" and self.noise is None
@@ -404,18 +403,6 @@ class MoEProblem:
         _, g = self.q_value_and_grad(theta, R)
         return -float(self.v @ lse) + self.penalty_value(theta), g
 
-    def _binary_label(self) -> np.ndarray:
-        """(n,) float y of two classes (0 / 1), cached."""
-        if self._y01 is None:
-            self._y01 = self.y.astype(np.float64)
-        return self._y01
-
-    def _binary_sign(self) -> np.ndarray:
-        """(n,) 1 - 2 y of two classes (+1 / -1), cached."""
-        if self._sgn is None:
-            self._sgn = 1.0 - 2.0 * self._binary_label()
-        return self._sgn
-
     def _logistic_value_and_grad(self, theta) -> tuple[float, np.ndarray]:
         """Logistic experts' L and gradient from one product [gate; experts] X~^T and one
         product back. The scores are laid out (rows of W, samples), so every reduction over
@@ -446,11 +433,12 @@ class MoEProblem:
             # two classes: log p(y | x, z = j) = -(max(z, 0) + log1p(e^-|s|)), z = -+s (y = 0
             # / 1), s = s_{j,1}: one exponential and one logarithm per expert and row
             E = S[k - 1:]                                       # (k, n)
+            y1 = self.Y[:, 1]                                   # y as 0 / 1
             a = np.abs(E)
             np.negative(a, out=a)
             np.exp(a, out=a)                                    # e^-|s|
-            J = np.multiply(E, self._binary_sign())             # z
-            np.maximum(J, 0.0, out=J)
+            J = np.maximum(E, 0.0)
+            J -= E * y1                                         # max(z, 0), exactly
             J += np.log1p(a)
             np.subtract(lg, J, out=J)                           # log gate + log p(y | z)
         else:
@@ -477,7 +465,7 @@ class MoEProblem:
             np.maximum(a, E >= 0.0, out=De)
             a += 1.0
             De /= a
-            De -= self._binary_label()
+            De -= y1
             De *= Wr
         else:
             De = D[k - 1:].reshape(k, m, n)

@@ -343,12 +343,16 @@ class LBFGSState(State):
     newton_after: int | None = None
 
 
+def _has_hessian(model) -> bool:
+    """Whether the model (inside a :class:`CountedModel` too) can take Newton steps."""
+    return callable(getattr(getattr(model, "model", model), "value_grad_hessian", None))
+
+
 def _single_vector_newton(model) -> bool:
     """A model whose loss has a single weight vector (binary logistic regression: its Hessian
     is one (d, d) block, where Newton converges in a few steps) and a Hessian to take them."""
     inner = getattr(model, "model", model)
-    return getattr(getattr(inner, "loss", inner), "k", 0) == 1 and \
-        callable(getattr(inner, "value_grad_hessian", None))
+    return getattr(getattr(inner, "loss", inner), "k", 0) == 1 and _has_hessian(model)
 
 
 @register
@@ -435,8 +439,8 @@ class LBFGSBound(Solver):
                                      X.nbytes if isinstance(X, np.ndarray) else 0)
             price = _blocks_newton_price(model)
             return None if price is None else int(math.ceil(NEWTON_RENT * price))
-        inner = getattr(model, "model", model)
-        if not callable(getattr(inner, "value_grad_hessian", None)):
+        if not _has_hessian(model):
+            inner = getattr(model, "model", model)
             raise ValueError(f"newton_after={rule!r} needs a model with value_grad_hessian(), "
                              f"which {type(inner).__name__} does not have")
         return int(rule)
@@ -815,8 +819,7 @@ def blocks_newton_price(rows: int, b: int, n: int) -> float:
 def _blocks_newton_price(model) -> float | None:
     """:func:`blocks_newton_price` for a softmax objective with several weight vectors over a
     dense X in memory and a Hessian; None for anything else."""
-    inner = getattr(model, "model", model)
-    if not callable(getattr(inner, "value_grad_hessian", None)):
+    if not _has_hessian(model):
         return None
     loss, _ = loss_and_penalties(model)
     X = getattr(loss, "X", None)
@@ -898,7 +901,7 @@ def _binary_float64(model, loss, default: str) -> str:
     from zbound.utils.linalg import column_scale
 
     X = getattr(loss, "X", None)
-    if not (isinstance(X, np.ndarray) and callable(getattr(model, "value_grad_hessian", None))):
+    if not (isinstance(X, np.ndarray) and _has_hessian(model)):
         return default
     if gradient_work(model) < AUTO_MIN_WORK or X.shape[0] < X.shape[1]:
         # fewer rows than columns: a Newton step is a truncated CG solve behind a Woodbury
