@@ -222,7 +222,7 @@ def test_evaluation_auto_by_size():
 def test_choose_method_for_binary_problems():
     """Binary: "lbfgs-precond" (float32 L-BFGS, then Newton) once float32 evaluation applies;
     in float64 from 10^6 rows x parameters, or on sparse X, newton-bound; smaller dense
-    problems "lbfgs-newton" (L-BFGS, then Newton)."""
+    problems "lbfgs-newton" (L-BFGS, then Newton), the smallest newton-bound."""
     big = _problem(n_classes=2, t=100_000, dx=12)     # 100 000 x 13 >= 10^6
     assert choose_method(big) == "lbfgs-precond"
     assert choose_method(big, evaluation="double") == "lbfgs-newton"
@@ -239,9 +239,12 @@ def test_choose_method_for_binary_problems():
     wide = logistic_objective(W, (W[:, -1] > 0).astype(np.intp), 2, np.r_[np.ones(3000), 0.0],
                               None, 0.0, fit_intercept=True)
     assert choose_method(wide, evaluation="double") == "lbfgs-newton"
-    assert choose_method(_problem(n_classes=2, t=5000, dx=12)) == "lbfgs-newton"
-    assert choose_method(_problem(n_classes=2, t=5000, dx=12),
+    assert choose_method(_problem(n_classes=2, t=20_000, dx=12)) == "lbfgs-newton"
+    assert choose_method(_problem(n_classes=2, t=20_000, dx=12),
                          evaluation="double") == "lbfgs-newton"
+    # a Hessian of at most NEWTON_FIRST_WORK (5000 x 13^2 = 845 000): Newton from the start
+    assert choose_method(_problem(n_classes=2, t=5000, dx=12)) == DEFAULT_METHOD
+    assert choose_method(_problem(n_classes=2, t=6000, dx=12)) == "lbfgs-newton"
     assert choose_method(_problem(n_classes=2, t=5000, dx=12, sparse=True)) == DEFAULT_METHOD
     assert choose_method(_problem(n_classes=3, t=500, dx=4)) == DEFAULT_METHOD
     res = minimize(big, np.zeros(big.n_params), tol=1e-9)

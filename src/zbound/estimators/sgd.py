@@ -111,6 +111,15 @@ def _relative_weights(sw):
     return np.ldexp(sw, -math.frexp(top)[1])
 
 
+def _without_centering(model, theta, f: float) -> float:
+    """The objective ``f`` of ``model`` at theta without its intercept-centering term: J as
+    the estimator reports it."""
+    for pen in model.penalties:
+        if type(pen).__name__ == "InterceptCentering":
+            f -= pen.value(theta)
+    return float(f)
+
+
 def _bound_step(info) -> bool:
     """A registered stochastic bound method that takes the estimator's options."""
     return info.stochastic and info.uses_bound and \
@@ -393,6 +402,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
                     break
             f_prev = f
         self.finish_result_ = None
+        self._finished_objective = None
         if self.finish_tol is not None:
             # from the better of the epochs' end and the zero start: where the epochs ended
             # above it (noise where the optimum is near zero, or a step far too large) the
@@ -424,7 +434,9 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = epochs + (0 if self.finish_result_ is None else
                                  int(self.finish_result_.nit))
         self.t_ = int(state.t)
-        self.objective_ = self._mean_objective(X, y_idx.astype(np.intp, copy=False), sw)
+        self.objective_ = self._finished_objective if self.finish_result_ is not None else \
+            self._mean_objective(X, y_idx.astype(np.intp, copy=False), sw)
+        del self._finished_objective
         return self
 
     def _epochs(self) -> int:
@@ -445,6 +457,9 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         with np.errstate(over="ignore", under="ignore"):
             _, result = auto_fit(model, theta, self.finish_tol, FINISH_MAX_ITER)
         self.finish_result_ = result
+        # J (the mean form, without the centering term) at the minimizer, from its summed
+        # form's value: no second pass over the rows
+        self._finished_objective = _without_centering(model, result.x, result.fun) / total
         if not result.converged:
             warnings.warn(f"BoundSGDClassifier: the full-batch finish ({result.method}) did "
                           f"not converge in {FINISH_MAX_ITER} iterations ({result.message})",
@@ -529,11 +544,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         w = np.full(T, 1.0 / T) if sw is None else sw / sw.sum()
         model = self._objective(X, y_idx, w)
         theta = self._theta()
-        f = model.value(theta)
-        for pen in model.penalties:                 # report J without the centering term
-            if type(pen).__name__ == "InterceptCentering":
-                f -= pen.value(theta)
-        return float(f)
+        return _without_centering(model, theta, model.value(theta))
 
     # -- prediction ------------------------------------------------------------------------------
     def decision_function(self, X):

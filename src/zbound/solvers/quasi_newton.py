@@ -880,9 +880,20 @@ def gradient_work(model) -> int:
 UNITS_SPREAD = 100.0
 
 
+#: Two classes on dense X with a Hessian of at most this much work (rows x parameters^2)
+#: take Newton steps from the start: below it an iteration of either method is mostly fixed
+#: per-call cost, and Newton needs half the iterations or fewer. Measured (one BLAS thread,
+#: 2-core AMD EPYC, 2026-11-28; synthetic 100-4000 rows x 5-60 columns, C = 0.01 / 1 / 100;
+#: newton-bound's time over L-BFGS then Newton's at tol 1e-4): 0.48-0.99x up to 1.0e6 (one
+#: cell 1.10x), 0.82-2.0x from 1.9e6, 1.6-2.4x from 3.8e6
+NEWTON_FIRST_WORK = 1_000_000
+
+
 def _binary_float64(model, loss, default: str) -> str:
-    """Two classes in float64 on dense X in memory: "lbfgs-newton" (L-BFGS, then Newton steps
-    past :func:`newton_switch` evaluations); from ``AUTO_MIN_WORK`` rows x parameters only on
+    """Two classes in float64 on dense X in memory: ``default`` (Newton from the start) for a
+    Hessian of at most ``NEWTON_FIRST_WORK`` rows x parameters^2; else "lbfgs-newton" (L-BFGS,
+    then Newton steps past :func:`newton_switch` evaluations); from ``AUTO_MIN_WORK`` rows x
+    parameters only on
     columns in comparable units (``UNITS_SPREAD``) or with fewer rows than columns, else
     ``default``. (500 x 5000 with columns spanning 1e4: newton-bound 3.1-8.3x lbfgs's time
     to its objective, L-BFGS then Newton 0.90-1.13x; 300 x 3000: 0.96-5.5x against
@@ -902,6 +913,8 @@ def _binary_float64(model, loss, default: str) -> str:
 
     X = getattr(loss, "X", None)
     if not (isinstance(X, np.ndarray) and _has_hessian(model)):
+        return default
+    if X.shape[0] * int(model.n_params) ** 2 <= NEWTON_FIRST_WORK:
         return default
     if gradient_work(model) < AUTO_MIN_WORK or X.shape[0] < X.shape[1]:
         # fewer rows than columns: a Newton step is a truncated CG solve behind a Woodbury
@@ -945,6 +958,7 @@ def auto_method(model, default: str, evaluation: str = "auto") -> str:
 
 
 __all__ = ["LBFGSBound", "LBFGSNewton", "PreconditionedLBFGS", "NEWTON_CACHE_BYTES", "NEWTON_RENT",
+           "NEWTON_FIRST_WORK",
            "newton_price", "newton_switch", "blocks_newton_price",
            "BoundPreconditioner", "bound_preconditioner",
            "preconditioner_cost", "preconditioner_fits", "auto_method", "gradient_work",
