@@ -682,3 +682,39 @@ def test_newton_after_counts_evaluations_and_needs_a_hessian():
         minimize(NoHessian(model), np.zeros(9), method="lbfgs-bound", newton_after=3)
     auto = minimize(NoHessian(model), np.zeros(9), method="lbfgs-newton", tol=1e-8)
     assert auto.converged and "newton_iterations" not in auto.info
+
+
+def test_estimator_hands_a_crawling_preconditioned_tail_over_to_newton():
+    """Raw digits (pixel values 0-16, uncentered) at C = 1000: preconditioned L-BFGS crawled
+    to max_iter = 1000 without converging; the estimator's "lbfgs-precond" now hands over to
+    Newton steps after ``precond_tail_switch`` evaluations and converges, monotone, to the
+    objective Newton alone reaches. Two classes and sparse X get no such handover."""
+    import scipy.sparse as sp
+    from sklearn.datasets import load_digits
+
+    from zbound import BoundLogisticRegression
+    from zbound.models.multinomial import logistic_objective
+    from zbound.solvers import quasi_newton as qn
+
+    X, y = load_digits(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")              # no ConvergenceWarning
+        est = BoundLogisticRegression(C=1000.0).fit(X, y)
+    res = est.solver_result_
+    assert res.method == "lbfgs-precond" and res.converged
+    assert res.info["newton_iterations"] >= 1
+    switch = int(np.ceil(qn.NEWTON_RENT * qn.blocks_newton_price(X.shape[0], 65, 10)))
+    assert qn.PRECOND_TAIL_EVALS > switch          # the floor decides here
+    assert res.trace.n_evals[-1] > qn.PRECOND_TAIL_EVALS
+    _assert_monotone(res)
+    newton = BoundLogisticRegression(C=1000.0, solver="newton-bound", tol=1e-10).fit(X, y)
+    assert newton.objective_ <= est.objective_ <= newton.objective_ * 1.05
+    pen = np.full(2 * 65, 1.0)
+    binary = logistic_objective(X, (y > 4).astype(np.intp), 2, pen[:65], None, 0.0,
+                                fit_intercept=True)
+    assert qn.precond_tail_switch(binary) is None
+    multi = logistic_objective(X, y, 10, np.full(10 * 65, 1.0), None, 0.0, fit_intercept=True)
+    assert qn.precond_tail_switch(multi) == qn.PRECOND_TAIL_EVALS
+    sparse = logistic_objective(sp.csr_matrix(X), y, 10, np.full(10 * 65, 1.0), None, 0.0,
+                                fit_intercept=True)
+    assert qn.precond_tail_switch(sparse) is None

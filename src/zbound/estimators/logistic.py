@@ -35,6 +35,7 @@ from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import METHODS, minimize, solver_class
 from zbound.solvers.base import MethodNames
+from zbound.solvers.quasi_newton import precond_tail_switch
 from zbound.utils.validation import Choices, Number, check_class_targets, label_indices
 
 _ORDERS = ("descending", "ascending", "given")
@@ -150,7 +151,8 @@ def _method_options(model, method: str, precision: str = "auto") -> dict:
     L-BFGS method that can evaluate in float32 (``precision="auto"``: where it pays,
     :func:`_auto_evaluation`), and 40 curvature pairs for "lbfgs-precond", not the solver's
     80 for small p (the pairs would be the fit's largest arrays; docs/estimators.md: memory
-    within 2x scikit-learn's)."""
+    within 2x scikit-learn's), handing over to Newton steps after
+    :func:`zbound.solvers.quasi_newton.precond_tail_switch` evaluations."""
     options = {}
     if _mixed(METHODS[method]):
         if precision != "auto":
@@ -161,6 +163,11 @@ def _method_options(model, method: str, precision: str = "auto") -> dict:
                 _auto_evaluation(model)
     if method == "lbfgs-precond":
         options["memory"] = _ESTIMATOR_PAIRS
+        # several weight vectors: Newton steps take over a crawling L-BFGS tail (raw digits
+        # at C = 1000 stopped at max_iter without)
+        tail = precond_tail_switch(model)
+        if tail is not None:
+            options["newton_after"] = tail
     return options
 
 
