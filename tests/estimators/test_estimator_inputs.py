@@ -109,6 +109,44 @@ def test_check_class_targets_matches_scikit_learn(labels):
         check_class_targets(labels)
 
 
+def test_scaling_hint_names_columns_far_from_standardized():
+    """The hint a convergence warning carries: empty for standardized, sparse or non-NumPy
+    X, a sentence naming the columns' root mean squares and StandardScaler for raw ones
+    (all-zero columns left out)."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    from zbound.utils.validation import scaling_hint
+
+    X, _ = load_breast_cancer(return_X_y=True)
+    hint = scaling_hint(X)
+    assert "StandardScaler" in hint and "far from standardized" in hint
+    assert f"{float(np.sqrt((X ** 2).mean(axis=0)).max()):.3g}" in hint
+    Z = StandardScaler().fit_transform(X)
+    assert scaling_hint(Z) == ""
+    assert scaling_hint(np.column_stack([Z, np.zeros(len(Z))])) == ""     # a zero column
+    assert scaling_hint(np.column_stack([Z, 50.0 * Z[:, 0]])) != ""       # one large column
+    assert scaling_hint(np.column_stack([Z, 0.01 * Z[:, 0]])) != ""       # one tiny column
+    assert scaling_hint(sp.csr_matrix(X)) == "" and scaling_hint(X.tolist()) == ""
+    assert scaling_hint(np.empty((0, 3))) == ""
+
+
+@pytest.mark.filterwarnings("ignore::zbound.estimators.latent.CollapsedComponentWarning")
+def test_latent_convergence_warning_on_raw_columns_says_to_standardize():
+    """Raw breast_cancer (columns from 0.003 to 800): the latent model's L-BFGS ran out of
+    iterations; the warning says why and what helps. Standardized, it converges."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    from zbound import LatentLogisticRegression
+
+    X, y = load_breast_cancer(return_X_y=True)
+    with pytest.warns(ConvergenceWarning, match="StandardScaler"):
+        LatentLogisticRegression(random_state=0, max_iter=100).fit(X, y)
+    est = LatentLogisticRegression(random_state=0).fit(StandardScaler().fit_transform(X), y)
+    assert est.converged_
+
+
 def test_object_labels(iris):
     X, y = iris
     labels = np.array(["a", "b", "c"], dtype=object)[y]

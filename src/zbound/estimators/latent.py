@@ -30,7 +30,7 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.solvers import minimize
 from zbound.solvers.base import MethodNames
 from zbound.utils.linalg import column_units
-from zbound.utils.validation import Number, check_class_targets, label_indices
+from zbound.utils.validation import Number, check_class_targets, label_indices, scaling_hint
 
 
 def _latent_method(info) -> bool:
@@ -180,7 +180,8 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
                     best = res
         if not best.converged:
             warnings.warn(f"LatentLogisticRegression (solver={self.solver!r}) did not converge "
-                          f"in max_iter={self.max_iter} iterations ({best.message})",
+                          f"in max_iter={self.max_iter} iterations ({best.message})."
+                          + scaling_hint(X, sw),
                           ConvergenceWarning, stacklevel=STACKLEVEL)
         K, d = classes.size, X.shape[1]
         W = best.x.reshape(K, M, d + 1)

@@ -36,7 +36,13 @@ from zbound.models.multinomial import logistic_objective
 from zbound.solvers import METHODS, minimize, solver_class
 from zbound.solvers.base import MethodNames
 from zbound.solvers.quasi_newton import precond_tail_switch
-from zbound.utils.validation import Choices, Number, check_class_targets, label_indices
+from zbound.utils.validation import (
+    Choices,
+    Number,
+    check_class_targets,
+    label_indices,
+    scaling_hint,
+)
 
 _ORDERS = ("descending", "ascending", "given")
 # The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
@@ -461,7 +467,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             warnings.warn(
                 f"BoundLogisticRegression (solver={solver!r}) did not converge in "
                 f"max_iter={self.max_iter} iterations ({result.message}); increase max_iter, "
-                "raise tol, or standardize the features.", ConvergenceWarning,
+                "raise tol, or standardize the features." + scaling_hint(X, sw_given),
+                ConvergenceWarning,
                 stacklevel=STACKLEVEL)
 
         W = result.x.reshape(k, d)

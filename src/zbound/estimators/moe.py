@@ -25,7 +25,13 @@ from zbound.moe.em import MSTEPS
 from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
 from zbound.solvers.base import MethodNames, solver_class
 from zbound.utils.linalg import column_units
-from zbound.utils.validation import Choices, Number, check_class_targets, label_indices
+from zbound.utils.validation import (
+    Choices,
+    Number,
+    check_class_targets,
+    label_indices,
+    scaling_hint,
+)
 
 #: the registered training methods of a mixture are named "moe-<method>"
 _PREFIX = "moe-"
@@ -270,7 +276,8 @@ class MixtureOfExperts(BaseEstimator):
         self._store(problem, best)
         if not best.converged and not best.info.get("diverged", False):
             warnings.warn(f"MixtureOfExperts ({self.method_}) did not converge in max_iter="
-                          f"{self.max_iter} iterations", ConvergenceWarning,
+                          f"{self.max_iter} iterations." + scaling_hint(X, sw),
+                          ConvergenceWarning,
                           stacklevel=STACKLEVEL)
         if best.info.get("diverged", False):
             warnings.warn(f"the objective became non-finite with learning_rate={self.learning_rate}"

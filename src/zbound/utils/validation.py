@@ -109,5 +109,39 @@ def check_class_targets(y) -> None:
     check_classification_targets(y)
 
 
+#: :func:`scaling_hint`: dense columns whose root mean squares leave [1 / this, this] (or
+#: span more than this squared) are far from standardized
+STANDARD_RANGE = 10.0
+
+
+def scaling_hint(X, sample_weight=None) -> str:
+    """A sentence for a convergence warning where the dense ``X``'s columns are far from
+    standardized (root mean squares, zero columns left out, outside ``[1 / STANDARD_RANGE,
+    STANDARD_RANGE]`` or spanning more than its square); "" otherwise, for sparse X (tf-idf
+    columns are small by design) and for anything but a NumPy array. An L2 penalty in such
+    units barely constrains the large columns: the fit is ill-conditioned, and a non-convex
+    one (a latent model, a mixture) settles slowly, often with collapsed components (raw
+    breast_cancer, wine and digits: 1000 iterations without converging, against 35-110
+    standardized)."""
+    import scipy.sparse as sp
+
+    if sp.issparse(X) or not isinstance(X, np.ndarray) or X.ndim != 2 or not X.size:
+        return ""                               # sparse, or Dask blocks: not computed here
+    from zbound.utils.linalg import column_scale
+
+    rms = column_scale(X, sample_weight)[np.any(X != 0, axis=0)]
+    if not rms.size:
+        return ""
+    lo, hi = float(rms.min()), float(rms.max())
+    r = STANDARD_RANGE
+    if lo >= 1.0 / r and hi <= r and hi <= r * r * lo:
+        return ""
+    return (f" X's columns are far from standardized (root mean squares from {lo:.3g} to "
+            f"{hi:.3g}): an L2 penalty in those units barely constrains the large ones and "
+            "the fit is ill-conditioned; standardizing X (sklearn.preprocessing."
+            "StandardScaler) usually helps more than a larger max_iter.")
+
+
 __all__ = ["Number", "Choices", "NON_NEGATIVE_INT", "POSITIVE_INT", "NON_NEGATIVE", "POSITIVE",
-           "check_design", "check_reg", "check_class_targets", "label_indices"]
+           "STANDARD_RANGE", "check_design", "check_reg", "check_class_targets",
+           "label_indices", "scaling_hint"]
