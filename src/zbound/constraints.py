@@ -210,20 +210,60 @@ def _spd_solve_ridged(P: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return min_norm_solve(P, rhs) if x is None else x
 
 
+#: :func:`box_qp`: iterations of the primal-dual active-set phase before the one-at-a-time
+#: active-set method takes over from its last point
+BOX_QP_PDAS_ITERS = 30
+
+
+def _pdas_start(P: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray):
+    """The primal-dual active-set method (Hintermueller, Ito & Kunisch 2002: a semismooth
+    Newton method on d = clip(d - (P d + g) / c, lo, hi), c = diag(P)): each iteration fixes
+    every coordinate whose projected step lands on a bound and solves for the rest, so a
+    whole active set changes at once. Once the sets repeat, d solves the QP exactly (the
+    free coordinates inside the box, the multipliers of the fixed ones of the right sign).
+    Returns (feasible d, at_lo, at_hi): the solution, or after ``BOX_QP_PDAS_ITERS`` (it may
+    cycle on matrices far from diagonally dominant) the last iterate clipped."""
+    diag = np.diagonal(P)
+    top = float(np.max(diag, initial=0.0))
+    c = np.where(diag > 1e-12 * top, diag, max(top, 1.0))
+    d = np.clip(-g / c, lo, hi)
+    at_lo = at_hi = None
+    for _ in range(BOX_QP_PDAS_ITERS):
+        z = d - (P @ d + g) / c
+        new_lo = z <= lo
+        new_hi = (z >= hi) & ~new_lo
+        if at_lo is not None and np.array_equal(new_lo, at_lo) and \
+                np.array_equal(new_hi, at_hi):
+            break
+        at_lo, at_hi = new_lo, new_hi
+        d = np.where(at_lo, lo, np.where(at_hi, hi, 0.0))
+        free = ~(at_lo | at_hi)
+        if free.any():
+            fixed = ~free
+            rhs = -g[free]
+            if fixed.any():
+                rhs -= P[np.ix_(free, fixed)] @ d[fixed]
+            d[free] = _spd_solve_ridged(P[np.ix_(free, free)], rhs)
+    d = np.clip(d, lo, hi)
+    return d, d <= lo, (d >= hi) & ~(d <= lo)
+
+
 def box_qp(P: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray,
            max_iter: int | None = None) -> np.ndarray:
     """argmin_d 0.5 d^T P d + g^T d  s.t.  lo <= d <= hi (lo <= 0 <= hi), P symmetric PSD.
 
-    Primal active-set method from the feasible point d = 0: solve for the free variables with
-    the active ones at their bounds; if that leaves the box, step to the first bound hit and fix
-    that variable; else release the active variable whose multiplier has the wrong sign. Exact
-    to rounding (the QP of Alg. 2 step 3 for box constraints), no external solver.
+    First the primal-dual active-set method (:func:`_pdas_start`), which changes whole active
+    sets at once and usually ends at the solution in a few factorizations; then, from its
+    point, the primal active-set method that certifies it: solve for the free variables with
+    the active ones at their bounds; if that leaves the box, step to the first bound hit and
+    fix that variable; else release the active variable whose multiplier has the wrong sign.
+    From d = 0 alone that method changed one variable per factorization: a step of a
+    box-constrained fit on digits (650 parameters, most at their bound) took about a second.
+    Exact to rounding (the QP of Alg. 2 step 3 for box constraints), no external solver.
     P : (p, p), g, lo, hi : (p,). Returns d : (p,).
     """
     p = g.shape[0]
-    d = np.zeros(p)
-    at_lo = np.zeros(p, dtype=bool)
-    at_hi = np.zeros(p, dtype=bool)
+    d, at_lo, at_hi = _pdas_start(P, g, lo, hi)
     max_iter = max_iter if max_iter is not None else 10 * p + 20
     for _ in range(max_iter):
         free = ~(at_lo | at_hi)
