@@ -204,6 +204,37 @@ def test_bounds_on_many_parameters_need_lbfgs(monkeypatch):
     X = np.random.default_rng(0).normal(size=(40, 6))
     y = np.arange(40) % 3
     with pytest.raises(ValueError, match="dense QP in all 21 parameters.*solver='lbfgs'"):
-        BoundLogisticRegression(coef_bounds=(0.0, None)).fit(X, y)
+        BoundLogisticRegression(coef_bounds=(0.0, None), solver="newton-bound").fit(X, y)
     est = BoundLogisticRegression(coef_bounds=(0.0, None), solver="lbfgs").fit(X, y)
     assert est.coef_.min() >= 0.0
+    auto = BoundLogisticRegression(coef_bounds=(0.0, None)).fit(X * 100.0, y)   # raw units
+    assert auto.solver_result_.method == "lbfgs" and auto.coef_.min() >= 0.0
+
+
+def test_auto_under_bounds_runs_lbfgsb_and_finishes_with_newton_where_it_crawls():
+    """Box bounds on standardized digits (650 parameters): "auto" runs SciPy's L-BFGS-B to
+    newton-bound's optimum; cut to a few iterations, Newton steps with the exact box QP
+    finish from where it stopped, within max_iter, monotone, one result for both. Raw
+    columns keep newton-bound."""
+    from sklearn.datasets import load_digits
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:500], y[:500]
+    Z = StandardScaler().fit_transform(X)
+    ref = BoundLogisticRegression(coef_bounds=(0.0, None), solver="newton-bound",
+                                  tol=1e-9).fit(Z, y)
+    auto = BoundLogisticRegression(coef_bounds=(0.0, None)).fit(Z, y)
+    assert auto.solver_result_.method == "lbfgs" and auto.solver_result_.converged
+    assert auto.objective_ == pytest.approx(ref.objective_, rel=1e-6)
+    short = BoundLogisticRegression(coef_bounds=(0.0, None), max_iter=16).fit(Z, y)
+    res = short.solver_result_
+    assert res.method == "newton-bound" and res.info["started_by"] == "lbfgs"
+    assert res.info["first_iterations"] == 8 and res.nit <= 16 and res.converged
+    assert len(res.trace.objective) == res.nit + 1
+    assert np.all(np.diff(res.trace.objective) <= 1e-9 * abs(ref.objective_))
+    assert np.all(np.diff(res.trace.seconds) >= 0.0)
+    assert short.objective_ == pytest.approx(ref.objective_, rel=1e-5)
+    assert np.all(short.coef_ >= 0.0)
+    raw = BoundLogisticRegression(coef_bounds=(0.0, None)).fit(X, y)
+    assert raw.solver_result_.method == "newton-bound"

@@ -321,8 +321,17 @@ def test_choose_method_picks_what_the_docs_say():
     assert big.loss.n_samples * big.n_params >= AUTO_MIN_WORK
     assert choose_method(big) == "lbfgs-precond"
     p = big.n_params
-    assert choose_method(big, LinearConstraints(lb=-np.ones(p), ub=np.ones(p))) == \
-        DEFAULT_METHOD                              # constraints: newton-bound
+    box = LinearConstraints(lb=-np.ones(p), ub=np.ones(p))
+    assert choose_method(big, box) == "lbfgs"      # a box, standardized columns: L-BFGS-B
+    general = LinearConstraints(A=np.ones((1, p)), b=[1.0])
+    assert choose_method(big, general) == DEFAULT_METHOD        # general: the exact QP
+    rng = np.random.default_rng(7)
+    Xr = rng.standard_normal((5000, 20)) * np.logspace(-2, 2, 20)
+    raw = _logistic(Xr, rng.integers(0, 10, 5000), 10, True)[0]
+    assert choose_method(raw, box) == DEFAULT_METHOD      # raw units: scale-invariant Newton
+    small = _large_multiclass(n_classes=3, dx=20)          # 63 parameters
+    assert choose_method(small, LinearConstraints(lb=-np.ones(63), ub=np.ones(63))) == \
+        DEFAULT_METHOD
     assert choose_method(big, cg_rtol=0.1) == DEFAULT_METHOD       # a method option given
     # binary below 10^6 rows x parameters: L-BFGS, then Newton
     assert choose_method(_large_multiclass(n_classes=2, t=40000)) == "lbfgs-newton"

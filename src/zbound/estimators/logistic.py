@@ -177,6 +177,28 @@ def _method_options(model, method: str, precision: str = "auto") -> dict:
     return options
 
 
+def _chained(first, second):
+    """``second`` (a run started where ``first`` stopped) as one result: iterations,
+    evaluations and the trace of both (the second's times after the first's), the first's
+    method and iterations in ``info`` (``started_by``, ``first_iterations``)."""
+    import dataclasses
+
+    from zbound.solvers import Trace
+
+    a, b = first.trace, second.trace
+    trace = Trace(objective=np.concatenate([a.objective, b.objective[1:]]),
+                  seconds=np.concatenate([a.seconds, a.seconds[-1] + b.seconds[1:]]),
+                  grad_norm=np.concatenate([a.grad_norm, b.grad_norm[1:]]),
+                  n_evals=np.concatenate([a.n_evals, a.n_evals[-1] + b.n_evals[1:]]))
+    counts = dict(first.counts or {})
+    for key, value in (second.counts or {}).items():
+        counts[key] = counts.get(key, 0) + value
+    return dataclasses.replace(
+        second, nit=first.nit + second.nit, n_evals=first.n_evals + second.n_evals,
+        trace=trace, counts=counts,
+        info={**second.info, "started_by": first.method, "first_iterations": first.nit})
+
+
 def auto_fit(model, x0, tol: float, max_iter: int, callback=None):
     """``minimize`` as ``BoundLogisticRegression(solver="auto", precision="auto")`` runs it
     on an unconstrained logistic / softmax objective (sum form): the method of
@@ -419,7 +441,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         constraints = None
         x0 = np.zeros(k * d)
         if coef_box is not None or icpt_box is not None:
-            if k * d > MAX_QP_PARAMS and METHODS[solver].constraints == "linear":
+            if k * d > MAX_QP_PARAMS and METHODS[solver].constraints == "linear" and \
+                    self.solver != "auto":
                 raise ValueError(
                     f"bounds with solver {solver!r} solve a dense QP in all {k * d} parameters "
                     f"every iteration (limit {MAX_QP_PARAMS}); use solver='lbfgs', which "
@@ -453,14 +476,28 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             # ones, else DEFAULT_METHOD); "auto" never copies X ("mixed-lean")
             solver = _solvers.choose_method(
                 model, constraints, evaluation="mixed-lean" if precision == "auto" else precision)
+            if constraints is not None and k * d > MAX_QP_PARAMS and \
+                    METHODS[solver].constraints == "linear":
+                solver = "lbfgs"            # boxes without a dense QP in every parameter
         if not _mixed(METHODS[solver]) and precision not in ("auto", "double") and \
                 self.solver != "auto":
             raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
                              f"({', '.join(MethodNames(_mixed))}) or 'auto', got {solver!r}")
         options = _method_options(model, solver, precision)
+        # "auto" under bounds with L-BFGS-B: half of max_iter for it, and where it crawls
+        # (standardized columns, yet badly conditioned) Newton steps with the exact box QP
+        # finish from where it stopped, within the other half
+        fallback = self.solver == "auto" and solver == "lbfgs" and constraints is not None \
+            and k * d <= MAX_QP_PARAMS and int(self.max_iter) >= 2
+        budget = int(self.max_iter) // 2 if fallback else int(self.max_iter)
         result = minimize(model, x0, method=solver, constraints=constraints, tol=float(self.tol),
-                          max_iter=int(self.max_iter), order=self.order, callback=callback,
-                          **options)
+                          max_iter=budget, order=self.order, callback=callback, **options)
+        if fallback and not result.converged and result.status.name == "MAX_ITER":
+            solver = _solvers.DEFAULT_METHOD
+            result = _chained(result, minimize(
+                model, result.x, method=solver, constraints=constraints, tol=float(self.tol),
+                max_iter=int(self.max_iter) - result.nit, order=self.order,
+                callback=callback))
         if self.verbose >= 1:
             print(f"[BoundLogisticRegression] {result!r}")
         if not result.converged:

@@ -58,9 +58,12 @@ def choose_method(model, constraints: LinearConstraints | None = None, *,
     steps once its evaluations cost about four Newton steps) for two classes in float64 on
     dense X (from 10^6 rows x parameters only with columns in comparable units), and for
     several classes on dense X with d large against t (the preconditioner does not pay);
-    :data:`DEFAULT_METHOD` ("newton-bound") for everything else: constraints, method options
-    given, two classes on sparse X or large and in raw units, d large against t on sparse X, small
-    multiclass problems (iris, wine), other models. Measured in docs/solvers.md (one
+    under box constraints alone, SciPy's L-BFGS-B ("lbfgs") for softmax objectives of at
+    least 100 parameters on standardized dense columns
+    (:func:`~zbound.solvers.quasi_newton.auto_box_method`);
+    :data:`DEFAULT_METHOD` ("newton-bound") for everything else: other constraints, method
+    options given, two classes on sparse X or large and in raw units, d large against t on
+    sparse X, small multiclass problems (iris, wine), other models. Measured in docs/solvers.md (one
     BLAS thread, logreg-large's larger-data block): on KMNIST 2000 x 785 x 10 the choice took
     0.33x / 0.47x the time of newton-bound at the 1e-3 / 1e-8 targets in float64 alone, on
     digits at C = 100 0.66x / 0.66x; on Adult the float32 L-BFGS phase took the 1e-3 target
@@ -69,10 +72,14 @@ def choose_method(model, constraints: LinearConstraints | None = None, *,
     0.86 / 0.72 / 0.54x and 0.42-0.52x newton-bound's time
     (:data:`~zbound.solvers.quasi_newton.AUTO_PRECOND_MIN_WORK`).
     """
-    from zbound.solvers.quasi_newton import auto_method
+    from zbound.solvers.quasi_newton import auto_box_method, auto_method
 
-    if constraints is not None or options:
+    if options:
         return DEFAULT_METHOD
+    if constraints is not None:
+        if not isinstance(constraints, LinearConstraints):
+            return DEFAULT_METHOD           # which rejects them by name
+        return auto_box_method(model, constraints, DEFAULT_METHOD)
     return auto_method(model, DEFAULT_METHOD, evaluation)
 
 
