@@ -329,6 +329,10 @@ def test_choose_method_picks_what_the_docs_say():
     Xr = rng.standard_normal((5000, 20)) * np.logspace(-2, 2, 20)
     raw = _logistic(Xr, rng.integers(0, 10, 5000), 10, True)[0]
     assert choose_method(raw, box) == DEFAULT_METHOD      # raw units: scale-invariant Newton
+    import scipy.sparse as sp
+
+    sparse = _logistic(sp.csr_matrix(big.loss.X), rng.integers(0, 10, 5000), 10, True)[0]
+    assert choose_method(sparse, box) == "lbfgs"           # sparse rows: L-BFGS-B too
     small = _large_multiclass(n_classes=3, dx=20)          # 63 parameters
     assert choose_method(small, LinearConstraints(lb=-np.ones(63), ub=np.ones(63))) == \
         DEFAULT_METHOD

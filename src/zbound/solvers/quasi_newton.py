@@ -955,22 +955,26 @@ BOX_LBFGS_MIN_PARAMS = 100
 def auto_box_method(model, constraints, default: str) -> str:
     """The method ``minimize`` runs under ``constraints`` when none is named: SciPy's
     L-BFGS-B ("lbfgs", which takes boxes) for a softmax / logistic objective with box
-    constraints only, at least ``BOX_LBFGS_MIN_PARAMS`` parameters and dense columns near
-    standardized (:func:`zbound.utils.validation.scaling_hint` has nothing to say); else
-    ``default`` (newton-bound: a dense Hessian and an exact box QP per step, scale-invariant).
+    constraints only, at least ``BOX_LBFGS_MIN_PARAMS`` parameters and sparse rows or dense
+    columns near standardized (:func:`zbound.utils.validation.scaling_hint` has nothing to
+    say); else ``default`` (newton-bound: a dense Hessian and an exact box QP per step,
+    scale-invariant). Sparse tf-idf rows 1000 x 2000 / 2000 x 1000, 2 classes: 11 / 20 ms
+    against 539 / 127 ms.
     Measured (one BLAS thread, 2-core AMD EPYC, 2026-11-28, nonnegative coefficients, whole
     fit at tol 1e-4, C = 0.01 / 1 / 100): scaled digits (650 parameters) L-BFGS-B 16 / 44 /
     116 ms against newton-bound 196 / 338 / 550 ms; 2000 x 100 x 10 12 / 35 / 116 against
     313 / 665 / 1241 ms; 3000 x 20 x 5 5.4 / 12 / 14 against 8.9 / 14 / 16 ms. On raw columns
     L-BFGS-B crawls: raw wine and digits stopped at 1000 iterations 0.05-216% above the
     optimum newton-bound reached in 6-15 steps; raw breast_cancer took 9-21 ms against 2."""
+    import scipy.sparse as sp
+
     from zbound.utils.validation import scaling_hint
 
     loss, _ = loss_and_penalties(model)
     X = getattr(loss, "X", None)
     if constraints.has_general or int(model.n_params) < BOX_LBFGS_MIN_PARAMS or \
-            not isinstance(X, np.ndarray) or not supports(loss, FixedCurvature) or \
-            scaling_hint(X):
+            not (isinstance(X, np.ndarray) or sp.issparse(X)) or \
+            not supports(loss, FixedCurvature) or scaling_hint(X):
         return default
     return "lbfgs"
 
