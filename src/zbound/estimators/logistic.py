@@ -233,10 +233,12 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         multiclass problems with at least 10^5 rows x parameters and a cheap preconditioner
         (two classes too from 10^6 with ``precision="mixed"``); "lbfgs-newton" (L-BFGS, then
         Newton steps) for two classes on dense X (from 10^6 rows x parameters only with
-        columns in comparable units) and for multiclass dense data with more columns than
-        the preconditioner pays for; else :data:`zbound.solvers.DEFAULT_METHOD`
-        ("newton-bound": sparse two-class or very wide sparse data, bounds, small multiclass
-        data).
+        columns in comparable units, and not for the smallest, whose Hessian is cheap) and
+        for multiclass dense data with more columns than the preconditioner pays for; with
+        bounds, "lbfgs" (SciPy's L-BFGS-B, Newton steps finishing where it runs out of half
+        of ``max_iter``) from 100 parameters on sparse rows or standardized dense columns;
+        else :data:`zbound.solvers.DEFAULT_METHOD` ("newton-bound": sparse two-class or very
+        wide sparse data, bounds on raw columns or few parameters, small data).
         With bounds, the solver must support them.
     tol : float >= 0, default 1e-4
         Stop when the gradient's largest entry (constrained: that of the model step's
