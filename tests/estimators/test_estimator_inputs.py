@@ -129,6 +129,12 @@ def test_scaling_hint_names_columns_far_from_standardized():
     assert scaling_hint(np.column_stack([Z, 0.01 * Z[:, 0]])) != ""       # one tiny column
     assert scaling_hint(sp.csr_matrix(X)) == "" and scaling_hint(X.tolist()) == ""
     assert scaling_hint(np.empty((0, 3))) == ""
+    # weighted: rows of weight 0 do not count (a column large only there is not large)
+    W = np.column_stack([Z, Z[:, 0]])
+    W[:10, -1] = 1e4
+    w = np.ones(len(W))
+    w[:10] = 0.0
+    assert scaling_hint(W) != "" and scaling_hint(W, w) == ""
 
 
 @pytest.mark.filterwarnings("ignore::zbound.estimators.latent.CollapsedComponentWarning")
