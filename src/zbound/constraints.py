@@ -210,6 +210,16 @@ def _spd_solve_ridged(P: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return min_norm_solve(P, rhs) if x is None else x
 
 
+def _solve_free(P: np.ndarray, g: np.ndarray, d: np.ndarray, free: np.ndarray) -> np.ndarray:
+    """The minimizer over the ``free`` coordinates of 0.5 d^T P d + g^T d with the others held
+    at their values in d."""
+    fixed = ~free
+    rhs = -g[free]
+    if fixed.any():
+        rhs -= P[np.ix_(free, fixed)] @ d[fixed]
+    return _spd_solve_ridged(P[np.ix_(free, free)], rhs)
+
+
 #: :func:`box_qp`: iterations of the primal-dual active-set phase before the one-at-a-time
 #: active-set method takes over from its last point
 BOX_QP_PDAS_ITERS = 30
@@ -239,13 +249,10 @@ def _pdas_start(P: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray):
         d = np.where(at_lo, lo, np.where(at_hi, hi, 0.0))
         free = ~(at_lo | at_hi)
         if free.any():
-            fixed = ~free
-            rhs = -g[free]
-            if fixed.any():
-                rhs -= P[np.ix_(free, fixed)] @ d[fixed]
-            d[free] = _spd_solve_ridged(P[np.ix_(free, free)], rhs)
+            d[free] = _solve_free(P, g, d, free)
     d = np.clip(d, lo, hi)
-    return d, d <= lo, (d >= hi) & ~(d <= lo)
+    at_lo = d <= lo
+    return d, at_lo, (d >= hi) & ~at_lo
 
 
 def box_qp(P: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray,
@@ -268,9 +275,7 @@ def box_qp(P: np.ndarray, g: np.ndarray, lo: np.ndarray, hi: np.ndarray,
     for _ in range(max_iter):
         free = ~(at_lo | at_hi)
         if free.any():
-            rhs = -(g[free] + P[np.ix_(free, ~free)] @ d[~free])
-            Pff = P[np.ix_(free, free)]
-            target = _spd_solve_ridged(Pff, rhs)
+            target = _solve_free(P, g, d, free)
             step = target - d[free]
             # ratio test: largest s in [0, 1] keeping d_free + s * step in the box
             with np.errstate(divide="ignore", invalid="ignore"):

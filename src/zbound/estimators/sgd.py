@@ -402,14 +402,15 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
                     break
             f_prev = f
         self.finish_result_ = None
-        self._finished_objective = None
+        finished = None                     # J at the finish's minimizer
         if self.finish_tol is not None:
             # from the better of the epochs' end and the zero start: where the epochs ended
             # above it (noise where the optimum is near zero, or a step far too large) the
             # finish still converges, and far out the objective's own scale would make the
             # stationarity test's tol * abs(J) loose enough to pass at once
             start = np.zeros_like(state.x) if f > f_start else state.x
-            self._set_theta(self._finish(X, y_idx, sw, start))
+            theta, finished = self._finish(X, y_idx, sw, start)
+            self._set_theta(theta)
         elif f > f_start:
             warnings.warn(f"BoundSGDClassifier: the objective rose from {f_start:.6g} at the "
                           f"zero start to {f:.6g} after {epochs} epochs: the steps diverged "
@@ -434,9 +435,8 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = epochs + (0 if self.finish_result_ is None else
                                  int(self.finish_result_.nit))
         self.t_ = int(state.t)
-        self.objective_ = self._finished_objective if self.finish_result_ is not None else \
+        self.objective_ = finished if finished is not None else \
             self._mean_objective(X, y_idx.astype(np.intp, copy=False), sw)
-        del self._finished_objective
         return self
 
     def _epochs(self) -> int:
@@ -449,7 +449,8 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         """``finish_tol``: minimize J from theta with the full-batch solver
         ``BoundLogisticRegression`` runs on this shape, on the summed form of J (its minimizer:
         sum_j s_j log-loss_j + (alpha sum_j s_j) / 2 ||W||^2), to its stopping rule. Sets
-        ``finish_result_``; returns the minimizer."""
+        ``finish_result_``; returns the minimizer and J there (the mean form, from the summed
+        form's value: no second pass over the rows)."""
         from zbound.estimators.logistic import auto_fit
 
         total = float(X.shape[0]) if sw is None else float(sw.sum())
@@ -457,14 +458,11 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         with np.errstate(over="ignore", under="ignore"):
             _, result = auto_fit(model, theta, self.finish_tol, FINISH_MAX_ITER)
         self.finish_result_ = result
-        # J (the mean form, without the centering term) at the minimizer, from its summed
-        # form's value: no second pass over the rows
-        self._finished_objective = _without_centering(model, result.x, result.fun) / total
         if not result.converged:
             warnings.warn(f"BoundSGDClassifier: the full-batch finish ({result.method}) did "
                           f"not converge in {FINISH_MAX_ITER} iterations ({result.message})",
                           ConvergenceWarning, stacklevel=STACKLEVEL + 1)
-        return result.x
+        return result.x, _without_centering(model, result.x, result.fun) / total
 
     @fit_method
     def partial_fit(self, X, y, classes=None, sample_weight=None):

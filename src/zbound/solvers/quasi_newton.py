@@ -914,13 +914,11 @@ def _binary_float64(model, loss, default: str) -> str:
     """Two classes in float64 on dense X in memory: ``default`` (Newton from the start) for a
     Hessian of at most ``NEWTON_FIRST_WORK`` rows x parameters^2; else "lbfgs-newton" (L-BFGS,
     then Newton steps past :func:`newton_switch` evaluations); from ``AUTO_MIN_WORK`` rows x
-    parameters only on
-    columns in comparable units (``UNITS_SPREAD``) or with fewer rows than columns, else
-    ``default``. (500 x 5000 with columns spanning 1e4: newton-bound 3.1-8.3x lbfgs's time
-    to its objective, L-BFGS then Newton 0.90-1.13x; 300 x 3000: 0.96-5.5x against
-    0.72-0.82x; 2026-11-28.) Sparse X keeps
-    ``default`` (truncated Newton with PCG, no (d, d) Hessian), as do row blocks on Dask
-    workers.
+    parameters only on columns in comparable units (``UNITS_SPREAD``) or with fewer rows
+    than columns, else ``default``. (500 x 5000 with columns spanning 1e4: newton-bound
+    3.1-8.3x lbfgs's time to its objective, L-BFGS then Newton 0.90-1.13x; 300 x 3000:
+    0.96-5.5x against 0.72-0.82x; 2026-11-28.) Sparse X keeps ``default`` (truncated
+    Newton with PCG, no (d, d) Hessian), as do row blocks on Dask workers.
 
     Measured (one BLAS thread, 2-core AMD EPYC, 2026-11-28, time to scikit-learn's lbfgs
     objective as a multiple of its time, C = 0.01 / 1 / 100): on synthetic 5000 x 30,

@@ -86,11 +86,10 @@ def unit_diagonal_form(matrix: np.ndarray):
     return matrix * np.multiply.outer(scale, scale), scale
 
 
-def column_scale(X, sample_weight=None) -> np.ndarray:
-    """The root mean square of each column of a dense or sparse X, rows weighted by
-    ``sample_weight`` (a row of weight 2 counts as the row twice); 1 for an all-zero column:
-    the units a solver that is not scale-invariant divides out. A fit on X / s with the
-    penalty's strengths times 1 / s^2 is the same problem as on X in other coordinates."""
+def column_mean_squares(X, sample_weight=None) -> np.ndarray:
+    """The mean square of each column of a dense or sparse X, rows weighted by
+    ``sample_weight`` (a row of weight 2 counts as the row twice); 0 for an all-zero column
+    and for all-zero weights. No temporary the size of a dense X."""
     if sample_weight is None:
         w, total = None, X.shape[0]
     else:
@@ -101,7 +100,15 @@ def column_scale(X, sample_weight=None) -> np.ndarray:
         sq = np.asarray(sq.sum(axis=0) if w is None else sq.T @ w).ravel()
     else:
         sq = np.einsum("ij,ij->j", X, X) if w is None else np.einsum("ij,ij,i->j", X, X, w)
-    s = np.sqrt(sq / total) if total > 0 else np.zeros(X.shape[1])
+    return sq / total if total > 0 else np.zeros(X.shape[1])
+
+
+def column_scale(X, sample_weight=None) -> np.ndarray:
+    """The root mean square of each column of a dense or sparse X, rows weighted by
+    ``sample_weight`` (:func:`column_mean_squares`); 1 for an all-zero column: the units a
+    solver that is not scale-invariant divides out. A fit on X / s with the penalty's
+    strengths times 1 / s^2 is the same problem as on X in other coordinates."""
+    s = np.sqrt(column_mean_squares(X, sample_weight))
     return np.where((s > 0.0) & np.isfinite(s), s, 1.0)
 
 
@@ -380,6 +387,6 @@ def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
 
 __all__ = ["singular_rtol", "unit_diagonal_scale", "unit_diagonal_form", "factor_solve",
            "weighted_ridge_solve",
-           "column_scale", "column_units", "pd_cholesky", "cholesky_solve",
+           "column_mean_squares", "column_scale", "column_units", "pd_cholesky", "cholesky_solve",
            "min_norm_solve", "psd_solve", "ridged_cholesky_solve", "jacobi", "block_jacobi",
            "cache_block_rows", "mirror_lower", "pcg", "single_gram"]

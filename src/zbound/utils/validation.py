@@ -127,14 +127,11 @@ def scaling_hint(X, sample_weight=None) -> str:
 
     if sp.issparse(X) or not isinstance(X, np.ndarray) or X.ndim != 2 or not X.size:
         return ""                               # sparse, or Dask blocks: not computed here
-    # each column's (weighted) mean square, without a temporary the size of X; all-zero
-    # columns (mean square 0) say nothing of the units
-    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    total = float(X.shape[0]) if w is None else float(w.sum())
+    from zbound.utils.linalg import column_mean_squares
+
     with np.errstate(over="ignore", invalid="ignore"):
-        sq = np.einsum("ij,ij->j", X, X) if w is None else np.einsum("ij,ij,i->j", X, X, w)
-        ms = sq / total if total > 0 else sq
-    rms = np.sqrt(ms[ms > 0])
+        ms = column_mean_squares(X, sample_weight)
+    rms = np.sqrt(ms[ms > 0])           # all-zero columns say nothing of the units
     if not rms.size:
         return ""
     lo, hi = float(rms.min()), float(rms.max())
