@@ -468,6 +468,47 @@ class SumCurvature(Curvature):
         return pairs, extra
 
 
+def weighted_grams(X: np.ndarray, C: np.ndarray, intercept: bool = False) -> np.ndarray:
+    """X^T diag(C[:, k]) X for dense X (t, d) and every column k of C (t, m), symmetrized,
+    (m, d, d); with ``intercept`` bordered by the implicit ones column, [[X^T diag(c) X,
+    X^T c], [c^T X, sum c]], (m, d + 1, d + 1), without a copy of X.
+
+    One batched product while the (m, d, t) operand is tiny (the Table 3 sizes, where a
+    Python loop over pairs would cost more than the arithmetic), else one GEMM per column
+    and chunk of rows into one reused weighted chunk: no (m, d, t) operand (digits' 45
+    class pairs: 20.6 -> 14.1 ms and 31 MB -> 0.7 MB; 3000 x 20, 10 pairs: 5 MB of
+    temporaries -> 0.5 MB; adult, 32561 x 109: 28 MB -> 1 MB).
+    """
+    m = C.shape[1]
+    dx = X.shape[1]
+    if m * X.size <= _BATCH_SMALL_ELEMS:
+        # one column (two classes): a plain GEMM, not the batched matmul's loop
+        G = ((X.T * C[:, 0]) @ X)[None] if m == 1 else \
+            (X.T[None, :, :] * C.T[:, None, :]) @ X
+    else:
+        G = np.zeros((m, dx, dx))
+        t = X.shape[0]
+        step = min(t, max(256, _BATCH_ELEMS // 8 // max(dx, 1)))
+        W = np.empty((step, dx))
+        for a in range(0, t, step):
+            Xc = X[a:a + step]
+            Wc = W[: Xc.shape[0]]
+            for k in range(m):
+                np.multiply(Xc, C[a:a + step, k, None], out=Wc)
+                G[k] += Xc.T @ Wc
+    G += G.transpose(0, 2, 1)
+    G *= 0.5
+    if not intercept:
+        return G
+    out = np.empty((m, dx + 1, dx + 1))
+    out[:, :dx, :dx] = G
+    XC = C.T @ X
+    out[:, :dx, dx] = XC
+    out[:, dx, :dx] = XC
+    out[:, dx, dx] = C.sum(axis=0)
+    return out
+
+
 class KroneckerCurvature(Curvature):
     """C = sum_j B_j (x) x_j x_j^T + reg * I, never formed unless asked.
 
@@ -603,44 +644,9 @@ class KroneckerCurvature(Curvature):
                 np.full((self.n, self.d), self.reg))
 
     def _grams(self, C: np.ndarray) -> np.ndarray:
-        """X^T diag(C[:, k]) X for every column k of C (t, m), symmetrized, (m, d, d).
-
-        One batched product while the (m, d, t) operand is tiny (the Table 3 sizes, where a
-        Python loop over pairs would cost more than the arithmetic), else one GEMM per column
-        and chunk of rows into one reused weighted chunk: no (m, d, t) operand (digits' 45
-        class pairs: 20.6 -> 14.1 ms and 31 MB -> 0.7 MB; 3000 x 20, 10 pairs: 5 MB of
-        temporaries -> 0.5 MB; adult, 32561 x 109: 28 MB -> 1 MB).
-        """
-        X = self.X
-        m = C.shape[1]
-        dx = X.shape[1]
-        if m * X.size <= _BATCH_SMALL_ELEMS:
-            # one column (two classes): a plain GEMM, not the batched matmul's loop
-            G = ((X.T * C[:, 0]) @ X)[None] if m == 1 else \
-                (X.T[None, :, :] * C.T[:, None, :]) @ X
-        else:
-            G = np.zeros((m, dx, dx))
-            t = X.shape[0]
-            step = min(t, max(256, _BATCH_ELEMS // 8 // max(dx, 1)))
-            W = np.empty((step, dx))
-            for a in range(0, t, step):
-                Xc = X[a:a + step]
-                Wc = W[: Xc.shape[0]]
-                for k in range(m):
-                    np.multiply(Xc, C[a:a + step, k, None], out=Wc)
-                    G[k] += Xc.T @ Wc
-        G += G.transpose(0, 2, 1)
-        G *= 0.5
-        if not self.intercept:
-            return G
-        # bordered by the ones column: [[X^T diag(c) X, X^T c], [c^T X, sum c]]
-        out = np.empty((m, dx + 1, dx + 1))
-        out[:, :dx, :dx] = G
-        XC = C.T @ X
-        out[:, :dx, dx] = XC
-        out[:, dx, :dx] = XC
-        out[:, dx, dx] = C.sum(axis=0)
-        return out
+        """X^T diag(C[:, k]) X for every column k of C (t, m), bordered by the implicit ones
+        column with an intercept: :func:`weighted_grams`."""
+        return weighted_grams(self.X, C, self.intercept)
 
     def _assemble(self, pair_weights, complete: bool) -> np.ndarray:
         """Dense (n d, n d) matrix with block (a, b) = X^T diag(c_ab) X (dense X), where

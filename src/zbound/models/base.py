@@ -103,6 +103,15 @@ class Batchable(Protocol):
     def subset(self, rows): ...
 
 
+class DenseHessian(Protocol):
+    """A model that gives its exact Hessian as a dense (p, p) array,
+    ``value_grad_dense_hessian(theta)`` -> (value, gradient, array): what a Newton step with a
+    dense factorization needs, formed without the curvature operator where the loss can (a
+    two-class softmax on dense rows: one weighted Gram matrix)."""
+
+    def value_grad_dense_hessian(self, theta): ...
+
+
 class SinglePrecision(Protocol):
     """A model with a float32 form: ``single_precision(copy=True)`` gives it, or None where the
     data do not fit float32's range (mixed-precision L-BFGS)."""
@@ -193,6 +202,6 @@ def supports(obj, capability) -> bool:
     return True
 
 
-__all__ = ["Majorizer", "Model", "Batchable", "SinglePrecision", "FixedCurvature",
+__all__ = ["Majorizer", "Model", "Batchable", "DenseHessian", "SinglePrecision", "FixedCurvature",
            "LowRankMajorizer", "SoftmaxData", "LatentLikelihood", "supports",
            "loss_and_penalties"]

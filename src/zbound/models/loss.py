@@ -20,7 +20,7 @@ import math
 import numpy as np
 import scipy.sparse as sp
 
-from zbound.bounds.curvature import DenseCurvature, SoftmaxCurvature, SumCurvature
+from zbound.bounds.curvature import DenseCurvature, SoftmaxCurvature, SumCurvature, weighted_grams
 from zbound.bounds.enumerate import quadratic_bound
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
 from zbound.bounds.scalar import log_softmax
@@ -201,6 +201,23 @@ class ChunkedLoss:
 
     def hessian(self, theta: np.ndarray):
         return self.value_grad_hessian(theta)[2]
+
+    def value_grad_dense_hessian(self, theta: np.ndarray):
+        """(value, gradient, the exact Hessian as a dense (p, p) array): what a Newton step
+        with a dense factorization needs, without the operator of :meth:`value_grad_hessian`
+        where a chunk kernel forms the matrix directly (``_value_grad_dense_hessian``)."""
+        chunks = self._chunks
+        f, g, H = self._value_grad_dense_hessian(theta, chunks[0])
+        for c in chunks[1:]:
+            fc, gc, Hc = self._value_grad_dense_hessian(theta, c)
+            f += fc
+            g += gc
+            H += Hc
+        return f, g, H
+
+    def _value_grad_dense_hessian(self, theta, c):
+        f, g, H = self._value_grad_hessian(theta, c)
+        return f, g, H.to_dense()
 
     def majorizer(self, theta: np.ndarray, order: str = "descending") -> Majorizer:
         """Sum over chunks of the Alg. 1 bounds on every row's log Z: a quadratic upper bound
@@ -525,6 +542,54 @@ class SoftmaxLoss(ChunkedLoss):
         H = SoftmaxCurvature(X, PT.T, 0.0, weights=sw, complete=not self.free)
         return f, g, H.with_intercept() if self.fit_intercept else H
 
+    def _value_grad_dense_hessian(self, theta, c):
+        """Two classes on dense rows: the Hessian sum_j s_j p_j (1 - p_j) xa_j xa_j^T as one
+        weighted Gram matrix (:func:`~zbound.bounds.curvature.weighted_grams`), with no
+        curvature operator between (scaled breast_cancer, 426 x 31: 73 -> 45 us with the
+        value and gradient); else the operator's dense form."""
+        X, sw = c.X, c.sw
+        if not (self.free and self.k == 1) or sp.issparse(X) or X.dtype != np.float64:
+            return super()._value_grad_dense_hessian(theta, c)
+        # the fused kernel is this class's value and gradient: not for a subclass that
+        # changes them (soft labels), nor beyond one block of rows (no gain there)
+        if X.shape[0] > _BINARY_BLOCK or \
+                type(self)._value_grad_p is not SoftmaxLoss._value_grad_p:
+            f, g, PT = self._value_grad_p(theta, c)
+            p = PT[0]
+            h = p - p * p
+        else:
+            # one block: the kernel of _binary_rows in a dozen whole-array calls; the
+            # curvature p (1 - p) = e / (1 + e)^2, e = exp(-|s|), exact at any score
+            fi = self.fit_intercept
+            s = X @ theta[:-1] if fi else X @ theta
+            if fi:
+                s += theta[-1]
+            sgn = self._at(c)
+            e = np.abs(s)
+            np.minimum(e, 700.0, out=e)
+            np.negative(e, out=e)
+            np.exp(e, out=e)
+            u = e + 1.0
+            z = np.multiply(s, sgn, out=s)                  # z = sgn s: the loss log(1 + e^z)
+            loss = np.log1p(e)
+            loss += np.maximum(z, 0.0)
+            r = np.maximum(e, z >= 0.0)
+            r /= u
+            r *= sgn                                        # p - y = sgn expit(z)
+            h = np.divide(e, u, out=e)
+            h /= u
+            if sw is None:
+                f = float(loss.sum())
+            else:
+                f = float(sw @ loss)
+                r *= sw
+            g = r @ X
+            if fi:
+                g = np.append(g, r.sum())
+        if sw is not None:
+            h *= sw
+        return f, g, weighted_grams(X, h[:, None], self.fit_intercept)[0]
+
     def _majorizer(self, theta, c, order):
         X, sw, observed = c.X, c.sw, self._observed(c)
         S = np.ascontiguousarray(self._scores_t(theta, X).T)
@@ -745,8 +810,9 @@ class SingleSoftmaxLoss(SoftmaxLoss):
                                   "curvatures and bounds come from its float64 loss "
                                   "(.double)")
 
-    value_grad_hessian = hessian = majorizer = lowrank_majorizer = bound_gram = _not_here
-    subset = reweighted = single_precision = predict_proba = _not_here
+    value_grad_hessian = value_grad_dense_hessian = hessian = majorizer = _not_here
+    lowrank_majorizer = bound_gram = subset = reweighted = single_precision = _not_here
+    predict_proba = _not_here
 
 
 class LogLinearLoss(ChunkedLoss):

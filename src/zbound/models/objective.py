@@ -71,6 +71,21 @@ class Objective:
     def hessian(self, theta: np.ndarray):
         return self.value_grad_hessian(theta)[2]
 
+    def value_grad_dense_hessian(self, theta: np.ndarray):
+        """(value, gradient, the exact Hessian as a dense (p, p) array), the penalties'
+        curvatures added to it: the loss's ``value_grad_dense_hessian`` where it has one,
+        else the dense form of :meth:`value_grad_hessian`'s operator."""
+        dense = getattr(self.loss, "value_grad_dense_hessian", None)
+        if dense is None:
+            f, g, H = self.loss.value_grad_hessian(theta)
+            H = H.to_dense()
+        else:
+            f, g, H = dense(theta)
+        for p in self.penalties:
+            f += p.add_value_grad(theta, g)
+            p.curvature(H.shape[0]).add_to_dense(H)
+        return f, g, H
+
     def majorizer(self, theta: np.ndarray, order: str = "descending") -> Majorizer:
         """The loss's Alg. 1 majorizer plus each penalty (exact: it is quadratic)."""
         m = self.loss.majorizer(theta, order)

@@ -206,7 +206,8 @@ class CountedModel:
     """The model as a solver sees it: every call counted by kind ("bound" = majorizer).
 
     The protocol's methods are counted here; every other attribute is the model's own (its
-    capabilities, e.g. ``lowrank_majorizer`` (counted as a bound), ``single_precision``,
+    capabilities, e.g. ``lowrank_majorizer`` (counted as a bound),
+    ``value_grad_dense_hessian`` (counted as ``value_grad_hessian``), ``single_precision``,
     ``loss``, ``penalties``), so a solver asks the counted model what it can do exactly as it
     would ask the model, and never unwraps it.
     """
@@ -250,6 +251,11 @@ class CountedModel:
                 self.n_bound += 1
                 return attr(*args, **kwargs)
             return lowrank_majorizer
+        if name == "value_grad_dense_hessian" and callable(attr):
+            def value_grad_dense_hessian(x):
+                self.n_value_grad_hessian += 1
+                return attr(x)
+            return value_grad_dense_hessian
         return attr
 
     @property
