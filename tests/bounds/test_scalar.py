@@ -205,3 +205,24 @@ def test_log_softmax_is_the_stable_log_sum_exp():
         np.testing.assert_allclose(lse, logsumexp(A, axis=axis), rtol=1e-15, atol=1e-12)
         np.testing.assert_allclose(P, softmax(A, axis=axis), rtol=1e-13, atol=1e-300)
     assert log_softmax(np.full((2, 3), -np.inf), 1, softmax=False).tolist() == [-np.inf] * 2
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_log_softmax_over_its_input_gives_the_same_and_leaves_a_input_alone(axis):
+    """``overwrite_a`` writes the softmax over the scores, bit for bit what the copying
+    form returns; without it the scores are untouched (integer input too)."""
+    from zbound.bounds.scalar import log_softmax
+
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(6, 9)) * 50
+    A[1, 2] = -np.inf
+    keep = A.copy()
+    lse, P = log_softmax(A, axis)
+    np.testing.assert_array_equal(A, keep)
+    lse2, P2 = log_softmax(A, axis, overwrite_a=True)
+    assert P2 is A
+    np.testing.assert_array_equal(lse2, lse)
+    np.testing.assert_array_equal(P2, P)
+    ints = np.arange(6).reshape(2, 3)
+    lse3, P3 = log_softmax(ints, axis)
+    assert P3.dtype == np.float64 and ints.tolist() == [[0, 1, 2], [3, 4, 5]]
