@@ -179,3 +179,26 @@ def test_soft_labels_keep_their_own_value_and_gradient(fit_intercept):
     assert abs(f - f0) <= 1e-12 * abs(f0)
     np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(H, H0.to_dense(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("weights", ["none", "random"])
+def test_rows_beyond_one_block_take_the_blocked_kernel(weights):
+    """More rows than one block of the fused kernel (``_BINARY_BLOCK``): the blocked value
+    and gradient with the Gram matrix, equal to the operator's dense form."""
+    from zbound.models.loss import _BINARY_BLOCK
+
+    rng = np.random.default_rng(7)
+    t = _BINARY_BLOCK + 808
+    X = rng.standard_normal((t, 4))
+    y = (X[:, 0] + rng.standard_normal(t) > 0).astype(int)
+    sw = sample_weights(rng, weights, t)
+    loss = SoftmaxLoss(X, y, 2, sample_weight=sw, reference_class=True, fit_intercept=True)
+    assert len(loss._chunks) == 1
+    theta = rng.standard_normal(loss.n_params) * 3.0
+    f, g, H = loss.value_grad_dense_hessian(theta)
+    f0, g0, H0 = loss.value_grad_hessian(theta)
+    assert abs(f - f0) <= 1e-12 * abs(f0)
+    np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-9)
+    np.testing.assert_allclose(H, H0.to_dense(), rtol=1e-12, atol=1e-9)
+    fb, gb, Hb = _binary_brute(X, y, sw, True, theta)
+    np.testing.assert_allclose(H, Hb, rtol=1e-9)
