@@ -37,6 +37,17 @@ def _binary_brute(X, y, sw, fit_intercept, theta):
     return float(w @ rows), Xa.T @ (w * (p - y)), (Xa * (w * h)[:, None]).T @ Xa
 
 
+def _same_system(model, theta, atol=1e-12):
+    """The dense system of ``model`` at theta equals value_grad_hessian's with its operator's
+    dense form; returns the dense Hessian."""
+    f, g, H = model.value_grad_dense_hessian(theta)
+    f0, g0, H0 = model.value_grad_hessian(theta)
+    assert abs(f - f0) <= 1e-12 * abs(f0)
+    np.testing.assert_allclose(g, g0, rtol=1e-12, atol=atol)
+    np.testing.assert_allclose(H, H0.to_dense(), rtol=1e-12, atol=atol)
+    return H
+
+
 @settings(max_examples=1500, deadline=None)
 @given(seed=st.integers(0, 2**31 - 1), n_classes=st.integers(2, 4),
        fit_intercept=st.booleans(), weights=st.sampled_from(["none", "random", "zeros"]),
@@ -101,11 +112,7 @@ def test_objective_folds_the_penalties_into_the_dense_hessian(n_classes):
     obj = logistic_objective(X, y, n_classes, pen, center=0.0 if k == 1 else 3.0,
                              fit_intercept=True)
     theta = rng.standard_normal(obj.n_params)
-    f, g, H = obj.value_grad_dense_hessian(theta)
-    f0, g0, H0 = obj.value_grad_hessian(theta)
-    assert abs(f - f0) <= 1e-12 * abs(f0)
-    np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(H, H0.to_dense(), rtol=1e-12, atol=1e-12)
+    _same_system(obj, theta)
 
 
 def test_counted_model_counts_the_dense_hessian_as_an_evaluation():
@@ -174,11 +181,7 @@ def test_soft_labels_keep_their_own_value_and_gradient(fit_intercept):
     R = rng.dirichlet(np.ones(2), 40)
     loss = SoftLabelSoftmaxLoss(X, R, rng.uniform(0.5, 2.0, 40), fit_intercept=fit_intercept)
     theta = rng.standard_normal(loss.n_params)
-    f, g, H = loss.value_grad_dense_hessian(theta)
-    f0, g0, H0 = loss.value_grad_hessian(theta)
-    assert abs(f - f0) <= 1e-12 * abs(f0)
-    np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(H, H0.to_dense(), rtol=1e-12, atol=1e-12)
+    _same_system(loss, theta)
 
 
 @pytest.mark.parametrize("weights", ["none", "random"])
@@ -195,10 +198,6 @@ def test_rows_beyond_one_block_take_the_blocked_kernel(weights):
     loss = SoftmaxLoss(X, y, 2, sample_weight=sw, reference_class=True, fit_intercept=True)
     assert len(loss._chunks) == 1
     theta = rng.standard_normal(loss.n_params) * 3.0
-    f, g, H = loss.value_grad_dense_hessian(theta)
-    f0, g0, H0 = loss.value_grad_hessian(theta)
-    assert abs(f - f0) <= 1e-12 * abs(f0)
-    np.testing.assert_allclose(g, g0, rtol=1e-12, atol=1e-9)
-    np.testing.assert_allclose(H, H0.to_dense(), rtol=1e-12, atol=1e-9)
-    fb, gb, Hb = _binary_brute(X, y, sw, True, theta)
+    H = _same_system(loss, theta, atol=1e-9)
+    Hb = _binary_brute(X, y, sw, True, theta)[2]
     np.testing.assert_allclose(H, Hb, rtol=1e-9)
