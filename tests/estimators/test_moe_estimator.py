@@ -31,7 +31,8 @@ def _expected_failures(estimator):
 
 
 @parametrize_with_checks([MixtureOfExperts(), MixtureOfExperts(expert="linear"),
-                          MixtureOfExperts(expert="logistic")],
+                          MixtureOfExperts(expert="logistic"),
+                          MixtureOfExperts(expert="linear", method="squarem")],
                          expected_failed_checks=_expected_failures)
 def test_sklearn_contract(estimator, check):
     with warnings.catch_warnings():
@@ -54,6 +55,17 @@ def test_linear_mixture_beats_one_expert():
     assert np.all(np.diff(two.objective_curve_) <= 1e-10 * np.abs(two.objective_curve_[:-1]))
     assert two.noise_variance_.shape == (2,)
     assert not hasattr(two, "predict_proba")
+
+
+def test_squarem_fits_the_mixture_em_fits():
+    """method="squarem": the same two-piece fit as EM, a monotone objective curve."""
+    X, y = _switching_regression()
+    em = MixtureOfExperts(n_experts=2, random_state=0).fit(X, y)
+    sq = MixtureOfExperts(n_experts=2, random_state=0, method="squarem").fit(X, y)
+    assert sq.method_ == "squarem" and sq.score(X, y) > 0.95
+    assert sq.objective_ <= em.objective_ + 1e-6 * abs(em.objective_)
+    c = sq.objective_curve_
+    assert np.all(np.diff(c) <= 1e-10 * np.abs(c[:-1]))
 
 
 def test_fixed_noise_and_methods():

@@ -122,9 +122,12 @@ class MixtureOfExperts(BaseEstimator):
         L2 strength on the mean objective. Keeps a separable gate or expert finite. The
         linear experts' weights are penalized in units of y's root mean square
         (reg / 2 ``||w / rms(y)||^2``), so the fit does not depend on the units of y.
-    method : {"auto", "em", "lbfgs", "gradient-em", "gd", "adam"}, default "auto"
+    method : {"auto", "em", "squarem", "lbfgs", "gradient-em", "gd", "adam"}, default "auto"
         "auto": "lbfgs" (quasi-Newton on the marginal likelihood) for logistic experts, "em"
-        for linear ones (:func:`method_for`). The choice is ``method_``.
+        for linear ones (:func:`method_for`). The choice is ``method_``. "squarem": EM
+        accelerated by SQUAREM, monotone; with linear experts 2-3x faster than "em" where EM
+        crawls, but it may settle in another local optimum (docs/moe.md); with logistic
+        experts it can speed into experts collapsing onto no data, whose M-steps are slow.
     mstep : EM's M-step solver, {"newton-bound", "bound", "squarem", "gd"}, default
         "newton-bound" (the library's bound-safeguarded Newton; "gd" the paper's inner loop)
     learning_rate : float, or (experts, gate) pair for "gradient-em"; default 1.0

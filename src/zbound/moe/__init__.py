@@ -5,7 +5,8 @@ gradient descent (Fruytier, Mokhtari & Sanghavi, "Learning Mixtures of Experts w
   and :class:`SoftLabelSoftmaxLoss` (the gate's M-step loss);
 Every training method is a registered solver returning :class:`zbound.solvers.Result` (its
 trace holds the objective after every iteration): "moe-em" (:class:`MixtureEM`),
-"moe-lbfgs" (:class:`MixtureLBFGS`, quasi-Newton on the marginal likelihood),
+"moe-squarem" (:class:`MixtureSquarem`, EM accelerated by SQUAREM), "moe-lbfgs"
+(:class:`MixtureLBFGS`, quasi-Newton on the marginal likelihood),
 "moe-gradient-em", "moe-gd", "moe-adam" and "moe-em-symmetric"; the ``fit_*`` functions run
 them with the paper's settings.
 
@@ -23,7 +24,7 @@ The scikit-learn estimator is :class:`zbound.MixtureOfExperts` (``zbound.estimat
 """
 
 from zbound.moe.diagnostics import MissingInformation, missing_information
-from zbound.moe.em import MixtureEM, fit_em
+from zbound.moe.em import MixtureEM, MixtureSquarem, fit_em
 from zbound.moe.gradient import (
     MixtureAdam,
     MixtureGD,
@@ -37,7 +38,8 @@ from zbound.moe.quasi_newton import MixtureLBFGS
 from zbound.moe.symmetric import SMoLinE, SMoLogE, SymmetricEM, fit_em_symmetric
 
 __all__ = ["GatedMixture", "MissingInformation", "MixtureAdam", "MixtureEM", "MixtureGD",
-           "MixtureGradientEM", "MixtureLBFGS", "MixtureLikelihood", "MoEProblem", "SMoLinE",
+           "MixtureGradientEM", "MixtureLBFGS", "MixtureLikelihood", "MixtureSquarem",
+           "MoEProblem", "SMoLinE",
            "SMoLogE",
            "SoftLabelSoftmaxLoss", "SymmetricEM", "fit_adam", "fit_em", "fit_em_symmetric",
            "fit_gd", "fit_gradient_em", "missing_information"]

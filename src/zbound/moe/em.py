@@ -37,8 +37,8 @@ from zbound.models.penalty import L2Penalty
 from zbound.moe.diagnostics import collapsed_experts
 from zbound.moe.model import MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
 from zbound.solvers.base import MethodInfo, MethodNames, Solver, State, register
-from zbound.solvers.majorization import NewtonBound
-from zbound.solvers.result import Result
+from zbound.solvers.majorization import SQUAREM_ALPHA_CAP, NewtonBound
+from zbound.solvers.result import Result, Status
 from zbound.utils.linalg import weighted_ridge_solve
 from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
@@ -279,6 +279,108 @@ class MixtureEM(Solver):
         if state.iterates is not None:
             info["iterates"] = state.iterates
         return info
+
+
+@dataclass
+class MixtureSquaremState(MixtureEMState):
+    """SQUAREM's state on top of EM's: the adaptive step bound, cycles, extrapolations."""
+
+    alpha_max: float = 1.0
+    cycles: int = 0
+    extrapolations_accepted: int = 0
+
+
+@register
+class MixtureSquarem(MixtureEM):
+    """SQUAREM (Varadhan & Roland 2008, steplength S3) on the EM map F of :class:`MixtureEM`,
+    monotone.
+
+    One cycle from x0: x1 = F(x0) (an EM iteration, accepted), x2 = F(x1) (one more M-step),
+    r = x1 - x0, v = x2 - 2 x1 + x0, alpha = -||r|| / ||v|| clipped to [-alpha_max, -1], and
+    the extrapolation x' = x0 - 2 alpha r + alpha^2 v, accepted when the E-step there gives
+    L(x') <= L(x1); otherwise the E-step at x2 completes the plain EM iteration. Every
+    accepted point is at or below the last, so the trace never rises. A cycle costs two
+    M-steps and two E-steps, as two EM iterations do (three E-steps when the extrapolation is
+    rejected). alpha_max grows by ``step_factor`` when the clip binds (the SQUAREM package's
+    adaptive bound). ``max_iter`` counts M-steps (EM maps), as EM's iterations do.
+
+    EM crawls where experts are redundant (the likelihood nearly flat along their difference);
+    the extrapolation steps along the direction the EM iterates keep moving in.
+    """
+
+    info = MethodInfo("moe-squarem", peer=False, constraints="none",
+                      requires=MixtureLikelihood,
+                      description="EM for mixtures of experts accelerated by SQUAREM "
+                                  "(Varadhan & Roland 2008), monotone")
+    options = {**MixtureEM.options, "step_factor": 4.0}
+    option_constraints = {**MixtureEM.option_constraints, "step_factor": [POSITIVE]}
+
+    def init(self, model, x):
+        s = super().init(model, x)
+        return MixtureSquaremState(s.x, s.f, None, R=s.R, mstep=s.mstep, iterates=s.iterates)
+
+    def limit_reached(self, model, state):
+        return state.mstep.calls >= self.max_iter
+
+    def _e_step(self, model, theta):
+        """(L, R) at theta, or None where the likelihood of a sample vanishes there (an
+        extrapolation too far) or L is not finite."""
+        try:
+            f, R = e_step(model, theta)
+        except FloatingPointError:
+            return None
+        finally:
+            model.n_value += 1
+        return (f, R) if math.isfinite(f) else None
+
+    def _keep(self, state, theta):
+        if state.iterates is not None:
+            state.iterates.append(theta.copy())
+
+    def update(self, model, state):
+        x0 = state.x
+        x1 = state.mstep(x0, state.R)                                  # x1 = F(x0)
+        f1, state.R = e_step(model, x1)
+        model.n_value += 1
+        self._keep(state, x1)
+        self.accept(model, state, x1, f1, None)
+        status = self.stop_status(state, math.inf)
+        if status is None and self.limit_reached(model, state):
+            status = Status.MAX_ITER
+        if status is not None:
+            state.status = status
+            return
+        x2 = state.mstep(x1, state.R)                                  # x2 = F(x1)
+        r = x1 - x0
+        v = x2 - x1
+        v -= r
+        rr, vv = float(r @ r), float(v @ v)
+        raw = -math.sqrt(rr / vv) if vv > 1e-300 and rr > 0.0 else -1.0
+        alpha_max = state.alpha_max
+        clipped = raw <= -alpha_max and alpha_max < SQUAREM_ALPHA_CAP
+        alpha = max(-alpha_max, min(-1.0, raw))
+        state.cycles += 1
+        if alpha < -1.0:
+            x_ext = x0 - (2.0 * alpha) * r + (alpha * alpha) * v
+            out = self._e_step(model, x_ext) if np.isfinite(x_ext).all() else None
+            if out is not None and out[0] <= f1:
+                if clipped:
+                    state.alpha_max = alpha_max * self.opts["step_factor"]
+                state.R = out[1]
+                self._keep(state, x_ext)
+                self.accept(model, state, x_ext, out[0], None)
+                state.extrapolations_accepted += 1
+                return
+        elif clipped:
+            state.alpha_max = alpha_max * self.opts["step_factor"]
+        f2, state.R = e_step(model, x2)                                # the plain EM step
+        model.n_value += 1
+        self._keep(state, x2)
+        self.accept(model, state, x2, f2, None)
+
+    def result_info(self, state):
+        return {**super().result_info(state), "cycles": state.cycles,
+                "extrapolations_accepted": state.extrapolations_accepted}
 
 
 def fit_em(problem: MoEProblem, theta0, max_iter: int = 100, tol: float = 1e-8,

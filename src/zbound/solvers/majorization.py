@@ -43,8 +43,9 @@ from zbound.utils.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT
 _CG_WORK = 1 << 20
 # Tolerated objective increase from rounding on an MM step that the bound guarantees to descend.
 _ROUND = 1e-12
-# Upper limit of SQUAREM's adaptive step bound alpha_max (it grows 4x whenever it binds).
-_ALPHA_CAP = 1e8
+#: Upper limit of SQUAREM's adaptive step bound alpha_max (it grows 4x whenever it binds;
+#: the bound methods' Squarem and the mixtures' MixtureSquarem)
+SQUAREM_ALPHA_CAP = 1e8
 # Products after which a lagged preconditioner of a single class block is rebuilt.
 _ONE_BLOCK_REFRESH = 3
 
@@ -252,7 +253,7 @@ class Squarem(_MMBase):
         # information to extrapolate with, so take the plain step.
         raw = -math.sqrt(rr / vv) if vv > 1e-300 and rr > 0 else -1.0
         alpha_max = state.alpha_max
-        clipped = raw <= -alpha_max and alpha_max < _ALPHA_CAP
+        clipped = raw <= -alpha_max and alpha_max < SQUAREM_ALPHA_CAP
         alpha = max(-alpha_max, min(-1.0, raw))
         state.cycles += 1
         f1 = state.f
