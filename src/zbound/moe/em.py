@@ -37,7 +37,7 @@ from zbound.models.penalty import L2Penalty
 from zbound.moe.diagnostics import collapsed_experts
 from zbound.moe.model import MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
 from zbound.solvers.base import MethodInfo, MethodNames, Solver, State, register
-from zbound.solvers.majorization import SQUAREM_ALPHA_CAP, NewtonBound
+from zbound.solvers.majorization import NewtonBound, SquaremCounts, squarem_steplength
 from zbound.solvers.result import Result, Status
 from zbound.utils.linalg import weighted_ridge_solve
 from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
@@ -282,12 +282,8 @@ class MixtureEM(Solver):
 
 
 @dataclass
-class MixtureSquaremState(MixtureEMState):
-    """SQUAREM's state on top of EM's: the adaptive step bound, cycles, extrapolations."""
-
-    alpha_max: float = 1.0
-    cycles: int = 0
-    extrapolations_accepted: int = 0
+class MixtureSquaremState(MixtureEMState, SquaremCounts):
+    """SQUAREM's state on EM's (:class:`~zbound.solvers.majorization.SquaremCounts`)."""
 
 
 @register
@@ -354,11 +350,8 @@ class MixtureSquarem(MixtureEM):
         r = x1 - x0
         v = x2 - x1
         v -= r
-        rr, vv = float(r @ r), float(v @ v)
-        raw = -math.sqrt(rr / vv) if vv > 1e-300 and rr > 0.0 else -1.0
         alpha_max = state.alpha_max
-        clipped = raw <= -alpha_max and alpha_max < SQUAREM_ALPHA_CAP
-        alpha = max(-alpha_max, min(-1.0, raw))
+        alpha, clipped = squarem_steplength(r, v, alpha_max)
         state.cycles += 1
         if alpha < -1.0:
             x_ext = x0 - (2.0 * alpha) * r + (alpha * alpha) * v

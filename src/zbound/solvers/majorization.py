@@ -89,13 +89,19 @@ class MMState(State):
     step: np.ndarray | None = None
 
 
-@dataclass
-class SquaremState(MMState):
-    """SQUAREM's state: the adaptive step bound, cycles run, extrapolations accepted."""
+@dataclass(kw_only=True)
+class SquaremCounts:
+    """What a SQUAREM state adds (keyword fields, so that it mixes into any state): the
+    adaptive step bound, cycles run, extrapolations accepted."""
 
     alpha_max: float = 1.0
     cycles: int = 0
     extrapolations_accepted: int = 0
+
+
+@dataclass
+class SquaremState(MMState, SquaremCounts):
+    """SQUAREM's state on the bound methods' (:class:`SquaremCounts`)."""
 
 
 @dataclass
@@ -203,6 +209,18 @@ class BoundMM(_MMBase):
         self.advance(model, state, state.x + self.pending_step(state))
 
 
+def squarem_steplength(r: np.ndarray, v: np.ndarray, alpha_max: float) -> tuple[float, bool]:
+    """SQUAREM's steplength S3 (Varadhan & Roland 2008) for the first difference r = x1 - x0
+    and the second v = x2 - 2 x1 + x0 of a fixed-point map: alpha = -||r|| / ||v|| clipped
+    to [-alpha_max, -1], and whether the clip bound (alpha_max below
+    :data:`SQUAREM_ALPHA_CAP`: the caller lets alpha_max grow). v = 0 (the map moved by the
+    same step twice, or not at all) gives -1, the plain step."""
+    rr, vv = float(r @ r), float(v @ v)
+    raw = -math.sqrt(rr / vv) if vv > 1e-300 and rr > 0.0 else -1.0
+    clipped = raw <= -alpha_max and alpha_max < SQUAREM_ALPHA_CAP
+    return max(-alpha_max, min(-1.0, raw)), clipped
+
+
 @register
 class Squarem(_MMBase):
     """SQUAREM-accelerated Alg. 2 (Varadhan & Roland 2008, S3 steplength), monotone.
@@ -247,14 +265,8 @@ class Squarem(_MMBase):
             return
         r = d0
         v = d1 - d0
-        vv = float(v @ v)
-        rr = float(r @ r)
-        # v = 0: the MM map moved by the same step twice (or not at all); no curvature
-        # information to extrapolate with, so take the plain step.
-        raw = -math.sqrt(rr / vv) if vv > 1e-300 and rr > 0 else -1.0
         alpha_max = state.alpha_max
-        clipped = raw <= -alpha_max and alpha_max < SQUAREM_ALPHA_CAP
-        alpha = max(-alpha_max, min(-1.0, raw))
+        alpha, clipped = squarem_steplength(r, v, alpha_max)
         state.cycles += 1
         f1 = state.f
         if alpha == -1.0 and clipped:
