@@ -545,8 +545,8 @@ class SoftmaxLoss(ChunkedLoss):
     def _value_grad_dense_hessian(self, theta, c):
         """Two classes on dense rows: the Hessian sum_j s_j p_j (1 - p_j) xa_j xa_j^T as one
         weighted Gram matrix (:func:`~zbound.bounds.curvature.weighted_grams`), with no
-        curvature operator between (scaled breast_cancer, 426 x 31: 73 -> 45 us with the
-        value and gradient); else the operator's dense form."""
+        curvature operator between (scaled breast_cancer, 426 x 31, with the penalty: 80 ->
+        62 us for the value, gradient and dense Hessian); else the operator's dense form."""
         X, sw = c.X, c.sw
         if not (self.free and self.k == 1) or sp.issparse(X) or X.dtype != np.float64:
             return super()._value_grad_dense_hessian(theta, c)

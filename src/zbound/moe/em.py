@@ -256,9 +256,15 @@ class MixtureEM(Solver):
                               iterates=[x.copy()] if o["keep_iterates"] else None)
 
     def update(self, model, state):
-        theta = state.mstep(state.x, state.R)
-        f, state.R = e_step(model, theta)
-        model.n_value += 1
+        self.move(model, state, state.mstep(state.x, state.R))
+
+    def move(self, model, state, theta, evaluated=None):
+        """Accept theta: the E-step there (or ``evaluated``, its (L, R) already computed)
+        gives the objective and the responsibilities of the next M-step."""
+        if evaluated is None:
+            evaluated = e_step(model, theta)
+            model.n_value += 1
+        f, state.R = evaluated
         if state.iterates is not None:
             state.iterates.append(theta.copy())
         self.accept(model, state, theta, f, None)
@@ -329,17 +335,11 @@ class MixtureSquarem(MixtureEM):
             model.n_value += 1
         return (f, R) if math.isfinite(f) else None
 
-    def _keep(self, state, theta):
-        if state.iterates is not None:
-            state.iterates.append(theta.copy())
-
     def update(self, model, state):
         x0 = state.x
         x1 = state.mstep(x0, state.R)                                  # x1 = F(x0)
-        f1, state.R = e_step(model, x1)
-        model.n_value += 1
-        self._keep(state, x1)
-        self.accept(model, state, x1, f1, None)
+        self.move(model, state, x1)
+        f1 = state.f
         status = self.stop_status(state, math.inf)
         if status is None and self.limit_reached(model, state):
             status = Status.MAX_ITER
@@ -359,17 +359,12 @@ class MixtureSquarem(MixtureEM):
             if out is not None and out[0] <= f1:
                 if clipped:
                     state.alpha_max = alpha_max * self.opts["step_factor"]
-                state.R = out[1]
-                self._keep(state, x_ext)
-                self.accept(model, state, x_ext, out[0], None)
+                self.move(model, state, x_ext, out)
                 state.extrapolations_accepted += 1
                 return
         elif clipped:
             state.alpha_max = alpha_max * self.opts["step_factor"]
-        f2, state.R = e_step(model, x2)                                # the plain EM step
-        model.n_value += 1
-        self._keep(state, x2)
-        self.accept(model, state, x2, f2, None)
+        self.move(model, state, x2)                                    # the plain EM step
 
     def result_info(self, state):
         return {**super().result_info(state), "cycles": state.cycles,
