@@ -583,9 +583,12 @@ class SoftmaxLoss(ChunkedLoss):
             else:
                 f = float(sw @ loss)
                 r *= sw
-            g = r @ X
-            if fi:
-                g = np.append(g, r.sum())
+            if fi:      # np.append would cost ~8 us of the step's ~100 at this size
+                g = np.empty(X.shape[1] + 1)
+                np.matmul(r, X, out=g[:-1])
+                g[-1] = r.sum()
+            else:
+                g = r @ X
         if sw is not None:
             h *= sw
         return f, g, weighted_grams(X, h[:, None], self.fit_intercept)[0]
