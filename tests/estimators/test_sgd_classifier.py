@@ -245,7 +245,8 @@ def test_diverging_fit_says_so():
         warnings.simplefilter("error")
         est = BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3).fit(X, y)
     f_ref, _ = _reference_objective(X, y, est.alpha)
-    assert est.objective_ == pytest.approx(f_ref, rel=1e-5)
+    # finish_tol = 1e-3 on the gradient: 3e-5 relative here
+    assert est.objective_ == pytest.approx(f_ref, rel=1e-4)
 
 
 def _wide_sparse(t=300, d=5000, k=2, seed=0):
@@ -281,7 +282,7 @@ def test_wide_sparse_data_is_fitted_without_a_dense_gram(n_classes):
     auto = BoundSGDClassifier(alpha=1e-2).fit(X, y)
     assert auto.n_epochs_ == 0 and auto.t_ == 0 and auto.finish_result_.converged
     assert auto.n_iter_ == auto.finish_result_.nit >= 1
-    assert f_ref - 1e-9 <= auto.objective_ <= f_ref * (1 + 1e-4)
+    assert f_ref - 1e-9 <= auto.objective_ <= f_ref * (1 + 1e-3)      # finish_tol = 1e-3
     stream = BoundSGDClassifier(alpha=1e-2)
     for a in range(0, 300, 50):
         stream.partial_fit(X[a:a + 50], y[a:a + 50], classes=np.arange(n_classes))
@@ -329,12 +330,15 @@ def test_the_finish_from_zero_by_default():
     assert est.n_iter_ == est.finish_result_.nit >= 1
     one = BoundSGDClassifier(max_iter=1).fit(X, y)
     assert one.n_epochs_ == 1 and one.n_iter_ == 1 + one.finish_result_.nit
-    # the same optimum, each to the finish's tol (a gradient test: 4e-6 and 2.2e-5 above
-    # the optimum with OpenBLAS's AVX-512 and AVX2 kernels respectively)
+    # the same optimum, each to the finish's tol (a gradient test, finish_tol = 1e-3: 1.1e-3
+    # and 1.5e-3 above the optimum with OpenBLAS's AVX-512 and AVX2 kernels, one pass first
+    # 5.7e-4 and 1.2e-3; at finish_tol = 1e-4, 4e-6 and 2.2e-5)
     optimum = BoundSGDClassifier(finish_tol=1e-10).fit(X, y).objective_
     for fit in (est, one):
         assert optimum <= fit.objective_ * (1 + 1e-12)
-        assert fit.objective_ == pytest.approx(optimum, rel=1e-4)
+        assert fit.objective_ == pytest.approx(optimum, rel=3e-3)
+    tight = BoundSGDClassifier(finish_tol=1e-4).fit(X, y).objective_
+    assert optimum <= tight < est.objective_ and tight == pytest.approx(optimum, rel=1e-4)
     alone = BoundSGDClassifier(finish_tol=None).fit(X, y)
     assert 1 < alone.n_iter_ == alone.n_epochs_ < 100 and alone.finish_result_ is None
     assert est.objective_ < alone.objective_

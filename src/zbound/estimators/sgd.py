@@ -175,13 +175,17 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         ``fit`` stops once ``n_iter_no_change`` epochs in a row each lower J by less than
         tol * max(1, abs(J)); None: run all ``max_iter`` epochs.
     n_iter_no_change : int >= 1, default 2
-    finish_tol : float > 0 or None, default 1e-4
+    finish_tol : float > 0 or None, default 1e-3
         ``fit`` only: once the epochs stop, converge from where they stopped by the full-batch
         solver ``BoundLogisticRegression`` runs on this shape, to its stopping rule (the
-        gradient's inf-norm of the summed objective <= finish_tol * max(1, abs(J_sum)); 1e-4
-        is ``BoundLogisticRegression``'s and ``LogisticRegression``'s default tol): the
+        gradient's inf-norm of the summed objective <= finish_tol * max(1, abs(J_sum))): the
         stochastic epochs are the warm start, the batch solver the precision (online pass, then
-        L-BFGS: Agarwal et al. 2014). Stochastic bound steps approach the optimum slowly where
+        L-BFGS: Agarwal et al. 2014). 1e-3, ``SGDClassifier``'s default tol, leaves J within
+        about 1e-3 of the optimum (relative; 1e-5 where Newton steps finish, 1.1e-3 on scaled
+        digits, 6e-3 on KMNIST) and saves up to half the fit's time on nearly separable data
+        (digits 23 -> 14 ms, KMNIST 1.3 -> 0.65 s, breast_cancer one Newton step of 10, the
+        same accuracy within 0.2 points); 1e-4 is ``BoundLogisticRegression``'s default and
+        reaches J within about 2e-5. Stochastic bound steps approach the optimum slowly where
         the bound is loose (nearly separable data): on digits the epochs stop at J = 0.043
         against the optimum 0.021, and 300 epochs reach only 0.026. None: the epochs alone
         (the papers' stochastic method). ``partial_fit`` never finishes (it sees one chunk).
@@ -229,7 +233,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, alpha=1e-4, fit_intercept=True, method="auto", lr=1.0,
                  schedule="auto", decay=0.5, batch_size="auto", max_iter="auto", tol=1e-3,
-                 n_iter_no_change=2, finish_tol=1e-4, rank=10, lowrank_rule="exact",
+                 n_iter_no_change=2, finish_tol=1e-3, rank=10, lowrank_rule="exact",
                  refresh="auto", random_state=0):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
