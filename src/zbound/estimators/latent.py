@@ -71,8 +71,9 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         "auto" runs "lbfgs-bound" (L-BFGS directions, safeguarded by the quadratic bound) on
         every shape: on scaled digits (1347 x 64, 10 classes) it took 3.6x one
         ``LogisticRegression`` fit where "squarem" took over 1000x and "newton-bound" 7x, to
-        the same objective at tol = 1e-6 (measured in docs/latent.md). The others: "bound" (Alg. 2: minimize
-        the quadratic bound, Jensen on the numerator + Alg. 1 on the denominator, every step),
+        the same objective at tol = 1e-6 (measured in docs/latent.md). The others: "bound"
+        (Alg. 2: minimize the quadratic bound, Jensen on the numerator + Alg. 1 on the
+        denominator, every step),
         "squarem" (the same bound steps, SQUAREM-accelerated and still monotone),
         "newton-bound", "em" (generalized EM on the conditional likelihood), "em-joint" (EM on
         the joint likelihood of the generative Gaussian mixture), or a baseline: "lbfgs",
