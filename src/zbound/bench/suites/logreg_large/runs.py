@@ -95,6 +95,24 @@ def glum_status() -> str | None:
     return None
 
 
+def peer_failure(m: Method, exc: Exception) -> str:
+    """The record's reason for a peer whose fit raised: the error and the versions of the
+    peer's package and of the libraries it builds on."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    names = {"glum": "glum", "sklearn": "scikit-learn"}.get(m.kind)
+    versions = []
+    for name in (names, "scipy", "numpy"):
+        if name is None:
+            continue
+        try:
+            versions.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            pass
+    message = " ".join(str(exc).split())[:200]
+    return f"failed: {type(exc).__name__}: {message} ({', '.join(versions)})"
+
+
 @dataclass
 class Method:
     """One record name: how it runs (``kind``: solver, sklearn, glum, estimator)."""
@@ -229,12 +247,16 @@ def fit_call(problem: Problem, m: Method, tol: float, max_iter: int,
         theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
         n_iter = int(np.max(clf.n_iter_))
     elif m.kind == "glum":
+        import glum._solvers
         from glum import GeneralizedLinearRegressor
+
+        from zbound.bench.compat import patched_lbfgsb
 
         start = None
         if problem.paper and x0 is not None:
             start = problem.theta_to_glum_start(x0)
-        with warnings.catch_warnings():
+        # glum's "lbfgs" passes SciPy's L-BFGS-B iprint, which SciPy 1.18 removed
+        with warnings.catch_warnings(), patched_lbfgsb(glum._solvers):
             # glum's own call of SciPy's L-BFGS-B passes options SciPy deprecates: the
             # peer's business, not the bench's output
             warnings.filterwarnings("ignore", message=".*`disp` and `iprint`.*",
@@ -442,11 +464,23 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
     phase: dict[str, float] = dict(probe_s)
     t_phase = time.perf_counter()
     searches = {}
+    failed = set()
     for m in methods:
         if m.fits:
             t0 = time.perf_counter()
-            searches[m.name] = search_tol(problem, m, cfg, evaluate, starts[0])
+            try:
+                searches[m.name] = search_tol(problem, m, cfg, evaluate, starts[0])
+            except Exception as exc:
+                if not m.peer:
+                    raise                      # the library's own failure is a bug: loud
+                # a peer broken by its own dependencies (glum 3.4.1 calls SciPy's L-BFGS-B
+                # with an argument SciPy 1.18 removed) is recorded, not the end of the run
+                skipped[m.name] = peer_failure(m, exc)
+                failed.add(m.name)
+                if log is not None:
+                    log(f"  {problem.group}: {m.name} {skipped[m.name]}")
             phase[f"search {m.name}"] = time.perf_counter() - t0
+    methods = [m for m in methods if m.name not in failed]
     phase["search"] = time.perf_counter() - t_phase
     # units: one per solver method (answers every target), one per distinct tol of a fit
     units: dict[str, tuple[Method, float | None, list[str]]] = {}

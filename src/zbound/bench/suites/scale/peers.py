@@ -36,7 +36,10 @@ def lbfgs_trace(trace: list, target: float | None = None):
     lbfgs (a wrapper around the fmin_l_bfgs_b it calls); stop it at ``target``."""
     import dask_glm.algorithms as A
 
+    from zbound.bench.compat import lbfgsb_accepting
+
     orig = A.fmin_l_bfgs_b
+    call = lbfgsb_accepting(orig)        # dask-glm passes iprint, which SciPy 1.18 removed
     t0 = time.perf_counter()
 
     def traced(func, x0, *args, **kwargs):
@@ -46,7 +49,7 @@ def lbfgs_trace(trace: list, target: float | None = None):
             if target is not None and f <= target:
                 raise Reached
             return f, g
-        return orig(wrapped, x0, *args, **kwargs)
+        return call(wrapped, x0, *args, **kwargs)
 
     A.fmin_l_bfgs_b = traced
     try:
