@@ -183,7 +183,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         L-BFGS: Agarwal et al. 2014). 1e-3, ``SGDClassifier``'s default tol, leaves J within
         about 1e-3 of the optimum (relative; 1e-5 where Newton steps finish, 1.1e-3 on scaled
         digits, 6e-3 on KMNIST) and saves up to half the fit's time on nearly separable data
-        (digits 23 -> 14 ms, KMNIST 1.3 -> 0.65 s, breast_cancer one Newton step of 10, the
+        (digits 24 -> 15 ms, KMNIST 1.27 -> 0.66 s, breast_cancer one Newton step of 10, the
         same accuracy within 0.2 points); 1e-4 is ``BoundLogisticRegression``'s default and
         reaches J within about 2e-5. Stochastic bound steps approach the optimum slowly where
         the bound is loose (nearly separable data): on digits the epochs stop at J = 0.043

@@ -100,9 +100,9 @@ def peer_failure(m: Method, exc: Exception) -> str:
     peer's package and of the libraries it builds on."""
     from importlib.metadata import PackageNotFoundError, version
 
-    names = {"glum": "glum", "sklearn": "scikit-learn"}.get(m.kind)
+    package = {"glum": "glum", "sklearn": "scikit-learn"}.get(m.kind)
     versions = []
-    for name in (names, "scipy", "numpy"):
+    for name in (package, "scipy", "numpy"):
         if name is None:
             continue
         try:
@@ -255,10 +255,9 @@ def fit_call(problem: Problem, m: Method, tol: float, max_iter: int,
         start = None
         if problem.paper and x0 is not None:
             start = problem.theta_to_glum_start(x0)
-        # glum's "lbfgs" passes SciPy's L-BFGS-B iprint, which SciPy 1.18 removed
+        # glum's "lbfgs" passes SciPy's L-BFGS-B iprint: deprecated up to SciPy 1.17 (the
+        # warning is the peer's business, not the bench's output), removed in 1.18 (dropped)
         with warnings.catch_warnings(), patched_lbfgsb(glum._solvers):
-            # glum's own call of SciPy's L-BFGS-B passes options SciPy deprecates: the
-            # peer's business, not the bench's output
             warnings.filterwarnings("ignore", message=".*`disp` and `iprint`.*",
                                     category=DeprecationWarning)
             clf = GeneralizedLinearRegressor(
