@@ -7,6 +7,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import scipy.sparse as sp
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression
@@ -107,6 +109,96 @@ def test_check_class_targets_matches_scikit_learn(labels):
             check_class_targets(labels)
     else:
         check_class_targets(labels)
+
+
+def _validated_both_ways(X, y, reset, fitted_names=None, n_features=None, **params):
+    """(outcome of zbound's validate_data, outcome of scikit-learn's) on fresh estimators
+    in the same state: the returned arrays and n_features_in_ / feature_names_in_, or the
+    error's type and message, and the warnings' messages."""
+    import warnings
+
+    from sklearn.utils.validation import validate_data as sk_validate_data
+
+    from zbound.utils.validation import validate_data
+
+    outcomes = []
+    for validate in (validate_data, sk_validate_data):
+        est = BoundLogisticRegression()
+        if fitted_names is not None:
+            est.feature_names_in_ = fitted_names
+        if n_features is not None:
+            est.n_features_in_ = n_features
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                out = validate(est, X, y, reset=reset, **params)
+            except (TypeError, ValueError) as exc:
+                out = (type(exc), str(exc))
+            else:
+                out = out if isinstance(out, tuple) else (out,)
+                out = tuple(np.asarray(a) if not sp.issparse(a) else a.toarray() for a in out)
+        outcomes.append((out, getattr(est, "n_features_in_", None),
+                         getattr(est, "feature_names_in_", None),
+                         [str(w.message) for w in caught]))
+    return outcomes
+
+
+def _assert_same_outcome(a, b):
+    (out_a, n_a, names_a, warn_a), (out_b, n_b, names_b, warn_b) = a, b
+    assert n_a == n_b and warn_a == warn_b
+    assert (names_a is None) == (names_b is None)
+    if names_a is not None:
+        np.testing.assert_array_equal(names_a, names_b)
+    assert len(out_a) == len(out_b)
+    for u, v in zip(out_a, out_b, strict=True):
+        if isinstance(u, type) or isinstance(u, str):
+            assert u == v
+        else:
+            assert u.dtype == v.dtype and u.shape == v.shape
+            np.testing.assert_array_equal(u, v)
+
+
+_X = np.random.default_rng(0).standard_normal((6, 3))
+
+
+@pytest.mark.parametrize("X", [
+    _X, np.asfortranarray(_X), _X[:, :2], _X[::2], _X.astype(np.float32), _X.astype(int),
+    _X.tolist(), np.where(_X > 1, np.nan, _X), np.where(_X > 1, np.inf, _X),
+    np.full((6, 3), 1e308), np.empty((0, 3)), np.empty((6, 0)), _X[:, 0], _X[:1],
+    sp.csr_matrix(_X), _X.astype(complex)], ids=lambda a: type(a).__name__)
+@pytest.mark.parametrize("y", [
+    np.arange(6) % 2, (np.arange(6) % 2).astype(bool), np.arange(6) % 3 * 0.5,
+    np.array([0.0, 1, 0, 1, 0, np.nan]), np.arange(5) % 2, (np.arange(6) % 2)[:, None],
+    np.array(list("abcabc")), [0, 1, 0, 1, 0, 1], None, "no_validation"],
+    ids=lambda a: f"{type(a).__name__}-{getattr(a, 'dtype', '')}")
+@pytest.mark.parametrize("reset", [True, False])
+@pytest.mark.parametrize("params", [
+    {"accept_sparse": "csr", "dtype": np.float64, "order": "C"}, {"dtype": np.float64},
+    {"dtype": np.float64, "y_numeric": True}, {"dtype": np.float64, "order": "F"}])
+def test_validate_data_matches_scikit_learn(X, y, reset, params):
+    """The fast path of validate_data returns, sets, warns and raises exactly what
+    scikit-learn's validate_data does, on plain, converted, bad and empty inputs."""
+    _assert_same_outcome(*_validated_both_ways(X, y, reset, **params))
+    # a fitted estimator: with the same and another width, and fitted with feature names
+    _assert_same_outcome(*_validated_both_ways(X, y, reset, n_features=3, **params))
+    _assert_same_outcome(*_validated_both_ways(X, y, reset, n_features=4, **params))
+    _assert_same_outcome(*_validated_both_ways(
+        X, y, reset, fitted_names=np.array(["a", "b", "c"], dtype=object), n_features=3,
+        **params))
+
+
+@settings(max_examples=300, deadline=None)
+@given(rows=st.integers(1, 5), cols=st.integers(1, 4),
+       values=st.lists(st.floats(allow_nan=True, allow_infinity=True, width=64),
+                       min_size=20, max_size=20),
+       labels=st.lists(st.integers(-2, 2), min_size=5, max_size=5))
+def test_validate_data_matches_scikit_learn_on_any_floats(rows, cols, values, labels):
+    """Any float64 entries, huge, tiny, NaN and inf among them: the same outcome."""
+    X = np.array(values[:rows * cols]).reshape(rows, cols)
+    y = np.array(labels[:rows])
+    params = {"accept_sparse": "csr", "dtype": np.float64, "order": "C"}
+    _assert_same_outcome(*_validated_both_ways(X, y, True, **params))
+    _assert_same_outcome(*_validated_both_ways(X, None, False, n_features=cols, **params))
 
 
 def test_scaling_hint_names_columns_far_from_standardized():

@@ -21,7 +21,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from zbound.estimators._params import STACKLEVEL, fit_method
 from zbound.models.base import LatentLikelihood
@@ -30,7 +30,13 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.solvers import minimize
 from zbound.solvers.base import MethodNames
 from zbound.utils.linalg import column_units
-from zbound.utils.validation import Number, check_class_targets, label_indices, scaling_hint
+from zbound.utils.validation import (
+    Number,
+    check_class_targets,
+    label_indices,
+    scaling_hint,
+    validate_data,
+)
 
 
 def _latent_method(info) -> bool:

@@ -25,7 +25,7 @@ from sklearn.utils._param_validation import Hidden, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 import zbound.solvers as _solvers
 from zbound.constraints import LinearConstraints
@@ -42,6 +42,7 @@ from zbound.utils.validation import (
     check_class_targets,
     label_indices,
     scaling_hint,
+    validate_data,
 )
 
 _ORDERS = ("descending", "ascending", "given")

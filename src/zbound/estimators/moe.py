@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._available_if import available_if
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils._tags import ClassifierTags, RegressorTags
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from zbound.estimators._params import STACKLEVEL, fit_method
 from zbound.models.loss import check_design_magnitude, check_sample_weight
@@ -31,6 +31,7 @@ from zbound.utils.validation import (
     check_class_targets,
     label_indices,
     scaling_hint,
+    validate_data,
 )
 
 #: the registered training methods of a mixture are named "moe-<method>"

@@ -27,7 +27,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from zbound.estimators._params import STACKLEVEL, fit_method
 from zbound.models.loss import check_sample_weight
@@ -35,7 +35,13 @@ from zbound.models.multinomial import logistic_objective
 from zbound.solvers import solver_class
 from zbound.solvers.base import MethodNames
 from zbound.solvers.stochastic import KRON_MAX_WIDTH
-from zbound.utils.validation import Choices, Number, check_class_targets, label_indices
+from zbound.utils.validation import (
+    Choices,
+    Number,
+    check_class_targets,
+    label_indices,
+    validate_data,
+)
 
 _SCHEDULES = ("constant", "inverse")
 # what the estimator passes to its method (rank and lowrank_rule where the method takes them)
