@@ -136,6 +136,38 @@ def test_time_alternating_round_robin_and_medians():
         time_alternating(fns, repeats=0)
 
 
+def test_time_alternating_min_time_runs_short_calls_back_to_back():
+    """A call shorter than min_time: its first call is not counted and sets the run length,
+    then every repeat times a run of calls and records the time per call; a long call keeps
+    one counted call a repeat. The methods still alternate."""
+    import time
+
+    calls = []
+
+    def fast():
+        calls.append("f")
+        return "f"
+
+    def slow():
+        calls.append("s")
+        time.sleep(0.004)
+        return "s"
+
+    out = time_alternating({"f": fast, "s": slow}, repeats=3, min_time=0.002)
+    f, s = out["f"], out["s"]
+    assert s["calls"] == 1 and len(s["times"]) == 3 and calls.count("s") == 3
+    assert all(t >= 0.004 for t in s["times"])
+    assert f["calls"] >= 2 and len(f["times"]) == 3
+    assert calls.count("f") == 1 + 3 * f["calls"]
+    assert max(f["times"]) < 0.004 and f["median_s"] == sorted(f["times"])[1]
+    # alternating: the slow method's calls fall between runs of the fast one
+    runs = "".join(calls)
+    assert runs.startswith("fs") and runs.count("s") == 3 and "s" + "f" * f["calls"] + "s" \
+        in runs
+    with pytest.raises(ValueError, match="min_time"):
+        time_alternating({"f": fast}, min_time=-1.0)
+
+
 def test_run_suite_with_a_fake_suite(tmp_path, monkeypatch):
     mod = types.ModuleType("zbound_fake_suite")
 

@@ -8,6 +8,7 @@ from other processes lands on one repeat of several methods rather than on every
 from __future__ import annotations
 
 import contextlib
+import math
 import statistics
 import time
 import tracemalloc
@@ -16,22 +17,51 @@ from typing import Any
 
 
 def time_alternating(
-    methods: Mapping[str, Callable[[], Any]], repeats: int = 3
+    methods: Mapping[str, Callable[[], Any]], repeats: int = 3, min_time: float = 0.0
 ) -> dict[str, dict[str, Any]]:
     """Run each method ``repeats`` times, round-robin, and time every call.
 
-    Returns ``{name: {"times": [...], "median_s": float, "result": last_result}}``. Alternating
-    (A B C A B C ...) rather than batching (A A A B B B) spreads machine noise over all methods.
+    Returns ``{name: {"times": [...], "median_s": float, "result": last_result, "calls": n}}``.
+    Alternating (A B C A B C ...) rather than batching (A A A B B B) spreads machine noise over
+    all methods.
+
+    ``min_time`` > 0: a method whose first call took less than that is timed, from then on,
+    in runs of n back-to-back calls lasting about ``min_time`` (n = ``"calls"``; timeit's
+    autorange), each repeat's time per call recorded, and its first call not counted (it set
+    n, and carried the cold start). A single call of a few milliseconds is at the mercy of
+    the caches and the scheduler: five of them spread by 20-50% around their median. Methods
+    at or above ``min_time`` keep one call a repeat, the first one counted, as with
+    ``min_time`` = 0.
     """
     if repeats < 1:
         raise ValueError(f"repeats must be >= 1, got {repeats}")
-    out: dict[str, dict[str, Any]] = {name: {"times": [], "result": None} for name in methods}
+    if not min_time >= 0.0:
+        raise ValueError(f"min_time must be >= 0, got {min_time}")
+    out: dict[str, dict[str, Any]] = {name: {"times": [], "result": None, "calls": 1}
+                                      for name in methods}
+
+    def timed(name, fn, calls):
+        start = time.perf_counter()
+        for _ in range(calls):
+            result = fn()
+        out[name]["times"].append((time.perf_counter() - start) / calls)
+        out[name]["result"] = result
+
     for _ in range(repeats):
         for name, fn in methods.items():
-            start = time.perf_counter()
-            result = fn()
-            out[name]["times"].append(time.perf_counter() - start)
-            out[name]["result"] = result
+            entry = out[name]
+            if len(entry["times"]) >= repeats:
+                continue
+            first = not entry["times"] and entry["calls"] == 1
+            timed(name, fn, entry["calls"])
+            if first and min_time > 0.0 and entry["times"][0] < min_time:
+                # the first call only sets the run length: n calls of about min_time in all
+                entry["calls"] = min(1000, max(2, math.ceil(min_time / max(entry["times"][0],
+                                                                           1e-9))))
+                entry["times"].clear()
+    for name, fn in methods.items():            # the runs the uncounted first calls owe
+        while len(out[name]["times"]) < repeats:
+            timed(name, fn, out[name]["calls"])
     for entry in out.values():
         entry["median_s"] = statistics.median(entry["times"])
     return out

@@ -196,4 +196,4 @@ def scaling_hint(X, sample_weight=None) -> str:
 
 __all__ = ["Number", "Choices", "NON_NEGATIVE_INT", "POSITIVE_INT", "NON_NEGATIVE", "POSITIVE",
            "STANDARD_RANGE", "check_design", "check_reg", "check_class_targets",
-           "label_indices", "scaling_hint"]
+           "label_indices", "scaling_hint", "validate_data"]

@@ -3,7 +3,8 @@
 ``LatentLogisticRegression`` and ``MixtureOfExperts`` against one ``LogisticRegression`` fit,
 ``BoundSGDClassifier`` against ``SGDClassifier`` (``fit`` and ``partial_fit``), and
 ``BoundLogisticRegression`` against scikit-learn's solvers on sparse text shapes and small
-problems at a matched objective. One BLAS thread, methods alternating over repeats, medians;
+problems at a matched objective. One BLAS thread, methods alternating over repeats, medians
+(fits under ``Config.min_time`` timed in back-to-back runs);
 each table states the claim it checks and whether it holds. Modules: :mod:`.config`,
 :mod:`.problems`, :mod:`.runs`, :mod:`.report`.
 """

@@ -23,7 +23,10 @@ class Config:
     default); ``sparse_shapes``: (rows, columns, classes) of the synthetic tf-idf problems;
     ``sparse_cs``: their C values; ``stream``: (rows, columns, classes, chunk) of the
     ``partial_fit`` stream; ``sgd_sparse``: (rows, columns, classes) of the tf-idf rows the
-    stochastic fit also runs on; ``small_cs``: C values of the small problems."""
+    stochastic fit also runs on; ``small_cs``: C values of the small problems; ``min_time``:
+    a fit shorter than this is timed in back-to-back runs of about that long
+    (:func:`zbound.bench.timing.time_alternating`): single fits of a few milliseconds spread
+    by 20-50% around their median, more than what separates the methods."""
 
     repeats: int = 5
     latent_solvers: tuple = (None, "lbfgs", "newton-bound", "squarem")
@@ -37,6 +40,7 @@ class Config:
     sgd_sparse: tuple = (20_000, 30_000, 2)
     small_cs: tuple = (0.01, 1.0, 100.0)
     memory: bool = True
+    min_time: float = 0.05
 
 
 def config(quick: bool) -> Config:

@@ -131,9 +131,15 @@ def _logistic_table(recs, task, title) -> list[str]:
 
 def report(doc: dict[str, Any], out) -> str:
     recs = doc["records"]
+    min_time = doc.get("extra", {}).get("config", {}).get("min_time_s")
+    runs = (f" A fit shorter than {1e3 * min_time:g} ms is timed in back-to-back runs of "
+            f"about that long after one uncounted fit, the time per fit recorded (single fits "
+            f"of a few milliseconds spread by 20-50% around their median)."
+            if min_time else "")
     lines = ["Every estimator against the tool its user would otherwise pick, one BLAS thread, "
-             "methods alternating over repeats, medians. Peak memory is what tracemalloc sees "
-             "(NumPy and SciPy allocations; compiled code's own buffers are not seen).", ""]
+             f"methods alternating over repeats, medians.{runs} Peak memory is what "
+             "tracemalloc sees (NumPy and SciPy allocations; compiled code's own buffers are "
+             "not seen).", ""]
     lines += _ratio_table(recs, "latent", "Latent conditional likelihood",
                           LATENT_MAX_RATIO, "LogisticRegression")
     lines += _ratio_table(recs, "moe", "Mixtures of experts on class labels",

@@ -68,9 +68,11 @@ def _fit(make, X, y):
     return _quiet(lambda: make().fit(X, y))
 
 
-def _timed(methods: dict, repeats: int, memory: bool) -> dict[str, dict[str, Any]]:
-    """Alternating timed repeats, then (``memory``) one traced fit per method."""
-    timing = time_alternating({k: _quiet(v) for k, v in methods.items()}, repeats=repeats)
+def _timed(methods: dict, cfg: Config, memory: bool) -> dict[str, dict[str, Any]]:
+    """Alternating timed repeats (calls under ``cfg.min_time`` in back-to-back runs), then
+    (``memory``) one traced fit per method."""
+    timing = time_alternating({k: _quiet(v) for k, v in methods.items()}, repeats=cfg.repeats,
+                              min_time=cfg.min_time)
     for name, fn in methods.items():
         timing[name]["peak_mb"] = traced_peak(_quiet(fn))[0] if memory else None
     return timing
@@ -95,7 +97,7 @@ def run_latent(ctx, cfg: Config) -> None:
             key = "zbound-latent" + ("" if solver is None else f"-{solver}")
             kw = {} if solver is None else {"solver": solver}
             makers[key] = lambda kw=kw: LatentLogisticRegression(random_state=0, **kw)
-        timing = _timed({k: _fit(m, X, y) for k, m in makers.items()}, cfg.repeats, cfg.memory)
+        timing = _timed({k: _fit(m, X, y) for k, m in makers.items()}, cfg, cfg.memory)
         cv = {k: cv_accuracy(m, name) for k, m in makers.items()}
         _write_ratio_records(ctx, "latent", name, "n_components=2", timing, Xt, yt,
                              "sklearn-logistic", cv)
@@ -114,7 +116,7 @@ def run_moe(ctx, cfg: Config) -> None:
             key = "zbound-moe" + ("" if method is None else f"-{method}")
             kw = {} if method is None else {"method": method}
             makers[key] = lambda kw=kw, k=k: MixtureOfExperts(k, random_state=0, **kw)
-        timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg.repeats,
+        timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg,
                         cfg.memory)
         cv = {n: cv_accuracy(m, "digits") for n, m in makers.items()
               if n == "sklearn-logistic" or n == "zbound-moe"}
@@ -136,7 +138,7 @@ def _write_ratio_records(ctx, task, dataset, setting, timing, Xt, yt, peer,
         metrics = {"test_accuracy": acc, "peak_memory_mb": entry["peak_mb"],
                    "ratio_to_peer": entry["median_s"] / base, "peer_accuracy": base_acc,
                    "cv_accuracy": cv.get(name), "peer_cv_accuracy": cv.get(peer),
-                   "times_s": entry["times"]}
+                   "times_s": entry["times"], "calls_per_repeat": entry["calls"]}
         for attr in ("n_iter_", "converged_", "objective_", "method_", "expert_"):
             val = getattr(est, attr, None)
             if val is not None:
@@ -165,7 +167,7 @@ def run_sgd(ctx, cfg: Config) -> None:
     # take about 2 ms and any fit's fixed cost shows
     for name in ("digits", "breast_cancer"):
         X, Xt, y, yt = scaled_split(name)
-        timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg.repeats,
+        timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg,
                         cfg.memory)
         cv = {n: cv_accuracy(m, name) for n, m in makers.items()}
         _write_ratio_records(ctx, "sgd", name, "alpha=1e-4", timing, Xt, yt, "sklearn-sgd",
@@ -175,7 +177,7 @@ def run_sgd(ctx, cfg: Config) -> None:
     t, d, k = cfg.sgd_sparse
     Xs, ys = zipf_text(t, d, k, cfg.sparse_nnz)
     X, Xt, y, yt = train_test_split(Xs, ys, test_size=0.25, random_state=0, stratify=ys)
-    timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg.repeats, cfg.memory)
+    timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg, cfg.memory)
     _write_ratio_records(ctx, "sgd", f"zipf-tfidf-{t}x{d}-{k}cls", "alpha=1e-4", timing, Xt,
                          yt, "sklearn-sgd")
     ctx.advance()
@@ -205,7 +207,7 @@ def run_partial_fit(ctx, cfg: Config) -> None:
 
         methods = {"sklearn-sgd": feed(lambda: SGDClassifier(loss="log_loss", random_state=0)),
                    "zbound-sgd": feed(BoundSGDClassifier)}
-        timing = _timed(methods, cfg.repeats, False)
+        timing = _timed(methods, cfg, False)
         base = timing["sklearn-sgd"]["median_s"]
         for name, entry in timing.items():
             ctx.writer.add(task="partial-fit", dataset="synthetic-multinomial",
@@ -217,7 +219,8 @@ def run_partial_fit(ctx, cfg: Config) -> None:
                                     "ratio_to_peer": entry["median_s"] / base,
                                     "train_accuracy": float(np.mean(entry["result"].predict(X)
                                                                     == y)),
-                                    "times_s": entry["times"]})
+                                    "times_s": entry["times"],
+                                    "calls_per_repeat": entry["calls"]})
     ctx.advance()
 
 
@@ -232,7 +235,7 @@ def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, pe
                                                                    max_iter=10_000), X, y)
                for s in peers}
     methods["zbound"] = _fit(lambda: BoundLogisticRegression(C=C), X, y)
-    timing = _timed(methods, cfg.repeats, cfg.memory)
+    timing = _timed(methods, cfg, cfg.memory)
     objective = {name: logistic_objective(X, y, e["result"].coef_, e["result"].intercept_, C)
                  for name, e in timing.items()}
     best = min(objective.values())
@@ -243,6 +246,7 @@ def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, pe
         metrics: dict[str, Any] = {
             "objective_gap": (f - best) / max(1.0, abs(best)),
             "peak_memory_mb": entry["peak_mb"], "times_s": entry["times"],
+            "calls_per_repeat": entry["calls"],
             "n_iter": int(np.max(getattr(entry["result"], "n_iter_", [0])))}
         if Xt is not None:
             metrics["test_accuracy"] = _accuracy(entry["result"], Xt, yt)
@@ -252,7 +256,7 @@ def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, pe
                 # the default tol stopped above a peer's objective: the time a user setting a
                 # tighter tol takes to reach it
                 tight = time_alternating({"tight": _fit(lambda: BoundLogisticRegression(
-                    C=C, tol=1e-8), X, y)}, repeats=cfg.repeats)["tight"]
+                    C=C, tol=1e-8), X, y)}, repeats=cfg.repeats, min_time=cfg.min_time)["tight"]
                 for peer, v in _reach(objective, best, tight).items():
                     if reach[peer] is None:
                         reach[peer] = v
@@ -330,5 +334,6 @@ def run(ctx) -> None:
         for fn in TASKS.values():
             fn(ctx, cfg)
     ctx.writer.set_extra("config", {"quick": ctx.quick, "repeats": cfg.repeats,
+                                    "min_time_s": cfg.min_time,
                                     "sparse_shapes": [list(s) for s in cfg.sparse_shapes],
                                     "elapsed_s": time.perf_counter() - t0})
