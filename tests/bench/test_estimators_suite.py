@@ -54,3 +54,31 @@ def test_objective_is_the_one_both_libraries_minimize():
     m = LogisticRegression(C=10.0, tol=1e-10, max_iter=10_000).fit(Xm, ym)
     fm = logistic_objective(Xm, ym, m.coef_, m.intercept_, 10.0)
     assert logistic_objective(Xm, ym, 1.001 * m.coef_, m.intercept_, 10.0) > fm
+
+
+def test_reach_scales_the_last_fits_share_to_the_median_fit():
+    """The time to a peer's objective is the share of the last fit's wall time spent before
+    its trace reached it, times the median fit: a last fit that ran slow does not move it;
+    a peer's objective never reached is None."""
+    from types import SimpleNamespace
+
+    from zbound.bench.suites.estimators.runs import _reach
+    from zbound.solvers.result import Trace
+
+    trace = Trace(objective=np.array([10.0, 5.0, 2.0, 1.0]),
+                  seconds=np.array([0.001, 0.002, 0.003, 0.004]),
+                  grad_norm=np.ones(4), n_evals=np.arange(1, 5))
+    fit = SimpleNamespace(solver_result_=SimpleNamespace(trace=trace))
+    objective = {"zbound": 1.0, "sklearn-a": 2.0, "sklearn-b": 0.5, "sklearn-liblinear": 9.0}
+    # the last fit took 5 ms (1 ms of set-up), the median fit 10 ms: the objective 2.0 was
+    # reached with 1 ms of the solver left, at 4/5 of the fit
+    entry = {"result": fit, "median_s": 0.010, "last_s": 0.005}
+    reach = _reach(objective, 1.0, entry)
+    assert set(reach) == {"sklearn-a", "sklearn-b"}
+    assert reach["sklearn-a"] == pytest.approx(0.008) and reach["sklearn-b"] is None
+    # a last fit twice as slow throughout (its trace too): the same answer
+    slow = SimpleNamespace(solver_result_=SimpleNamespace(trace=Trace(
+        objective=trace.objective, seconds=2 * trace.seconds, grad_norm=trace.grad_norm,
+        n_evals=trace.n_evals)))
+    assert _reach(objective, 1.0, {"result": slow, "median_s": 0.010, "last_s": 0.010})[
+        "sklearn-a"] == pytest.approx(0.008)

@@ -160,6 +160,7 @@ def test_time_alternating_min_time_runs_short_calls_back_to_back():
     assert f["calls"] >= 2 and len(f["times"]) == 3
     assert calls.count("f") == 1 + 3 * f["calls"]
     assert max(f["times"]) < 0.004 and f["median_s"] == sorted(f["times"])[1]
+    assert 0.0 < f["last_s"] < 0.004 <= s["last_s"]          # the last call's own time
     # alternating: the slow method's calls fall between runs of the fast one
     runs = "".join(calls)
     assert runs.startswith("fs") and runs.count("s") == 3 and "s" + "f" * f["calls"] + "s" \

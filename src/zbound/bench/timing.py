@@ -21,7 +21,8 @@ def time_alternating(
 ) -> dict[str, dict[str, Any]]:
     """Run each method ``repeats`` times, round-robin, and time every call.
 
-    Returns ``{name: {"times": [...], "median_s": float, "result": last_result, "calls": n}}``.
+    Returns ``{name: {"times": [...], "median_s": float, "result": last_result, "calls": n,
+    "last_s": the last call's own time}}``.
     Alternating (A B C A B C ...) rather than batching (A A A B B B) spreads machine noise over
     all methods.
 
@@ -43,9 +44,11 @@ def time_alternating(
     def timed(name, fn, calls):
         start = time.perf_counter()
         for _ in range(calls):
+            t0 = time.perf_counter()
             result = fn()
+            last = time.perf_counter() - t0
         out[name]["times"].append((time.perf_counter() - start) / calls)
-        out[name]["result"] = result
+        out[name]["result"], out[name]["last_s"] = result, last
 
     for _ in range(repeats):
         for name, fn in methods.items():

@@ -275,17 +275,23 @@ def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, pe
 
 
 def _reach(objective: dict, best: float, entry: dict) -> dict:
-    """Seconds the library's timed fit ``entry`` took to each peer's final objective (within
-    ``MATCH_RTOL``): its set-up (the fit's median time outside its solver's trace) plus the
-    trace's time to it; None where it stopped above it."""
+    """Seconds the library's timed fit ``entry`` takes to each peer's final objective (within
+    ``MATCH_RTOL``): the share of its last fit's wall time that passed before its trace
+    reached it (set-up included), times the median fit time; None where it stopped above it.
+    The share, not the last fit's own seconds: one fit of a few milliseconds can run 30% slow
+    (its neighbours in the back-to-back run did not), and the median is the fit's time."""
     trace = entry["result"].solver_result_.trace
-    setup = max(0.0, entry["median_s"] - float(trace.seconds[-1]))
+    last = float(entry.get("last_s", entry["median_s"]))
     out = {}
     for peer, fp in objective.items():
         if peer in ("zbound", "sklearn-liblinear"):
             continue
         hit = trace.time_to(fp + MATCH_RTOL * max(1.0, abs(best)))
-        out[peer] = None if hit is None else setup + hit
+        if hit is None:
+            out[peer] = None
+            continue
+        after = max(0.0, float(trace.seconds[-1]) - hit)      # the solver's time past it
+        out[peer] = entry["median_s"] * max(0.0, 1.0 - after / last) if last > 0 else hit
     return out
 
 
