@@ -109,9 +109,8 @@ def validate_data(estimator, X="no_validation", y="no_validation", reset: bool =
             if hasattr(estimator, "feature_names_in_"):
                 delattr(estimator, "feature_names_in_")
             estimator.n_features_in_ = X.shape[1]
-            return (X, y) if with_y else X
-        if fast and not hasattr(estimator, "feature_names_in_") and \
-                getattr(estimator, "n_features_in_", X.shape[1]) == X.shape[1]:
+        if fast and (reset or not hasattr(estimator, "feature_names_in_") and
+                     getattr(estimator, "n_features_in_", X.shape[1]) == X.shape[1]):
             return (X, y) if with_y else X
     return sk_validate_data(estimator, X, y, reset=reset, **check_params)
 

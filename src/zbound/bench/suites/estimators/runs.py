@@ -281,17 +281,14 @@ def _reach(objective: dict, best: float, entry: dict) -> dict:
     The share, not the last fit's own seconds: one fit of a few milliseconds can run 30% slow
     (its neighbours in the back-to-back run did not), and the median is the fit's time."""
     trace = entry["result"].solver_result_.trace
-    last = float(entry.get("last_s", entry["median_s"]))
     out = {}
     for peer, fp in objective.items():
         if peer in ("zbound", "sklearn-liblinear"):
             continue
         hit = trace.time_to(fp + MATCH_RTOL * max(1.0, abs(best)))
-        if hit is None:
-            out[peer] = None
-            continue
-        after = max(0.0, float(trace.seconds[-1]) - hit)      # the solver's time past it
-        out[peer] = entry["median_s"] * max(0.0, 1.0 - after / last) if last > 0 else hit
+        after = None if hit is None else float(trace.seconds[-1]) - hit   # solver time past it
+        out[peer] = None if hit is None else \
+            entry["median_s"] * max(0.0, 1.0 - after / entry["last_s"])
     return out
 
 
