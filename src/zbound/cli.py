@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -111,6 +112,20 @@ def _print_written(directory: Path, before: dict[Path, float]) -> None:
         print(f"  {path}")
 
 
+def _writable(directory: Path, command: str) -> bool:
+    """Whether ``directory`` exists or can be made, and takes a file; says why not on stderr
+    (before a run, not after it)."""
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".zbound-write-test-"):
+            pass
+    except OSError as exc:
+        print(f"zbound {command}: cannot write into --out {str(directory)!r}: "
+              f"{exc.strerror or exc}", file=sys.stderr)
+        return False
+    return True
+
+
 def _bench(args: argparse.Namespace) -> int:
     from zbound.bench.runner import SUITES, run_suite
 
@@ -123,6 +138,13 @@ def _bench(args: argparse.Namespace) -> int:
             print(f"  {name}")
         return 0
     out = Path(args.out)
+    if args.suite not in SUITES:
+        print(f"zbound bench: unknown suite {args.suite!r}; known suites: "
+              f"{', '.join(sorted(SUITES))}",
+              file=sys.stderr)
+        return 2
+    if not _writable(out, "bench"):
+        return 2
     before = _snapshot(out)
     start = time.perf_counter()
     try:
@@ -185,6 +207,8 @@ def _demo(args: argparse.Namespace) -> int:
     from zbound.demo import run_demo
 
     out = Path(args.out)
+    if not _writable(out, "demo"):
+        return 2
     before = _snapshot(out)
     run_demo(out=out)
     _print_written(out, before)
@@ -253,7 +277,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except OSError as exc:           # a file the command reads or writes: no traceback
+        where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
+        print(f"zbound {args.command}:{where} {exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

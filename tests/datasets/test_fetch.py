@@ -143,7 +143,7 @@ def test_no_server_is_one_clear_error(tmp_path, monkeypatch, capsys):
 
 
 def test_unknown_set_names_the_known_ones():
-    with pytest.raises(KeyError, match="known: ionosphere"):
+    with pytest.raises(ValueError, match="known: ionosphere"):
         F.fetch("mnist")
 
 

@@ -436,11 +436,11 @@ def test_unknown_solver(iris):
         BoundLogisticRegression(solver="liblinear").fit(X, y)
 
 
-@pytest.mark.parametrize("C", [0, -1.0, np.nan, np.inf, "1", None, True])
+@pytest.mark.parametrize("C", [0, -1.0, np.nan, np.inf, "1", None, True, 5e-324, 1e-101])
 def test_bad_C(iris, C):
     X, y = iris
     with pytest.raises(ValueError, match=r"'C' parameter .* must be a float in the range "
-                                         r"\(0.0, inf\)"):
+                                         r"\[1e-100, inf\)"):
         BoundLogisticRegression(C=C).fit(X, y)
 
 

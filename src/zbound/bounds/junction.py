@@ -481,6 +481,9 @@ def chain_bound(node_features, edge_features, theta, node_log_prior=None,
         np.broadcast_to(np.asarray(node_log_prior, dtype=np.float64), (b, T, m))
     he = np.zeros((b, T - 1, m, m)) if edge_log_prior is None else \
         np.broadcast_to(np.asarray(edge_log_prior, dtype=np.float64), (b, T - 1, m, m))
+    for name, h in (("node_log_prior", hg), ("edge_log_prior", he)):
+        if np.isnan(h).any() or (h == np.inf).any():
+            raise ValueError(f"{name} contains NaN or +inf (use -inf for zero weight)")
     dense = curvature == "dense"
     # position 0: one term per label
     lz = hg[:, 0] + g[:, 0] @ theta                                 # (b, m)
@@ -520,6 +523,10 @@ def chain_bound(node_features, edge_features, theta, node_log_prior=None,
         total = S[:, 0] + R
     else:
         total = np.stack([_combine(S[i], "tight") for i in range(b)]) + R
+    if not np.isfinite(lz_r).all():
+        bad = int(np.flatnonzero(~np.isfinite(lz_r))[0])
+        raise ValueError("every configuration has zero prior weight: log Z = -inf"
+                         + ("" if single else f" (chain {bad} of the batch)"))
     if single:
         return JunctionBound(float(lz_r[0]), mu_r[0], total[0], theta)
     return JunctionBound(lz_r, mu_r, total, theta)

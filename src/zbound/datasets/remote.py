@@ -263,13 +263,13 @@ def fetch(name: str, directory: str | os.PathLike | None = None, *, progress: bo
 
     Raises
     ------
-    KeyError
+    ValueError
         Unknown set name (the message lists the known ones).
     DataFetchError
         A download failed or a file's hash differs from the registered one.
     """
     if name not in SOURCES:
-        raise KeyError(f"unknown benchmark data set {name!r}; known: {', '.join(SOURCES)}")
+        raise ValueError(f"unknown benchmark data set {name!r}; known: {', '.join(SOURCES)}")
     root = target_dir(directory)
     mirror = os.environ.get(MIRROR_VAR, "").strip().rstrip("/")
     src = SOURCES[name]

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
+
+from zbound.utils.validation import SCALE_MAX
 
 from ._base import Dataset
 
@@ -39,12 +43,17 @@ def make_multinomial(
     ``coef`` (K, d), ``intercept`` (K,) and ``proba`` (t, K), the class probabilities of the
     generating model at X.
     """
-    if n_samples < 1 or n_features < 1:
-        raise ValueError(
-            f"n_samples and n_features must be positive, got {n_samples}, {n_features}"
-        )
-    if n_classes < 2:
-        raise ValueError(f"n_classes must be at least 2, got {n_classes}")
+    for name, value, low in (("n_samples", n_samples, 1), ("n_features", n_features, 1),
+                             ("n_classes", n_classes, 2)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError(f"{name} must be an integer, got {value!r}")
+        if value < low:
+            raise ValueError(f"{name} must be at least {low}, got {value}")
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or \
+            not 0.0 <= scale <= SCALE_MAX:
+        raise ValueError(f"scale must be a number in [0, {SCALE_MAX:.0e}], got {scale!r}")
+    if not isinstance(intercept, bool | np.bool_):
+        raise TypeError(f"intercept must be True or False, got {intercept!r}")
     rng = np.random.default_rng(random_state)
     coef = rng.normal(0.0, scale / np.sqrt(n_features), size=(n_classes, n_features))
     b = rng.normal(0.0, 1.0, size=n_classes) if intercept else np.zeros(n_classes)

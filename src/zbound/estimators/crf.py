@@ -30,11 +30,12 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
+from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
 from zbound.solvers.first_order import AdaGrad
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
-from zbound.utils.validation import Number
+from zbound.utils.validation import PENALTY, Number
 
 #: the stochastic fit of ChainCRF itself (AdaGrad epochs, the steps of partial_fit); "sgd" is
 #: its former name
@@ -71,7 +72,8 @@ class ChainCRF(BaseEstimator):
     learning_rate : AdaGrad step eta: theta -= eta g / sqrt(sum of past g^2) per coordinate,
         g the mini-batch gradient plus its share of the L2 term
     n_features : None (learn a vocabulary) or a number of hashed feature columns
-    n_jobs : threads for forward-backward (None: 1, -1: all cores)
+    n_jobs : int or None, threads for forward-backward (None or 1: one, -1: all cores, -2: all
+        but one); 0 is refused
     random_state : seed for the mini-batch order
     """
 
@@ -93,7 +95,7 @@ class ChainCRF(BaseEstimator):
 
     # ------------------------------------------------------------------ input handling
     _parameter_constraints: dict = {
-        "c2": [Number(Real, 0, np.inf, closed="left")],
+        "c2": [PENALTY],
         "solver": [StrOptions(MethodNames(_crf_batch, also=STOCHASTIC),
                               deprecated={"sgd"})],
         "max_iter": [Number(Integral, 1, None, closed="left")],
@@ -102,7 +104,9 @@ class ChainCRF(BaseEstimator):
         "batch_size": [Number(Integral, 1, None, closed="left")],
         "learning_rate": [Number(Real, 0, np.inf, closed="neither")],
         "n_features": [None, Number(Integral, 1, None, closed="left")],
-        "n_jobs": [None, Integral],
+        # joblib's convention: None or 1 one thread, -1 all cores, -2 all but one; 0 is no count
+        "n_jobs": [None, Number(Integral, 1, None, closed="left"),
+                   Number(Integral, None, -1, closed="right")],
         "random_state": ["random_state"],
         "n_samples_hint": [None, Number(Integral, 1, None, closed="left")],
     }
@@ -110,8 +114,15 @@ class ChainCRF(BaseEstimator):
     def _matrices(self, X, grow: bool):
         """Sequences -> (CSR of all tokens, lengths) by :func:`zbound.structured.featurize`,
         with this model's feature index (made on the first call); sets ``_precomputed``."""
+        fitted = hasattr(self, "state_weights_")
         M, lengths, index = featurize(X, getattr(self, "index_", None), grow=grow,
                                       n_features=self.n_features)
+        if fitted and (index is None) != (not hasattr(self, "index_")):
+            # the columns of the other kind of input mean nothing to this model
+            kinds = ("feature matrices", "tokens or feature dicts")
+            fit_kind, x_kind = (kinds[0], kinds[1]) if index is not None else kinds[::-1]
+            raise ValueError(f"this ChainCRF was fitted on {fit_kind}; X holds {x_kind}, "
+                             "whose columns it has no vocabulary for")
         self._precomputed = index is None
         if self._precomputed:
             if grow and not hasattr(self, "n_features_in_"):
@@ -168,7 +179,7 @@ class ChainCRF(BaseEstimator):
     def fit(self, X, y):
         """Fit on lists of sequences ``X`` and label sequences ``y``."""
         from zbound.solvers import minimize
-        for attr in ("index_", "classes_", "n_features_in_"):
+        for attr in ("index_", "classes_", "n_features_in_", "state_weights_"):
             if hasattr(self, attr):
                 delattr(self, attr)
         M, lengths = self._matrices(X, grow=True)
@@ -295,6 +306,7 @@ class ChainCRF(BaseEstimator):
     def _prepare(self, X):
         self._check_fitted()
         M, lengths = self._matrices(X, grow=False)
+        check_design_magnitude(M)             # the range fit accepts
         n = self.state_weights_.shape[0]
         if M.shape[1] < n:
             M = sp.csr_matrix((M.data, M.indices, M.indptr), shape=(M.shape[0], n))
@@ -304,7 +316,12 @@ class ChainCRF(BaseEstimator):
 
     def _potentials(self, M):
         from zbound.structured.chain import Potentials
-        return Potentials(np.asarray(M @ self.state_weights_), self.transitions_)
+        with np.errstate(over="ignore", invalid="ignore"):
+            scores = np.asarray(M @ self.state_weights_)
+        if not np.isfinite(scores).all():
+            raise ValueError("X's feature values times the fitted weights overflow float64; "
+                             "the features are far outside the range the model was fitted on")
+        return Potentials(scores, self.transitions_)
 
     def _split(self, flat, lengths):
         out, off = [], 0

@@ -31,8 +31,12 @@ from zbound.solvers import minimize
 from zbound.solvers.base import MethodNames
 from zbound.utils.linalg import column_units
 from zbound.utils.validation import (
+    INIT_SCALE,
+    PENALTY_MAX,
     Number,
     check_class_targets,
+    check_score_labels,
+    check_weighted_classes,
     label_indices,
     scaling_hint,
     validate_data,
@@ -128,12 +132,12 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
 
     _parameter_constraints: dict = {
         "n_components": [Number(Integral, 1, None, closed="left")],
-        "C": [Number(Real, 0, None, closed="right")],             # np.inf: no penalty
+        "C": [Number(Real, 1.0 / PENALTY_MAX, None, closed="both")],  # np.inf: no penalty
         "solver": [StrOptions(MethodNames(_latent_method, also=("auto",)))],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "n_init": [Number(Integral, 1, None, closed="left")],
-        "init_scale": [Number(Real, 0, np.inf, closed="neither")],
+        "init_scale": [INIT_SCALE],
         "random_state": ["random_state"],
     }
 
@@ -153,13 +157,7 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         classes, y_idx = label_indices(y)
         if classes.size == 2:
             reg *= 2.0          # LogisticRegression's binary penalty (the C parameter)
-        present = np.unique(y_idx if sw is None else y_idx[sw > 0])
-        if sw is not None and not np.any(sw > 0):
-            raise ValueError("every sample_weight is zero: nothing to fit")
-        if present.size < 2:
-            raise ValueError("LatentLogisticRegression needs samples of at least 2 classes; "
-                             f"got {present.size} class"
-                             + (" with positive sample_weight" if sw is not None else ""))
+        check_weighted_classes("LatentLogisticRegression", classes, y_idx, sw)
         counts = np.bincount(y_idx, minlength=classes.size)
         small = [classes[c].item() for c in range(classes.size) if counts[c] < M]
         if small:
@@ -229,6 +227,14 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         lc = np.log(np.exp(S - mx[:, :, None]).sum(axis=2)) + mx
         m2 = lc.max(axis=1, keepdims=True)
         return lc - (m2 + np.log(np.exp(lc - m2).sum(axis=1, keepdims=True)))
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y). Unlike scikit-learn's default, labels never seen in fit
+        raise a ValueError, as in every classifier here (such rows can never be predicted
+        correctly; they usually mean a label-encoding mismatch)."""
+        check_is_fitted(self)
+        check_score_labels(self.classes_, y)
+        return super().score(X, y, sample_weight=sample_weight)
 
     def predict_proba(self, X):
         """(t, n_classes) p(y | x) = sum_m p(y, m | x)."""

@@ -37,9 +37,13 @@ from zbound.solvers import METHODS, minimize, solver_class
 from zbound.solvers.base import MethodNames
 from zbound.solvers.quasi_newton import precond_tail_switch
 from zbound.utils.validation import (
+    INVERSE_PENALTY,
+    SCALE_MAX,
     Choices,
     Number,
     check_class_targets,
+    check_score_labels,
+    check_weighted_classes,
     label_indices,
     scaling_hint,
     validate_data,
@@ -97,6 +101,10 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
                              f"{shape}") from None
         if np.isnan(arr).any():
             raise ValueError(f"{name} {side} bound contains NaN")
+        if (np.isfinite(arr) & (np.abs(arr) > SCALE_MAX)).any():
+            raise ValueError(f"{name} {side} bound has finite entries beyond +-{SCALE_MAX:.0e}, "
+                             "the range of weights the fit handles (use +-inf or None for "
+                             "'no bound')")
         if (arr == bad).any():
             raise ValueError(f"{name} {side} bound contains {bad}: the feasible set is empty "
                              f"(use {fill} or None for 'no bound')")
@@ -315,7 +323,7 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     # a stochastic method passes here, to be refused in _check_params with the estimator
     # that runs it
     _parameter_constraints: dict = {
-        "C": [Number(Real, 0, np.inf, closed="neither")],
+        "C": [INVERSE_PENALTY],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions(MethodNames(_softmax_batch, also=("auto",))),
                    Hidden(StrOptions(MethodNames(lambda info: info.stochastic)))],
@@ -391,6 +399,9 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         solver = self._check_params()
         if _is_dask_array(X):
             X, y_idx, classes, sw, sw_given, present = self._dask_inputs(X, y, sample_weight)
+            if present.size < 2:
+                raise ValueError("BoundLogisticRegression needs samples of at least 2 classes "
+                                 f"with positive sample_weight; got {present.size}")
         else:
             X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                                  order="C", y_numeric=False)
@@ -399,20 +410,15 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             classes, y_idx = label_indices(y)
             per_sample = self._class_weights(classes, y_idx, sw_given)
             if per_sample is not None:
-                sw_given = per_sample if sw_given is None else sw_given * per_sample
-            if sw_given is None:    # unit weights: no (t,) array of ones
-                sw = np.array([float(X.shape[0])])
-                present = np.flatnonzero(np.bincount(y_idx, minlength=classes.size))
-            else:
-                sw = sw_given
-                present = np.unique(y_idx[sw > 0])
-        if present.size < 2:
-            which = "with positive sample_weight " if sample_weight is not None else ""
-            raise ValueError(
-                "BoundLogisticRegression needs samples of at least 2 classes "
-                f"{which}in the data; got 1 class ({classes[present[0]].item()!r})"
-                if present.size else "BoundLogisticRegression needs samples of at least 2 "
-                "classes; every sample_weight is zero")
+                with np.errstate(over="ignore"):
+                    sw_given = per_sample if sw_given is None else sw_given * per_sample
+                    total = float(sw_given.sum())
+                if not np.isfinite(total):
+                    raise ValueError("class_weight x sample_weight sums beyond float64's "
+                                     "range; rescale the class weights")
+            check_weighted_classes("BoundLogisticRegression", classes, y_idx, sw_given)
+            # unit weights: no (t,) array of ones
+            sw = np.array([float(X.shape[0])]) if sw_given is None else sw_given
         self.classes_ = classes
         n_classes = classes.size
         k = 1 if n_classes == 2 else n_classes
@@ -659,17 +665,10 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
     def score(self, X, y, sample_weight=None):
         """Mean accuracy on (X, y).
 
-        Unlike scikit-learn's default, labels never seen in fit raise a ValueError: such rows
-        can never be predicted correctly, and they usually mean a label-encoding mismatch
-        (e.g. fitting on strings and scoring on integers).
+        Unlike scikit-learn's default, labels never seen in fit raise a ValueError, as in
+        every classifier here: such rows can never be predicted correctly, and they usually
+        mean a label-encoding mismatch (e.g. fitting on strings and scoring on integers).
         """
         check_is_fitted(self)
-        # Python-level membership: numpy would coerce 1 and "1" to a common dtype and match them.
-        known = set(self.classes_.tolist())
-        unknown = [v for v in dict.fromkeys(np.asarray(y).ravel().tolist()) if v not in known]
-        if unknown:
-            shown = ", ".join(repr(v) for v in unknown[:5])
-            raise ValueError(f"y contains labels not seen during fit: {shown}"
-                             f"{' ...' if len(unknown) > 5 else ''}; classes_ are "
-                             f"{self.classes_.tolist()!r}")
+        check_score_labels(self.classes_, y)
         return super().score(X, y, sample_weight=sample_weight)

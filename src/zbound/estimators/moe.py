@@ -26,9 +26,13 @@ from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProble
 from zbound.solvers.base import MethodNames, solver_class
 from zbound.utils.linalg import column_units
 from zbound.utils.validation import (
+    PENALTY,
+    SCALE_MAX,
     Choices,
     Number,
     check_class_targets,
+    check_score_labels,
+    check_weighted_classes,
     label_indices,
     scaling_hint,
     validate_data,
@@ -194,7 +198,7 @@ class MixtureOfExperts(BaseEstimator):
         "n_experts": [Number(Integral, 1, None, closed="left")],
         "expert": [StrOptions(Choices("auto", *EXPERTS))],
         "noise": [None, Number(Real, 0, np.inf, closed="neither")],
-        "reg": [Number(Real, 0, np.inf, closed="left")],
+        "reg": [PENALTY],
         "method": [StrOptions(Choices("auto", *METHODS))],
         "mstep": [StrOptions(MSTEPS)],
         "learning_rate": [Number(Real, 0, np.inf, closed="neither"), tuple, list],
@@ -203,7 +207,7 @@ class MixtureOfExperts(BaseEstimator):
         "n_init": [Number(Integral, 1, None, closed="left")],
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
-        "init_scale": [Number(Real, 0, np.inf, closed="left")],
+        "init_scale": [Number(Real, 0, SCALE_MAX, closed="both")],
     }
 
     def _check_params(self):
@@ -228,8 +232,7 @@ class MixtureOfExperts(BaseEstimator):
         self.method_ = method_for(expert) if self.method == "auto" else self.method
         sw = check_sample_weight(sample_weight, X.shape[0])
         if sw is not None and not sw.sum() > 0:
-            raise ValueError("sample_weight must not be all zero: at least one weight must be "
-                             "positive")
+            raise ValueError("MixtureOfExperts: every sample_weight is zero: nothing to fit")
         n = X.shape[0] if sw is None else int(np.count_nonzero(sw))
         k = int(self.n_experts)
         if n < 2 * k:
@@ -238,9 +241,8 @@ class MixtureOfExperts(BaseEstimator):
         if logistic:
             check_class_targets(y)
             self.classes_, y_idx = label_indices(y)
-            if self.classes_.size < 2:
-                raise ValueError(f"logistic experts need at least 2 classes; got 1 class "
-                                 f"({self.classes_[0]!r})")
+            check_weighted_classes("MixtureOfExperts (logistic experts)", self.classes_, y_idx,
+                                   sw)
             target = y_idx.astype(np.intp)
             self._y_scale = 1.0
             noise = self.noise
@@ -397,8 +399,11 @@ class MixtureOfExperts(BaseEstimator):
         return self._predictor.predict_mean(self._theta, X)
 
     def score(self, X, y, sample_weight=None):
-        """Accuracy (logistic experts) or R^2 (linear experts)."""
+        """Accuracy (logistic experts; labels never seen in fit raise a ValueError, as in
+        every classifier here) or R^2 (linear experts)."""
         if _is_logistic(self):
+            check_is_fitted(self)
+            check_score_labels(self.classes_, y)
             return accuracy_score(y, self.predict(X), sample_weight=sample_weight)
         return r2_score(y, self.predict(X), sample_weight=sample_weight)
 

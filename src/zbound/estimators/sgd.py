@@ -36,9 +36,12 @@ from zbound.solvers import solver_class
 from zbound.solvers.base import MethodNames
 from zbound.solvers.stochastic import KRON_MAX_WIDTH
 from zbound.utils.validation import (
+    POSITIVE_PENALTY,
     Choices,
     Number,
     check_class_targets,
+    check_score_labels,
+    check_weighted_classes,
     label_indices,
     validate_data,
 )
@@ -220,7 +223,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
     """
 
     _parameter_constraints: dict = {
-        "alpha": [Number(Real, 0, np.inf, closed="neither")],
+        "alpha": [POSITIVE_PENALTY],
         "fit_intercept": ["boolean"],
         "method": [StrOptions(MethodNames(_bound_step, also=("auto",)))],
         "lr": [Number(Real, 0, np.inf, closed="neither")],
@@ -368,11 +371,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         check_class_targets(y)
         sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         classes, y_idx = label_indices(y)
-        if classes.size < 2:
-            raise ValueError(f"BoundSGDClassifier needs samples of at least 2 classes; got 1 "
-                             f"class ({classes[0].item()!r})")
-        if sw is not None and not sw.any():
-            raise ValueError("every sample_weight is zero")
+        check_weighted_classes("BoundSGDClassifier", classes, y_idx, sw)
         self.classes_ = classes
         k = 1 if classes.size == 2 else classes.size
         p = k * (X.shape[1] + bool(self.fit_intercept))
@@ -561,6 +560,14 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
         return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y). Unlike scikit-learn's default, labels never seen in fit
+        raise a ValueError, as in every classifier here (such rows can never be predicted
+        correctly; they usually mean a label-encoding mismatch)."""
+        check_is_fitted(self)
+        check_score_labels(self.classes_, y)
+        return super().score(X, y, sample_weight=sample_weight)
 
     def predict_proba(self, X):
         scores = self.decision_function(X)

@@ -91,6 +91,12 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
 
     if not isinstance(model, IsingModel):
         raise TypeError(f"expected an IsingModel, got {type(model).__name__}")
+    if solver is not None:
+        if not isinstance(solver, str):
+            raise TypeError(f"solver must be a CVXPY solver name or None, got {solver!r}")
+        if solver.upper() not in cp.installed_solvers():
+            raise ValueError(f"solver {solver!r} is not an installed CVXPY solver; installed: "
+                             f"{', '.join(cp.installed_solvers())}")
     d, eps = model.d, model.epsilon
     check_scale(model, "logdet_bound", ratio=False)
     # The problem is homogeneous: maximizing c (h/c . mu + J/c . mu_ij + eps/(2c) log det) has

@@ -109,7 +109,8 @@ def check_design_magnitude(X, sample_weight=None):
                 "e.g. with sklearn.preprocessing.StandardScaler")
     sw = check_sample_weight(sample_weight, X.shape[0])
     if sw is not None:
-        total = float(sw.sum())
+        with np.errstate(over="ignore"):        # inf: refused below
+            total = float(sw.sum())
         if total * max(bound, 1.0) > _MAX_ROWS_TIMES_MAGNITUDE and \
                 total * max(_magnitude(X), 1.0) > _MAX_ROWS_TIMES_MAGNITUDE:
             raise ValueError(

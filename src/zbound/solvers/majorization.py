@@ -487,10 +487,13 @@ class NewtonBound(_MMBase):
             if self.opts["fallback"] == "direction" and d is not None and pred < 0.0:
                 # Minimize the majorizer along the Newton direction: J(x + s d) <= J + s g.d
                 # + s^2/2 d.C d, so s* = -g.d / d.C d (<= 1 keeps feasibility) surely descends.
-                gd = float(g @ d)
-                dCd = float(d @ maj.curvature.matvec(d))
-                d = d * min(1.0, -gd / dCd) if dCd > 0.0 else \
-                    self.mm_step(maj, state.inner)[0]
+                # (a direction along a flat intercept can be ~1e300 long: d.C d then
+                # overflows, and the majorizer's own step is taken instead)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    gd = float(g @ d)
+                    dCd = float(d @ maj.curvature.matvec(d))
+                d = d * min(1.0, -gd / dCd) if 0.0 < dCd < np.inf and math.isfinite(gd) \
+                    else self.mm_step(maj, state.inner)[0]
             else:
                 d = self.mm_step(maj, state.inner)[0]
             x_new = x + d

@@ -43,11 +43,25 @@ class Choices(Set):
         return len(self._names)
 
 
+#: The ends of the numeric range the fits handle (docs/input-contract.md). The data's own
+#: budget is rows x largest |entry of X| <= 1e150 (zbound.models.loss), so that sums of
+#: squares stay finite; within it, a penalty strength up to PENALTY_MAX times squared weights
+#: up to SCALE_MAX, or logits up to 1e150 x SCALE_MAX, stay far from float64's 1.8e308.
+#: Values beyond them are refused at validation, naming the parameter.
+PENALTY_MAX = 1e100        # L2 strengths (alpha, reg, c2, 1 / C)
+SCALE_MAX = 1e50           # box-constraint ends, initial weight scales
+
 #: the numeric constraints parameters most often have
 NON_NEGATIVE_INT = Number(Integral, 0, None, closed="left")
 POSITIVE_INT = Number(Integral, 1, None, closed="left")
 NON_NEGATIVE = Number(Real, 0, np.inf, closed="left")        # finite, >= 0
 POSITIVE = Number(Real, 0, np.inf, closed="neither")         # finite, > 0
+#: an L2 strength, and the inverse strength C (np.inf allowed where it says "no penalty")
+PENALTY = Number(Real, 0, PENALTY_MAX, closed="both")
+POSITIVE_PENALTY = Number(Real, 0, PENALTY_MAX, closed="right")
+INVERSE_PENALTY = Number(Real, 1.0 / PENALTY_MAX, np.inf, closed="left")
+#: a scale of initial weights
+INIT_SCALE = Number(Real, 0, SCALE_MAX, closed="right")
 
 
 def check_design(X, nonempty: bool = False):
@@ -143,6 +157,35 @@ def label_indices(y) -> tuple[np.ndarray, np.ndarray]:
             classes[-1] == classes.size - 1:
         return classes, y.astype(np.intp).reshape(-1)
     return classes, np.searchsorted(classes, y).astype(np.intp, copy=False).reshape(-1)
+
+
+def check_weighted_classes(name: str, classes, y_idx, sample_weight) -> None:
+    """The classes a classifier's fit can learn from: at least one positive sample weight,
+    and samples of at least two classes with positive weight. A class whose samples all have
+    zero weight stays in ``classes_`` (as in scikit-learn) and gets a probability driven
+    towards zero; ValueError naming ``name`` otherwise (docs/input-contract.md)."""
+    if sample_weight is not None and not np.any(sample_weight > 0):
+        raise ValueError(f"{name}: every sample_weight is zero: nothing to fit")
+    present = np.flatnonzero(np.bincount(
+        y_idx if sample_weight is None else y_idx[sample_weight > 0], minlength=len(classes)))
+    if present.size < 2:
+        which = " with positive sample_weight" if sample_weight is not None else ""
+        raise ValueError(f"{name} needs samples of at least 2 classes{which}; got 1 class "
+                         f"({classes[present[0]].item()!r})")
+
+
+def check_score_labels(classes, y) -> None:
+    """``score``'s labels against ``classes_``: a label never seen in fit is a ValueError in
+    every classifier (such rows can never be predicted correctly, and they usually mean a
+    label-encoding mismatch, e.g. fitting on strings and scoring on integers). Python-level
+    membership: NumPy would coerce 1 and "1" to a common dtype and match them."""
+    known = set(np.asarray(classes).tolist())
+    unknown = [v for v in dict.fromkeys(np.asarray(y).ravel().tolist()) if v not in known]
+    if unknown:
+        shown = ", ".join(repr(v) for v in unknown[:5])
+        raise ValueError(f"y contains labels not seen during fit: {shown}"
+                         f"{' ...' if len(unknown) > 5 else ''}; classes_ are "
+                         f"{np.asarray(classes).tolist()!r}")
 
 
 def check_class_targets(y) -> None:
