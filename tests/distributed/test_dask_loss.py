@@ -178,6 +178,26 @@ def test_estimator_takes_masked_dask_inputs_with_unknown_chunk_sizes():
 
 # -- a LocalCluster with 2 workers ------------------------------------------------------------
 
+def test_fits_on_a_cluster_reuse_no_task_key(cluster_client, caplog):
+    """Repeated fits and predictions (weights, class weights, labels that differ between fits)
+    never resubmit a key with another task: the scheduler logs no "different run_spec"."""
+    import logging
+
+    X, y = _problem(t=2000, d=4, n=3, seed=5)
+    Xd = da.from_array(X, chunks=(500, 4))
+    with caplog.at_level(logging.WARNING, logger="distributed"):
+        for kw, labels, sw in [({}, y, None), ({}, y, None), ({"class_weight": "balanced"}, y, None),
+                               ({"class_weight": {0: 2.0}}, (y > 0).astype(int),
+                                da.ones(2000, chunks=500)),
+                               ({}, np.array(["a", "b", "c"])[y], np.ones(2000))]:
+            est = BoundLogisticRegression(**kw).fit(Xd, da.from_array(labels, chunks=500),
+                                                   sample_weight=sw)
+            est.predict(Xd).compute()
+            est.predict_proba(Xd).compute()
+    messages = [r.getMessage() for r in caplog.records]
+    assert not [m for m in messages if "run_spec" in m], messages[:1]
+
+
 @pytest.mark.parametrize("n, class_weight", [(2, None), (4, "balanced"), (10, None)])
 def test_estimator_on_local_cluster_equals_numpy(cluster_client, n, class_weight):
     X, y = _problem(t=3000, d=5, n=n, seed=n)

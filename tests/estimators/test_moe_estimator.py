@@ -164,3 +164,52 @@ def test_linear_experts_on_wide_data_build_no_columns_by_columns_matrix():
     tracemalloc.stop()
     assert peak < 40 * X.nbytes          # a (4001, 4001) normal matrix alone is 64 x X
     assert est.score(X, y) > 0.9
+
+
+def _objective_from_attributes(m, X, y, sample_weight, reg):
+    """The objective as the docstring of ``objective_`` defines it, from the fitted
+    attributes alone."""
+    from scipy.special import log_softmax, logsumexp
+
+    v = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+    v = v / v.sum()
+    gate = np.column_stack([np.zeros(len(X)), X @ m.gate_coef_.T + m.gate_intercept_])
+    log_gate = log_softmax(gate, axis=1)
+    if m.expert_ == "linear":
+        mean = X @ m.coef_.T + m.intercept_
+        s2 = m.noise_variance_
+        log_expert = -0.5 * (np.log(2 * np.pi * s2) + (y[:, None] - mean) ** 2 / s2)
+        penalty = np.sum(m.gate_coef_**2) + np.sum(m.coef_**2) / (v @ y**2)
+    else:
+        scores = np.einsum("nd,kmd->nkm", X, m.coef_) + m.intercept_[None]
+        scores = np.concatenate([np.zeros(scores.shape[:2] + (1,)), scores], axis=2)
+        idx = np.searchsorted(m.classes_, y)
+        log_expert = log_softmax(scores, axis=2)[np.arange(len(y)), :, idx]
+        penalty = np.sum(m.gate_coef_**2) + np.sum(m.coef_**2)
+    return -(v @ logsumexp(log_gate + log_expert, axis=1)) + reg / 2 * penalty
+
+
+@pytest.mark.parametrize("method", ["em", "squarem", "lbfgs", "gradient-em", "gd", "adam"])
+@pytest.mark.parametrize("expert", ["linear", "logistic"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_objective_is_the_likelihood_of_the_attributes(method, expert, weighted):
+    """objective_ is what a user recomputes from gate_coef_, gate_intercept_, coef_,
+    intercept_ and noise_variance_ by the documented formula (weights with zeros, y in large
+    units, three classes)."""
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(150, 3))
+    z = rng.random(150) < 0.5
+    if expert == "linear":
+        y = 1e4 * (np.where(z, X @ [1.0, -2, 0.5], X @ [-1, 0.5, 2]) + 0.3 * rng.normal(size=150))
+    else:
+        y = np.digitize(X[:, 0] * np.where(z, 1, -1) + 0.3 * rng.normal(size=150), [-0.5, 0.5])
+    sw = None
+    if weighted:
+        sw = rng.uniform(0, 3, 150)
+        sw[:20] = 0.0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = MixtureOfExperts(n_experts=3, expert=expert, method=method, reg=1e-3, max_iter=30,
+                             random_state=0).fit(X, y, sample_weight=sw)
+    assert m.objective_ == pytest.approx(_objective_from_attributes(m, X, y, sw, 1e-3),
+                                         rel=1e-9)

@@ -455,6 +455,7 @@ class DaskSoftmaxLoss:
         X = self.X if X is None else _row_blocks(self._import_da(), X)
         return X.map_blocks(K.probabilities, theta, self.n_classes, self.reference_class,
                             self.fit_intercept, dtype=np.float64,
+                            name=f"zbound-probabilities-{self._token}-{next(self._names)}",
                             chunks=(X.chunks[0], (self.n_classes,)))
 
     @staticmethod

@@ -13,6 +13,7 @@ with the intercept b unpenalized; see ``docs/estimators.md``.
 from __future__ import annotations
 
 import numbers
+import uuid
 import warnings
 from numbers import Integral, Real
 
@@ -75,6 +76,11 @@ def _known_chunks(x):
 
 
 # -- parameter checks --------------------------------------------------------------------------
+
+
+def _dask_name(what: str) -> str:
+    """A key prefix no other dask graph has (a fit's or a prediction's own)."""
+    return f"zbound-{what}-{uuid.uuid4().hex}"
 
 
 def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
@@ -559,7 +565,11 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         yd = yd.rechunk(rows)
         classes = np.asarray(da.unique(yd).compute())
         check_classification_targets(classes)
-        y_idx = yd.map_blocks(lambda b, c=classes: np.searchsorted(c, b), dtype=np.intp)
+        # every graph built here is named uniquely: dask names a lambda's blocks by its code,
+        # not its defaults, and the same key with another task makes a distributed scheduler
+        # warn of "different run_spec" (and may give one task's result for the other)
+        y_idx = yd.map_blocks(lambda b, c=classes: np.searchsorted(c, b), dtype=np.intp,
+                              name=_dask_name("label-index"))
         if sample_weight is None:
             swd = None
         elif _is_dask_array(sample_weight):
@@ -570,6 +580,9 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             swd = swd.astype(np.float64).rechunk(rows)
         else:
             swd = da.from_array(check_sample_weight(sample_weight, t), chunks=rows)
+        # held once (t small entries): the counts below and the loss's passes then read the
+        # same blocks, instead of two graphs computing the same keys differently optimized
+        y_idx, = dask.persist(y_idx)
         counts = da.bincount(y_idx, minlength=classes.size)
         wcounts = counts if swd is None else da.bincount(y_idx, weights=swd,
                                                           minlength=classes.size)
@@ -582,8 +595,11 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             else:   # "balanced": n_samples / (n_classes * weighted counts), as scikit-learn
                 per_class = float(wcounts.sum()) / (classes.size * np.asarray(wcounts, float))
             base = da.ones(t, chunks=rows) if swd is None else swd
-            swd = base * y_idx.map_blocks(lambda b, w=per_class: w[b], dtype=np.float64)
+            swd = base * y_idx.map_blocks(lambda b, w=per_class: w[b], dtype=np.float64,
+                                          name=_dask_name("class-weight"))
             wcounts = np.asarray(wcounts, float) * per_class
+        if swd is not None:
+            swd, = dask.persist(swd)
         present = np.flatnonzero(np.asarray(wcounts) > 0)
         self.n_features_in_ = int(X.shape[1])
         if hasattr(self, "feature_names_in_"):
@@ -618,11 +634,12 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         if X.ndim != 2 or X.shape[1] != self.n_features_in_:
             raise ValueError(f"X must have {self.n_features_in_} columns, got shape {X.shape}")
         X = X.rechunk({1: -1})
+        name = _dask_name(method)        # the bound method's key would not see the weights
         if method == "predict":
-            return X.map_blocks(fn, drop_axis=1, dtype=self.classes_.dtype)
+            return X.map_blocks(fn, drop_axis=1, dtype=self.classes_.dtype, name=name)
         if method == "decision_function" and self.coef_.shape[0] == 1:
-            return X.map_blocks(fn, drop_axis=1, dtype=np.float64)
-        return X.map_blocks(fn, dtype=np.float64,
+            return X.map_blocks(fn, drop_axis=1, dtype=np.float64, name=name)
+        return X.map_blocks(fn, dtype=np.float64, name=name,
                             chunks=(X.chunks[0], (max(2, self.coef_.shape[0]),)))
 
     def decision_function(self, X):

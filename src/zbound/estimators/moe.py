@@ -159,7 +159,17 @@ class MixtureOfExperts(BaseEstimator):
     intercept_ : (k,) or (k, n_classes - 1)
     noise_variance_ : (k,) (linear experts)
     classes_ : (n_classes,) (logistic experts)
-    objective_ : final objective; ``n_iter_`` : iterations of the kept start
+    objective_ : float, the objective at the fitted attributes, to rounding::
+
+            sum_i v_i * -log sum_j g_j(x_i) p_j(y_i | x_i) + reg / 2 * penalty
+
+        with v = sample_weight / sum(sample_weight) (1 / n without weights); g(x) the
+        softmax of ``[0, gate_coef_ @ x + gate_intercept_]``; p_j the Gaussian density with
+        mean ``coef_[j] @ x + intercept_[j]`` and variance ``noise_variance_[j]`` (linear), or
+        the softmax of ``[0, coef_[j] @ x + intercept_[j]]`` at class index y (logistic);
+        penalty = ``||gate_coef_||^2 + ||coef_||^2`` (logistic) or ``||gate_coef_||^2 +
+        ||coef_||^2 / rms(y)^2`` with rms(y) = sqrt(sum_i v_i y_i^2) (linear).
+    n_iter_ : int, iterations of the kept start
     objective_curve_ : objective after every iteration of the kept start
     collapsed_experts_ : tuple of experts left with less than one sample's responsibility (or at
         the noise-variance floor); a warning names them
