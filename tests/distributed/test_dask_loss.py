@@ -186,7 +186,8 @@ def test_fits_on_a_cluster_reuse_no_task_key(cluster_client, caplog):
     X, y = _problem(t=2000, d=4, n=3, seed=5)
     Xd = da.from_array(X, chunks=(500, 4))
     with caplog.at_level(logging.WARNING, logger="distributed"):
-        for kw, labels, sw in [({}, y, None), ({}, y, None), ({"class_weight": "balanced"}, y, None),
+        for kw, labels, sw in [({}, y, None), ({}, y, None),
+                               ({"class_weight": "balanced"}, y, None),
                                ({"class_weight": {0: 2.0}}, (y > 0).astype(int),
                                 da.ones(2000, chunks=500)),
                                ({}, np.array(["a", "b", "c"])[y], np.ones(2000))]:
