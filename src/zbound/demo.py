@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 from rich.table import Table
+from sklearn.exceptions import ConvergenceWarning
 
 from zbound.bench.timing import time_alternating
 
@@ -302,7 +303,7 @@ def ising_bounds(console: Console) -> str:
 
     def trw(m):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", ConvergenceWarning)
             res = trw_bound(m, rho_steps=10)
         # the returned value is the tree-decomposition certificate whether or not the
         # messages converged (docs/ising.md); non-convergence only makes it looser

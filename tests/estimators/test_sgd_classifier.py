@@ -229,17 +229,24 @@ def test_schedule_in_epochs_gives_a_small_data_set_the_same_steps():
 
 def test_diverging_fit_says_so():
     """Steps far beyond the bound's: without the finish, a warning where the objective ends
-    above the zero start's; an error where it leaves the finite numbers; never a silent NaN.
-    With the finish (default), the optimum all the same."""
+    above the zero start's; a ValueError naming lr where it leaves the finite numbers; never
+    a silent NaN or a NumPy warning. With the finish (default), the optimum all the same,
+    from the zero start where the steps left the finite numbers."""
     from sklearn.exceptions import ConvergenceWarning
 
     X, y = _data(3)
     with pytest.warns(ConvergenceWarning, match="diverged"):
         BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3,
                            finish_tol=None).fit(X, y)
-    with pytest.raises(FloatingPointError, match="too large"):
-        BoundSGDClassifier(lr=1e6, method="sbm-boehning", max_iter=50, tol=None).fit(
-            X * 1e3, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        with pytest.raises(ValueError, match="lr=1000000.0 is too large"):
+            BoundSGDClassifier(lr=1e6, method="sbm-boehning", max_iter=50, tol=None,
+                               finish_tol=None).fit(X * 1e3, y)
+        with pytest.warns(ConvergenceWarning, match="finish starts from zero"):
+            est = BoundSGDClassifier(lr=1e6, method="sbm-boehning", max_iter=50,
+                                     tol=None).fit(X * 1e3, y)
+    assert est.finish_result_.converged and np.isfinite(est.objective_)
     # the full-batch finish brings diverged epochs back to the optimum (from the zero start)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
 
 from zbound.ising.exact import eliminate_exact, enumerate_exact, log_partition
 from zbound.ising.features import FeatureSet, all_features, default_features
@@ -59,7 +60,7 @@ def _trw(model, **kw):
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         r = trw_bound(model, **kw)
-    warned = any(issubclass(x.category, RuntimeWarning) and "did not converge" in str(x.message)
+    warned = any(issubclass(x.category, ConvergenceWarning) and "did not converge" in str(x.message)
                  for x in w)
     return r, warned
 

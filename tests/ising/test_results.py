@@ -3,6 +3,7 @@ meaning P(x_i = 1) everywhere (with ``means`` = E[x_i] = 2 P(x_i = 1) - 1)."""
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 
 from zbound.ising.cvxpy_quantum import cvxpy_quantum_bound
 from zbound.ising.exact import eliminate_exact, enumerate_exact
@@ -80,7 +81,7 @@ def test_unrepresentable_marginals_are_nan_not_a_guess():
 
 def test_trw_reports_status_not_message():
     model = random_model(6, "gaussian", "complete", random_state=5)
-    with pytest.warns(RuntimeWarning):
+    with pytest.warns(ConvergenceWarning):
         r = trw_bound(model, max_iter=2)
     assert not r.converged and "did not converge" in r.status
     assert not hasattr(r, "message")

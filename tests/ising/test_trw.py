@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from sklearn.exceptions import ConvergenceWarning
 
 from zbound.ising.exact import enumerate_exact
 from zbound.ising.generators import random_model
@@ -45,7 +46,7 @@ def test_converged_trw_upper_bounds_log_partition(d, setting, seed, scale, eps, 
     base = random_model(d, name, "complete", coupling, w, random_state=seed)
     m = IsingModel(scale * base.h, scale * base.J, eps)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
         r = trw_bound(m, rho=rho, max_iter=3000, rho_steps=5)
     exact = enumerate_exact(m).log_partition
     assert np.isfinite(r.bound) and np.all(np.isfinite(r.marginals))
@@ -69,7 +70,7 @@ def test_optimizing_rho_tightens_the_uniform_bound():
 
 def test_non_convergence_warns_and_is_recorded():
     m = random_model(6, "gaussian", "complete", random_state=0)
-    with pytest.warns(RuntimeWarning, match="did not converge"):
+    with pytest.warns(ConvergenceWarning, match="did not converge"):
         r = trw_bound(m, max_iter=2)
     assert not r.converged and r.iterations == 2
     r = trw_bound(m, max_iter=2, warn=False)
@@ -134,7 +135,7 @@ def test_extreme_couplings_stay_finite_and_valid(scale, eps):
     base = random_model(6, "gaussian", "complete", random_state=1)
     m = IsingModel(scale * base.h, scale * base.J, eps)
     with np.errstate(over="raise", invalid="raise", divide="raise"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
         r = trw_bound(m, rho="uniform", max_iter=2000)
     assert np.isfinite(r.bound) and np.all(np.isfinite(r.marginals))
     if r.converged:
@@ -151,7 +152,7 @@ def test_rho_is_optimized_when_messages_converge_slowly():
     m = generators.gaussian_model(8, random_state=8)
     truth = exact.log_partition(m)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
         uniform = trw_bound(m, rho="uniform", max_iter=20000)
         start = trw_bound(m, rho_steps=0)
         opt = trw_bound(m, rho_steps=10)

@@ -415,8 +415,12 @@ def _split_step(la, lz, mu, e, eps):
     """
     G = alg1_gershgorin(la.transpose(0, 2, 1))                     # (b, y, y')
     Dbar = G.max(axis=1)                                           # (b, y')
-    pi = np.exp(lz - lz.max(axis=1, keepdims=True))
-    pi /= pi.sum(axis=1, keepdims=True)
+    top = lz.max(axis=1, keepdims=True)
+    # a chain whose every prefix is excluded by the priors (log Z = -inf, refused at the end):
+    # any pi will do there, uniform is taken
+    pi = np.exp(lz - np.where(np.isfinite(top), top, 0.0))
+    total = pi.sum(axis=1, keepdims=True)
+    pi = np.where(total > 0, pi / np.where(total > 0, total, 1.0), 1.0 / lz.shape[1])
     mu_c = mu - np.einsum("bk,bkd->bd", pi, mu)[:, None, :]
     out = (1.0 + eps) * np.einsum("bk,bki,bkj->bij", Dbar, mu_c, mu_c)
     out += (1.0 + 1.0 / eps) * np.einsum("byk,bkyi,bkyj->bij", G, e, e)
@@ -484,49 +488,58 @@ def chain_bound(node_features, edge_features, theta, node_log_prior=None,
     for name, h in (("node_log_prior", hg), ("edge_log_prior", he)):
         if np.isnan(h).any() or (h == np.inf).any():
             raise ValueError(f"{name} contains NaN or +inf (use -inf for zero weight)")
-    dense = curvature == "dense"
-    # position 0: one term per label
-    lz = hg[:, 0] + g[:, 0] @ theta                                 # (b, m)
-    mu = g[:, 0].copy()                                             # (b, m, d)
-    S = np.zeros((b, m, d, d) if dense else (b, m, d))
-    for t in range(1, T):
-        # terms indexed by y' (axis 1) for each label y (axis 2)
-        la = lz[:, :, None] + he[:, t - 1] + e[:, t - 1] @ theta + \
-            (hg[:, t] + g[:, t] @ theta)[:, None, :]                # (b, m', m)
-        vec = mu[:, :, None, :] + e[:, t - 1] + g[:, t][:, None, :, :]   # (b, m', m, d)
-        if rule == "split":
-            S = S + _split_step(la, lz, mu, e[:, t - 1], eps)[:, None]
-            S = np.broadcast_to(S[:, :1], (b, m) + S.shape[2:]).copy()
-            lz_n, mu_n, _ = _alg1_groups(la.transpose(0, 2, 1).reshape(b * m, m),
-                                         vec.transpose(0, 2, 1, 3).reshape(b * m, m, d),
-                                         curvature, order)
-            lz, mu = lz_n.reshape(b, m), mu_n.reshape(b, m, d)
-            continue
-        la_g = la.transpose(0, 2, 1).reshape(b * m, m)
-        vec_g = vec.transpose(0, 2, 1, 3).reshape(b * m, m, d)
-        lz_n, mu_n, R = _alg1_groups(la_g, vec_g, curvature, order)
-        lz = lz_n.reshape(b, m)
-        mu = mu_n.reshape(b, m, d)
-        R = R.reshape((b, m) + R.shape[1:])
-        if rule == "shared":
-            S = S + R.sum(axis=1, keepdims=True)        # S constant over labels
-        elif rule == "literal":
-            S = S.sum(axis=1, keepdims=True) + R
+    # log priors near -1e308 sum to -inf (zero weight: exact), near +1e308 to +inf (log Z
+    # beyond float64: refused below with the other non-finite outcomes)
+    with np.errstate(over="ignore", invalid="ignore"):
+        dense = curvature == "dense"
+        # position 0: one term per label
+        lz = hg[:, 0] + g[:, 0] @ theta                                 # (b, m)
+        mu = g[:, 0].copy()                                             # (b, m, d)
+        S = np.zeros((b, m, d, d) if dense else (b, m, d))
+        for t in range(1, T):
+            # terms indexed by y' (axis 1) for each label y (axis 2)
+            la = lz[:, :, None] + he[:, t - 1] + e[:, t - 1] @ theta + \
+                (hg[:, t] + g[:, t] @ theta)[:, None, :]                # (b, m', m)
+            vec = mu[:, :, None, :] + e[:, t - 1] + g[:, t][:, None, :, :]   # (b, m', m, d)
+            if rule == "split":
+                S = S + _split_step(la, lz, mu, e[:, t - 1], eps)[:, None]
+                S = np.broadcast_to(S[:, :1], (b, m) + S.shape[2:]).copy()
+                lz_n, mu_n, _ = _alg1_groups(la.transpose(0, 2, 1).reshape(b * m, m),
+                                             vec.transpose(0, 2, 1, 3).reshape(b * m, m, d),
+                                             curvature, order)
+                lz, mu = lz_n.reshape(b, m), mu_n.reshape(b, m, d)
+                continue
+            la_g = la.transpose(0, 2, 1).reshape(b * m, m)
+            vec_g = vec.transpose(0, 2, 1, 3).reshape(b * m, m, d)
+            lz_n, mu_n, R = _alg1_groups(la_g, vec_g, curvature, order)
+            lz = lz_n.reshape(b, m)
+            mu = mu_n.reshape(b, m, d)
+            R = R.reshape((b, m) + R.shape[1:])
+            if rule == "shared":
+                S = S + R.sum(axis=1, keepdims=True)        # S constant over labels
+            elif rule == "literal":
+                S = S.sum(axis=1, keepdims=True) + R
+            else:
+                comb = np.stack([_combine(S[i], "tight") for i in range(b)])
+                S = comb[:, None] + R
+            S = np.broadcast_to(S, (b, m) + S.shape[2:]).copy()
+        lz_r, mu_r, R = _alg1_groups(lz, mu, curvature, order)
+        if rule == "literal":
+            total = S.sum(axis=1) + R
+        elif rule in ("shared", "split"):
+            total = S[:, 0] + R
         else:
-            comb = np.stack([_combine(S[i], "tight") for i in range(b)])
-            S = comb[:, None] + R
-        S = np.broadcast_to(S, (b, m) + S.shape[2:]).copy()
-    lz_r, mu_r, R = _alg1_groups(lz, mu, curvature, order)
-    if rule == "literal":
-        total = S.sum(axis=1) + R
-    elif rule in ("shared", "split"):
-        total = S[:, 0] + R
-    else:
-        total = np.stack([_combine(S[i], "tight") for i in range(b)]) + R
+            total = np.stack([_combine(S[i], "tight") for i in range(b)]) + R
     if not np.isfinite(lz_r).all():
         bad = int(np.flatnonzero(~np.isfinite(lz_r))[0])
-        raise ValueError("every configuration has zero prior weight: log Z = -inf"
-                         + ("" if single else f" (chain {bad} of the batch)"))
+        where = "" if single else f" (chain {bad} of the batch)"
+        if lz_r[bad] == -np.inf:
+            raise ValueError("every configuration has zero prior weight: log Z = -inf" + where)
+        raise ValueError("log Z overflows float64: the scores or log priors are too large"
+                         + where)
+    if not (np.isfinite(mu_r).all() and np.isfinite(total).all()):
+        raise ValueError("the bound's mean or curvature overflows float64: the features are "
+                         "too large")
     if single:
         return JunctionBound(float(lz_r[0]), mu_r[0], total[0], theta)
     return JunctionBound(lz_r, mu_r, total, theta)

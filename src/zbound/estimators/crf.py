@@ -344,7 +344,7 @@ class ChainCRF(BaseEstimator):
         lay = ChainLayout(lengths)
         pot = self._potentials(M)
         log_z, A, B = forward_backward(lay, pot, self.n_jobs)
-        P, _ = marginals(lay, pot, log_z, A, B)
+        P, _ = marginals(lay, pot, log_z, A, B, pairs=False)
         out = []
         for block in self._split(P, lengths):
             out.append([dict(zip(self.classes_, row)) for row in block])

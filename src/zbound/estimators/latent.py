@@ -35,6 +35,7 @@ from zbound.utils.validation import (
     PENALTY_MAX,
     Number,
     check_class_targets,
+    check_penalty_against_weights,
     check_score_labels,
     check_weighted_classes,
     label_indices,
@@ -158,6 +159,8 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         if classes.size == 2:
             reg *= 2.0          # LogisticRegression's binary penalty (the C parameter)
         check_weighted_classes("LatentLogisticRegression", classes, y_idx, sw)
+        if sw is not None:
+            check_penalty_against_weights(float(self.C), sw)
         counts = np.bincount(y_idx, minlength=classes.size)
         small = [classes[c].item() for c in range(classes.size) if counts[c] < M]
         if small:

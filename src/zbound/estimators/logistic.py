@@ -43,6 +43,7 @@ from zbound.utils.validation import (
     Choices,
     Number,
     check_class_targets,
+    check_penalty_against_weights,
     check_score_labels,
     check_weighted_classes,
     label_indices,
@@ -423,6 +424,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
                     raise ValueError("class_weight x sample_weight sums beyond float64's "
                                      "range; rescale the class weights")
             check_weighted_classes("BoundLogisticRegression", classes, y_idx, sw_given)
+            if sw_given is not None:
+                check_penalty_against_weights(float(self.C), sw_given)
             # unit weights: no (t,) array of ones
             sw = np.array([float(X.shape[0])]) if sw_given is None else sw_given
         self.classes_ = classes

@@ -34,6 +34,7 @@ from zbound.utils.validation import (
     check_score_labels,
     check_weighted_classes,
     label_indices,
+    relative_weights,
     scaling_hint,
     validate_data,
 )
@@ -240,7 +241,8 @@ class MixtureOfExperts(BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not logistic)
         self.expert_ = expert
         self.method_ = method_for(expert) if self.method == "auto" else self.method
-        sw = check_sample_weight(sample_weight, X.shape[0])
+        # the objective weighs rows over the weights' sum: their scale is free
+        sw = relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         if sw is not None and not sw.sum() > 0:
             raise ValueError("MixtureOfExperts: every sample_weight is zero: nothing to fit")
         n = X.shape[0] if sw is None else int(np.count_nonzero(sw))
@@ -271,6 +273,10 @@ class MixtureOfExperts(BaseEstimator):
             self._y_scale = _rms(target, sw)
             target = target / self._y_scale
             noise = None if self.noise is None else float(self.noise) / self._y_scale ** 2
+            if noise is not None and not 1e-200 <= noise <= 1e200:
+                raise ValueError(f"noise={self.noise!r} is {noise:.3g} times y's mean square: "
+                                 "a fixed noise variance must lie within 1e-200 and 1e200 of "
+                                 "it for the likelihood's terms to stay in float64's range")
         # Fitted on X / u with the penalty on the weights of X (MoEProblem's ``units``): the
         # same problem in coordinates where no column's units steer the solver (a column in
         # units of 1e6 beside standardized ones stopped L-BFGS at twice the objective of

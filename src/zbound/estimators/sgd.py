@@ -17,7 +17,6 @@ See ``docs/stochastic.md``.
 from __future__ import annotations
 
 import copy
-import math
 import warnings
 from numbers import Integral, Real
 
@@ -43,6 +42,7 @@ from zbound.utils.validation import (
     check_score_labels,
     check_weighted_classes,
     label_indices,
+    relative_weights,
     validate_data,
 )
 
@@ -107,17 +107,8 @@ def auto_batch_size(n_rows: int) -> int:
     return int(min(1000, max(100, -(-n_rows // AUTO_UPDATES_PER_EPOCH))))
 
 
-def _relative_weights(sw):
-    """Sample weights brought near 1 by a power of two where the largest is beyond 2^+-64:
-    J weighs rows over the weights' sum, so their scale is free, and weights of 1e307 must not
-    overflow that sum. Weights in range are kept as they are (a weight of 2 then stays
-    exactly two rows of weight 1, through the full-batch finish too); None stays None."""
-    if sw is None or not sw.size:
-        return sw
-    top = float(sw.max())
-    if top <= 0.0 or 2.0**-64 <= top <= 2.0**64:
-        return sw
-    return np.ldexp(sw, -math.frexp(top)[1])
+class StepsDiverged(ValueError):
+    """The stochastic steps left float64's range: the step size is too large for the data."""
 
 
 def _without_centering(model, theta, f: float) -> float:
@@ -357,9 +348,13 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         m = X.shape[0]
         w = np.full(m, 1.0 / m) if sw is None else sw / sw.sum()
         batch = self._objective(X, y_idx, w)
-        solver.update(batch, state, weight)
-        if state.status.name == "FAILED":
-            raise FloatingPointError(f"BoundSGDClassifier: {state.message}")
+        # a step far too long overflows: detected below, not warned about on the way
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            solver.update(batch, state, weight)
+        if state.status.name == "FAILED" or not np.isfinite(state.x).all():
+            raise StepsDiverged(f"BoundSGDClassifier: the stochastic steps left float64's "
+                                f"range ({state.message or 'non-finite weights'}); "
+                                f"lr={self.lr} is too large for this data")
         return state.x
 
     # -- fitting ---------------------------------------------------------------------------------
@@ -369,7 +364,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         ``tol``). Returns self."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         check_class_targets(y)
-        sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
+        sw = relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         classes, y_idx = label_indices(y)
         check_weighted_classes("BoundSGDClassifier", classes, y_idx, sw)
         self.classes_ = classes
@@ -393,18 +388,31 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         epochs = stalled = 0
         for _ in range(max_iter):
             order = np.arange(T) if rng is None else rng.permutation(T)
-            for a in range(0, T, bs):
-                rows = order[a:a + bs]
-                wr = None if sw is None else sw[rows]
-                if wr is not None and not wr.any():
-                    continue
-                self._step(solver, state, X[rows], y_idx[rows].astype(np.intp), wr)
+            try:
+                for a in range(0, T, bs):
+                    rows = order[a:a + bs]
+                    wr = None if sw is None else sw[rows]
+                    if wr is not None and not wr.any():
+                        continue
+                    self._step(solver, state, X[rows], y_idx[rows].astype(np.intp), wr)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    f = full.value(state.x)
+                if not np.isfinite(f):
+                    raise StepsDiverged(f"BoundSGDClassifier: the objective became {f} after "
+                                        f"epoch {epochs + 1}; lr={self.lr} is too large for "
+                                        "this data")
+            except StepsDiverged:
+                if self.finish_tol is None:
+                    raise
+                # the full-batch finish starts from zero instead (below); it converges
+                f = np.inf
+                state.x = np.zeros_like(state.x)
+                epochs += 1
+                warnings.warn(f"BoundSGDClassifier: the stochastic steps diverged in epoch "
+                              f"{epochs} (lr={self.lr} too large?); the full-batch finish "
+                              "starts from zero", ConvergenceWarning, stacklevel=STACKLEVEL)
+                break
             epochs += 1
-            f = full.value(state.x)
-            if not np.isfinite(f):
-                raise FloatingPointError(
-                    f"BoundSGDClassifier: the objective became {f} after epoch {epochs} "
-                    f"(lr={self.lr} too large?)")
             if self.tol is not None:
                 stalled = stalled + 1 if f_prev - f <= self.tol * max(1.0, abs(f)) else 0
                 if stalled >= int(self.n_iter_no_change):
@@ -500,7 +508,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         if first:
             check_class_targets(y)     # later chunks: _encode rejects unknown labels
         y_idx = self._encode(y, all_classes)
-        sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
+        sw = relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         if sw is not None and not sw.any():
             raise ValueError("every sample_weight of the chunk is zero")
         if first:
@@ -539,7 +547,7 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C",
                              reset=False)
         y_idx = self._encode(y, self.classes_)
-        sw = _relative_weights(check_sample_weight(sample_weight, X.shape[0]))
+        sw = relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         if sw is not None and not sw.any():
             raise ValueError("every sample_weight is zero: the weighted mean is undefined")
         return self._mean_objective(X, y_idx, sw)

@@ -11,12 +11,13 @@ Two exact routes:
   "low" variables enumerated once (2^dl rows) and "high" variables enumerated in batches, so the
   energies of a batch are one matrix product (cross terms x_high^T J x_low) and no Python loop
   runs over states. Sums are taken in log space with a running maximum (logsumexp).
-- :func:`eliminate_exact`: variable elimination in the (logsumexp, +) or (max, +) semiring with a
+- :func:`eliminate_exact`: variable elimination in the (log-mean-exp, +) or (max, +) semiring with a
   min-fill elimination order; exact on trees (width 1) and on any graph of small treewidth.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -108,9 +109,13 @@ def enumerate_exact(model: IsingModel, moments: bool = True, batch_states: int =
     per_batch = max(1, batch_states // xl.shape[0])
     n_high = 2**dh
 
-    # running accumulators, all scaled by exp(-shift)
+    # running accumulators, all scaled by exp(-shift); ``excess`` = total - count, the sum of
+    # expm1(logw - shift), keeps the digits that log(total) - d log 2 would cancel at high
+    # temperature (f / eps ~ 1e-7: 1e-16 of a sum near 2^d, times eps ~ 1e7)
     shift = -np.inf
     total = 0.0
+    excess = 0.0
+    count = 0
     s_low = np.zeros(dl)
     s_high = np.zeros(dh)
     m_ll = np.zeros((dl, dl))
@@ -133,6 +138,7 @@ def enumerate_exact(model: IsingModel, moments: bool = True, batch_states: int =
         new_shift = max(shift, float(logw.max()))
         if np.isfinite(shift) and new_shift > shift:
             scale = np.exp(shift - new_shift)
+            excess = count * math.expm1(shift - new_shift) + excess * scale
             total *= scale
             s_low *= scale
             s_high *= scale
@@ -140,7 +146,10 @@ def enumerate_exact(model: IsingModel, moments: bool = True, batch_states: int =
             m_hh *= scale
             m_hl *= scale
         shift = new_shift
-        w = np.exp(logw - shift)                                  # (B, L), entries in [0, 1]
+        em = np.expm1(logw - shift)
+        excess += float(em.sum())
+        count += em.size
+        w = em + 1.0                                              # (B, L), entries in [0, 1]
         wl = w.sum(axis=0)
         wh = w.sum(axis=1)
         total += wl.sum()
@@ -152,7 +161,7 @@ def enumerate_exact(model: IsingModel, moments: bool = True, batch_states: int =
             m_hl += xh.T @ (w @ xl)
     if eps == 0:
         return _enumerate_zero_temperature(model, best, best_x, moments, batch_states)
-    log_partition = eps * (shift + np.log(total) - d * np.log(2.0))
+    log_partition = eps * (shift + math.log1p(excess / count))   # count = 2^d
     means = np.concatenate([s_low, s_high]) / total
     mom = None
     if moments:
@@ -251,6 +260,15 @@ def elimination_order(d: int, edges: np.ndarray, heuristic: str = "min-fill") ->
     return order
 
 
+def _log_mean_exp(table: np.ndarray, axis: int) -> np.ndarray:
+    """log of the mean of exp(table) along ``axis``: log sum exp - log 2 for a binary
+    variable, with the digits kept where the entries are close (at high temperature f / eps ~
+    1e-7, a log sum exp near log 2 minus log 2 would keep 1e-16 absolute, which eps turns
+    into an error far above the value)."""
+    m = table.max(axis=axis, keepdims=True)
+    return np.squeeze(m, axis) + np.log1p(np.mean(np.expm1(table - m), axis=axis))
+
+
 def _eliminate(factors: list[_Factor], order: list[int], reduce: str, max_width: int
                ) -> list[_Factor]:
     """Eliminate the variables of ``order``; return the remaining factors (over other vars)."""
@@ -269,8 +287,8 @@ def _eliminate(factors: list[_Factor], order: list[int], reduce: str, max_width:
         table = sum(_expand(f, scope) for f in touching)
         table = np.broadcast_to(table, (2,) * len(scope))
         axis = scope.index(v)
-        if reduce == "logsumexp":
-            new = logsumexp(table, axis=axis)
+        if reduce == "logmeanexp":
+            new = _log_mean_exp(table, axis)
         else:
             new = table.max(axis=axis)
         factors.append(_Factor(scope[:axis] + scope[axis + 1:], np.asarray(new)))
@@ -279,10 +297,11 @@ def _eliminate(factors: list[_Factor], order: list[int], reduce: str, max_width:
 
 def _log_z_ve(model: IsingModel, keep: tuple[int, ...], order_all: list[int], max_width: int
               ) -> np.ndarray:
-    """Unnormalized log marginal table over ``keep`` (sorted), natural scale f / eps."""
+    """Log marginal table over ``keep`` (sorted), natural scale f / eps, up to a constant: the
+    eliminated variables are averaged out (log E_q over them), not summed."""
     factors = _model_factors(model, 1.0 / model.epsilon)
     order = [v for v in order_all if v not in keep]
-    rest = _eliminate(factors, order, "logsumexp", max_width)
+    rest = _eliminate(factors, order, "logmeanexp", max_width)
     table = np.zeros((2,) * len(keep))
     for f in rest:
         table = table + _expand(f, keep)
@@ -304,8 +323,9 @@ def eliminate_exact(model: IsingModel, pairs: str | np.ndarray | None = "edges",
         return ExactResult(value, None, None, None, value, x)
     d, eps = model.d, model.epsilon
     order = elimination_order(d, model.edges(), heuristic)
-    log_z = float(logsumexp(_log_z_ve(model, (), order, max_width)))
-    log_partition = _finite(eps * (log_z - d * np.log(2.0)), model)
+    # log E_q exp(f / eps) = log Z - d log 2, each variable averaged out as it is eliminated
+    log_mean = float(_log_z_ve(model, (), order, max_width))
+    log_partition = _finite(eps * log_mean, model)
     means = np.empty(d)
     for i in range(d):
         t = _log_z_ve(model, (i,), order, max_width)

@@ -8,9 +8,13 @@ measure q(x) = 2^-d of the paper, so that the log-partition function of eq. (5) 
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
+
+#: the largest temperature: entropy terms eps x (a few d) stay finite
+MAX_EPSILON = 1e300
 
 
 @dataclass(frozen=True)
@@ -40,9 +44,12 @@ class IsingModel:
             raise ValueError("J must be symmetric")
         if np.any(np.diag(J) != 0):
             raise ValueError("J must have a zero diagonal (x_i^2 = 1 is a constant)")
+        if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, numbers.Real):
+            raise TypeError(f"epsilon must be a number, got {self.epsilon!r}")
         eps = float(self.epsilon)
-        if not np.isfinite(eps) or eps < 0:
-            raise ValueError(f"epsilon must be finite and >= 0, got {self.epsilon}")
+        if not 0.0 <= eps <= MAX_EPSILON:
+            raise ValueError(f"epsilon must be in [0, {MAX_EPSILON:.0e}] (a temperature beyond "
+                             f"it overflows the solvers' entropy terms), got {self.epsilon}")
         object.__setattr__(self, "h", h)
         object.__setattr__(self, "J", 0.5 * (J + J.T))
         object.__setattr__(self, "epsilon", eps)

@@ -50,6 +50,7 @@ import numpy as np
 from scipy.optimize import nnls
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import breadth_first_order, connected_components, minimum_spanning_tree
+from sklearn.exceptions import ConvergenceWarning
 
 from zbound.ising.model import IsingModel, check_scale, relative_gap
 
@@ -473,7 +474,7 @@ def trw_bound(
     certificate (module docstring), an upper bound at any messages. Converged: every
     ``check_every`` sweeps, the relative gap between the certificate and the TRW objective at the
     beliefs is below ``tol`` and the beliefs are locally consistent to ``tol``; otherwise after
-    ``max_iter`` sweeps a RuntimeWarning is emitted (if ``warn``) and ``converged`` is False
+    ``max_iter`` sweeps a ConvergenceWarning is emitted (if ``warn``) and ``converged`` is False
     (the bound is still certified, but may be far above B(theta; rho)).
     """
     if not isinstance(model, IsingModel):
@@ -568,7 +569,7 @@ def trw_bound(
             f"(d={d}, eps={eps}): the returned bound is the certified tree-decomposition value "
             f"at the current messages, valid but possibly far above the TRW optimum "
             f"(relative gap {gap:.2e}); the marginals are not the TRW fixed point",
-            RuntimeWarning,
+            ConvergenceWarning,
             stacklevel=2,
         )
     pair_moments = (bst[:, 0, 0] + bst[:, 1, 1] - bst[:, 0, 1] - bst[:, 1, 0]) if m else np.zeros(0)

@@ -196,7 +196,7 @@ class MStep:
                 mass = float(w.sum())
                 res = y - Xb @ c
                 var = float(w @ res ** 2) / mass if mass > 0 else pb.min_variance
-                P.log_var[j] = np.log(max(var, pb.min_variance))
+                P.log_var[j] = np.log(min(max(var, pb.min_variance), pb.max_variance))
 
     def _inner_gd(self, theta, R) -> np.ndarray:
         """The paper's M-step: ``inner_steps`` gradient steps of size ``inner_lr`` on
@@ -275,7 +275,7 @@ class MixtureEM(Solver):
     def result_info(self, state):
         m, pb = state.mstep, state.mstep.problem
         mass = pb.expert_mass(state.R)
-        n_eff = float(pb.sample_weight.sum() ** 2 / (pb.sample_weight ** 2).sum())
+        n_eff = 1.0 / float(pb.v @ pb.v)      # (sum w)^2 / sum w^2, in normalized weights
         P = pb.unpack(state.x)
         collapsed = collapsed_experts(mass, n_eff, P.log_var if pb.fit_var else None,
                                       pb.min_variance if pb.fit_var else None)

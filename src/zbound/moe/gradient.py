@@ -49,13 +49,19 @@ class FirstOrderState(State):
     iterates: list | None = None
 
 
+def _anywhere(theta) -> bool:
+    """The domain of a model that states none: everything finite."""
+    return True
+
+
 class _MixtureFirstOrder(Solver):
     """Shared by the first-order MoE methods: theta <- rule(theta, grad L(theta)), the
     objective and gradient once per iterate. Stops when an iteration lowers the objective by
     at least 0 and at most ``ftol`` * max(1, |L|) (a rise does not stop it: these methods are
     not monotone), after ``max_iter`` iterations, or when the objective becomes NaN or inf
     (too large a step: ``info["diverged"]``, the last finite iterate kept and an infinite
-    objective recorded). ``tol`` is not used."""
+    objective recorded), or leaves the model's domain (``model.in_domain``: a noise variance
+    above its ceiling), which counts as diverging too. ``tol`` is not used."""
 
     options = {"keep_iterates": False}
     option_constraints = {"keep_iterates": ["boolean"]}
@@ -70,10 +76,11 @@ class _MixtureFirstOrder(Solver):
                                iterates=[x.copy()] if self.opts["keep_iterates"] else None)
 
     def update(self, model, state):
-        new = state.rule(state.x, state.g)
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"):          # a step too long: detected below
+            new = state.rule(state.x, state.g)
             f, g = model.value_and_grad(new)
-        if not (np.isfinite(f) and np.isfinite(g).all()):
+        if not (np.isfinite(f) and np.isfinite(g).all() and np.isfinite(new).all()
+                and getattr(model, "in_domain", _anywhere)(new)):
             state.diverged = True
             state.status = Status.FAILED
             state.message = "the objective became non-finite (step size too large?)"

@@ -37,6 +37,8 @@ from zbound.models.loss import Rows, SoftmaxLoss, check_design_magnitude, check_
 from zbound.models.softmax import class_major_product, class_major_scores, logsumexp_classes
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
+#: a fitted noise variance's ceiling, relative to the weighted mean square of y
+MAX_RELATIVE_VARIANCE = 1e6
 EXPERTS = ("linear", "logistic")
 
 
@@ -222,6 +224,9 @@ class MoEProblem:
                                      f"{noise}")
             self.noise = noise
             self.min_variance = float(min_variance) * self.y_var
+            # the ceiling: an expert flatter than 1e6 times y's mean square explains nothing,
+            # and its variance times the squared units of y must stay in float64's range
+            self.max_variance = MAX_RELATIVE_VARIANCE * max(float(self.v @ y ** 2), 1e-300)
             self.n_classes = None
             self.m = 1
         else:
@@ -333,6 +338,13 @@ class MoEProblem:
     def log_joint(self, theta) -> np.ndarray:
         """(n, k) log P(z = j | x) + log p(y | x, z = j)."""
         return self.log_gate(theta) + self.log_expert(theta)
+
+    def in_domain(self, theta) -> bool:
+        """Whether theta's fitted noise variances lie at or below ``max_variance`` (always
+        true for logistic experts and fixed noise)."""
+        if self.expert != "linear" or not self.fit_var:
+            return True
+        return bool(np.all(self.unpack(theta).log_var <= np.log(self.max_variance)))
 
     def penalty_value(self, theta) -> float:
         return 0.5 * float((self.penalty * theta) @ theta)

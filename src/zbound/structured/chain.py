@@ -405,21 +405,30 @@ def _pair_sum(cur, pot: Potentials, lz, A, B):
     return pot.expT * ((np.exp(pa - c1) * f[:, None]).T @ np.exp(v - c2))
 
 
-def marginals(layout: ChainLayout, pot: Potentials, log_z, A, B, n_jobs=None):
+def marginals(layout: ChainLayout, pot: Potentials, log_z, A, B, n_jobs=None,
+              pairs: bool = True):
     """Node marginals (n_tokens, m) and the expected transition counts (m, m), chunk by chunk
-    (on ``n_jobs`` threads)."""
+    (on ``n_jobs`` threads); without ``pairs`` the counts are None.
+
+    Each token's row is normalized by its own log-sum of A + B (log Z in exact arithmetic):
+    where the scores are large (1e7 and beyond) A + B - log Z loses the digits that exp
+    needs, and its rows would not sum to 1."""
     P = np.empty_like(A)
     seq = layout.seq_of_token
 
     def run(c):
         tok = c.tokens
-        P[tok] = np.exp(A[tok] + B[tok] - log_z[seq[tok]][:, None])
+        AB = A[tok] + B[tok]
+        P[tok] = np.exp(AB - _lse(AB, axis=1)[:, None])
+        if not pairs:
+            return None
         if c.T < 2:
             return np.zeros_like(pot.T)
         cur = np.concatenate(c.pos[1:])
         return _pair_sum(cur, pot, log_z[seq[cur]], A, B)
 
-    return P, sum(map_chunks(run, layout.chunks, n_jobs))
+    counts = map_chunks(run, layout.chunks, n_jobs)
+    return P, (sum(counts) if pairs else None)
 
 
 def viterbi(layout: ChainLayout, pot: Potentials, n_jobs=None) -> np.ndarray:

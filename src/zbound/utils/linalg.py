@@ -94,6 +94,9 @@ def column_mean_squares(X, sample_weight=None) -> np.ndarray:
         w, total = None, X.shape[0]
     else:
         w = np.asarray(sample_weight, dtype=np.float64)
+        top = float(w.max()) if w.size else 0.0
+        if top > 0.0:
+            w = w / top          # the same mean squares; no weight of 1e-310 squared to 0
         total = float(w.sum())
     if sp.issparse(X):
         sq = X.multiply(X)

@@ -4,6 +4,7 @@ and :class:`Number`, the numeric parameter constraint of the estimators and solv
 
 from __future__ import annotations
 
+import math
 from collections.abc import Set
 from numbers import Integral, Real
 
@@ -126,7 +127,10 @@ def validate_data(estimator, X="no_validation", y="no_validation", reset: bool =
         if fast and (reset or not hasattr(estimator, "feature_names_in_") and
                      getattr(estimator, "n_features_in_", X.shape[1]) == X.shape[1]):
             return (X, y) if with_y else X
-    return sk_validate_data(estimator, X, y, reset=reset, **check_params)
+    # scikit-learn's finiteness check sums X with only overflow silenced: +inf and -inf
+    # together make it warn "invalid value" before its own ValueError
+    with np.errstate(over="ignore", invalid="ignore"):
+        return sk_validate_data(estimator, X, y, reset=reset, **check_params)
 
 
 #: the options of :func:`validate_data` its fast path knows
@@ -172,6 +176,34 @@ def check_weighted_classes(name: str, classes, y_idx, sample_weight) -> None:
         which = " with positive sample_weight" if sample_weight is not None else ""
         raise ValueError(f"{name} needs samples of at least 2 classes{which}; got 1 class "
                          f"({classes[present[0]].item()!r})")
+
+
+def relative_weights(sw):
+    """Sample weights brought near 1 by a power of two where the largest is beyond 2^+-64, for
+    objectives that weigh rows over the weights' sum (their scale is free there, and weights
+    of 1e307 must not overflow that sum). Weights in range are kept as they are (a weight of 2
+    then stays exactly two rows of weight 1, through a full-batch finish too); None stays
+    None."""
+    if sw is None or not sw.size:
+        return sw
+    top = float(sw.max())
+    if top <= 0.0 or 2.0**-64 <= top <= 2.0**64:
+        return sw
+    return np.ldexp(sw, -math.frexp(top)[1])
+
+
+def check_penalty_against_weights(C: float, sample_weight) -> None:
+    """A sum-of-losses objective's penalty 1 / (2C) against the total sample weight: beyond
+    PENALTY_MAX times the total the data weigh nothing in float64 (weights of 1e-310 with
+    C = 1), and the fit's ridge terms overflow. ValueError naming both. (A total that
+    overflows is refused by the loss's own magnitude check.)"""
+    with np.errstate(over="ignore"):
+        total = float(np.sum(sample_weight))
+    if 1.0 / C > PENALTY_MAX * total:
+        raise ValueError(f"sample_weight sums to {total:.3g}: against the penalty 1/C = "
+                         f"{1.0 / C:.3g} the data would weigh nothing (1 / (C x total weight) "
+                         f"must stay below {PENALTY_MAX:.0e}); rescale sample_weight (weights "
+                         "x c with C / c fit the same model)")
 
 
 def check_score_labels(classes, y) -> None:

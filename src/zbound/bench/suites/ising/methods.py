@@ -16,6 +16,7 @@ import warnings
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from zbound.ising.logdet import logdet_bound
 from zbound.ising.model import IsingModel
@@ -70,7 +71,7 @@ def m_logdet(model: IsingModel) -> dict[str, Any]:
 def m_trw(rho: str):
     def run(model: IsingModel) -> dict[str, Any]:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)   # recorded via ``converged``
+            warnings.simplefilter("ignore", ConvergenceWarning)   # recorded via ``converged``
             r = trw_bound(model, rho=rho, max_iter=10000)
         return {"bound": r.bound, "marginals": r.marginals, "iterations": r.iterations,
                 "converged": r.converged, "guaranteed": bool(r.certified)}

@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from zbound.bench.suites.ising.config import BOUND_TOL, EXACT_MAX_D
 from zbound.bench.suites.ising.methods import competitors
@@ -460,7 +461,7 @@ def task_scale(ctx, cfg, stats):
 
     def trw(model, trw_iter):
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)   # recorded via ``converged``
+            warnings.simplefilter("ignore", ConvergenceWarning)   # recorded via ``converged``
             return trw_bound(model, rho="uniform", max_iter=trw_iter)
 
     for d in ds:
