@@ -84,11 +84,13 @@ Y2 = (X_BASE[:, 0] + 0.5 * RNG.normal(size=48) > 0).astype(int)
 Y3 = np.digitize(X_BASE[:, 0] + 0.3 * RNG.normal(size=48), [-0.5, 0.5])
 Y_REAL = X_BASE @ [1.0, -2.0, 0.5] + 0.1 * RNG.normal(size=48)
 
+#: the ends of float64 and of the ranges the checks draw
+ENDS = [0.0, -0.0, 5e-324, 2.2e-308, 1e-300, 1e-150, 1e-101, 1e-100, 1e-50, 1e6, 1e50, 1e100,
+        1.01e100, 1e150, 1e300, 1.7976931348623157e308, -1.0, np.inf, np.nan]
 #: floats a parameter may be given: anything, the ends of float64 weighted in
 EXTREME = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([0.0, -0.0, 5e-324, 2.2e-308, 1e-300, 1e-150, 1e-100, 1e-50, 1e50, 1e100,
-                     1e150, 1e300, 1.7976931348623157e308]),
+    st.sampled_from(ENDS),
     st.integers(-3, 3).map(lambda k: 10.0 ** k))
 
 CLASSIFIERS = {
@@ -158,8 +160,7 @@ def check_refusal_names_the_problem(refused: Refused, X) -> None:
 # -- estimators: parameters at the ends of their range ----------------------------------------
 
 
-@both_lanes(dict(which=st.sampled_from(sorted(PARAMETERS)), value=EXTREME))
-def _parameters(which, value):
+def _check_parameter(which, value):
     make, regression = PARAMETERS[which]
     y = Y_REAL if regression else (Y3 if which.startswith(("BLR", "SGD")) else Y2)
     est = make(value)
@@ -170,7 +171,15 @@ def _parameters(which, value):
     answer(lambda: check_fitted(est, X_BASE, regression))
 
 
-test_parameters_at_the_ends_of_their_range, test_parameters_thorough = _parameters
+test_parameters_at_the_ends_of_their_range, test_parameters_thorough = both_lanes(
+    dict(which=st.sampled_from(sorted(PARAMETERS)), value=EXTREME))(_check_parameter)
+
+
+@pytest.mark.parametrize("which", sorted(PARAMETERS))
+def test_every_parameter_at_each_end(which):
+    """Each numeric parameter at every value of ``ENDS``, the generated draws aside."""
+    for value in ENDS:
+        _check_parameter(which, value)
 
 
 def test_the_examples_of_the_parameter_family():

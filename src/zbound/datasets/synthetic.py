@@ -52,6 +52,7 @@ def make_multinomial(
     if isinstance(scale, bool) or not isinstance(scale, numbers.Real) or \
             not 0.0 <= scale <= SCALE_MAX:
         raise ValueError(f"scale must be a number in [0, {SCALE_MAX:.0e}], got {scale!r}")
+    scale = abs(float(scale))          # -0.0 is 0
     if not isinstance(intercept, bool | np.bool_):
         raise TypeError(f"intercept must be True or False, got {intercept!r}")
     rng = np.random.default_rng(random_state)

@@ -35,7 +35,7 @@ from zbound.solvers.base import MethodNames
 from zbound.solvers.first_order import AdaGrad
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
-from zbound.utils.validation import PENALTY, Number
+from zbound.utils.validation import PENALTY, Number, finite_prediction
 
 #: the stochastic fit of ChainCRF itself (AdaGrad epochs, the steps of partial_fit); "sgd" is
 #: its former name
@@ -316,11 +316,7 @@ class ChainCRF(BaseEstimator):
 
     def _potentials(self, M):
         from zbound.structured.chain import Potentials
-        with np.errstate(over="ignore", invalid="ignore"):
-            scores = np.asarray(M @ self.state_weights_)
-        if not np.isfinite(scores).all():
-            raise ValueError("X's feature values times the fitted weights overflow float64; "
-                             "the features are far outside the range the model was fitted on")
+        scores = finite_prediction(lambda: np.asarray(M @ self.state_weights_))
         return Potentials(scores, self.transitions_)
 
     def _split(self, flat, lengths):

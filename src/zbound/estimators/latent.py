@@ -38,6 +38,7 @@ from zbound.utils.validation import (
     check_penalty_against_weights,
     check_score_labels,
     check_weighted_classes,
+    finite_prediction,
     label_indices,
     scaling_hint,
     validate_data,
@@ -225,7 +226,8 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         """(t, n_classes) log p(y | x)."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
-        S = np.einsum("kmd,td->tkm", self.coef_, X) + self.intercept_[None]
+        S = finite_prediction(
+            lambda: np.einsum("kmd,td->tkm", self.coef_, X) + self.intercept_[None])
         mx = S.max(axis=2)                                          # (t, K), per class
         lc = np.log(np.exp(S - mx[:, :, None]).sum(axis=2)) + mx
         m2 = lc.max(axis=1, keepdims=True)

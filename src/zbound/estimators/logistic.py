@@ -46,6 +46,7 @@ from zbound.utils.validation import (
     check_penalty_against_weights,
     check_score_labels,
     check_weighted_classes,
+    finite_prediction,
     label_indices,
     scaling_hint,
     validate_data,
@@ -652,7 +653,8 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
             return self._dask_map("decision_function", X)
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        scores = finite_prediction(
+            lambda: safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def predict_proba(self, X):

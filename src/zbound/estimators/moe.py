@@ -33,6 +33,7 @@ from zbound.utils.validation import (
     check_class_targets,
     check_score_labels,
     check_weighted_classes,
+    finite_prediction,
     label_indices,
     relative_weights,
     scaling_hint,
@@ -398,21 +399,23 @@ class MixtureOfExperts(BaseEstimator):
     def gate_proba(self, X):
         """(n, k) gate probabilities P(z = j | x)."""
         X = self._check_X(X)
-        return np.exp(self._predictor.log_gate(self._theta, self._predictor.design(X)))
+        return np.exp(finite_prediction(self._predictor.log_gate, self._theta,
+                                        self._predictor.design(X)))
 
     @available_if(_is_logistic)
     def predict_proba(self, X):
         """(n, n_classes) P(y | x) = sum_j P(z = j | x) P(y | x, z = j) (logistic experts)."""
         X = self._check_X(X)
-        return self._predictor.predict_proba(self._theta, X)
+        return finite_prediction(self._predictor.predict_proba, self._theta, X)
 
     def predict(self, X):
         """Logistic experts: the most probable class; linear: E[y | x], the gate-weighted mean
         of the experts' predictions."""
         X = self._check_X(X)
         if self.expert_ == "logistic":
-            return self.classes_[np.argmax(self._predictor.predict_proba(self._theta, X), 1)]
-        return self._predictor.predict_mean(self._theta, X)
+            return self.classes_[np.argmax(
+                finite_prediction(self._predictor.predict_proba, self._theta, X), 1)]
+        return finite_prediction(self._predictor.predict_mean, self._theta, X)
 
     def score(self, X, y, sample_weight=None):
         """Accuracy (logistic experts; labels never seen in fit raise a ValueError, as in

@@ -41,6 +41,7 @@ from zbound.utils.validation import (
     check_class_targets,
     check_score_labels,
     check_weighted_classes,
+    finite_prediction,
     label_indices,
     relative_weights,
     validate_data,
@@ -566,7 +567,8 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
         """Scores: (t,) for two classes (log-odds of ``classes_[1]``), else (t, n_classes)."""
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        scores = safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+        scores = finite_prediction(
+            lambda: safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
     def score(self, X, y, sample_weight=None):

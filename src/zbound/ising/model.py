@@ -82,13 +82,16 @@ def energy_scale(model: IsingModel) -> float:
         return float(np.sum(np.abs(model.h)) + 0.5 * np.sum(np.abs(model.J)))
 
 
-def check_scale(model: IsingModel, method: str = "this method", ratio: bool = True) -> float:
+def check_scale(model: IsingModel, method: str = "this method", ratio: bool = True,
+                max_ratio: float | None = None, hint: str = "") -> float:
     """Raise a ValueError naming the cause when f / eps cannot be represented in float64.
 
     Returns the energy scale s = sum |h| + sum_{i<j} |J_ij|. Fails when s overflows, or when
-    eps > 0, ``ratio`` and s / eps exceeds 1e300 (then f(x)/eps - f(y)/eps can overflow: the
-    log-partition computations would produce inf - inf = NaN).
+    eps > 0, ``ratio`` and s / eps exceeds ``max_ratio`` (default 1e300: then f(x)/eps -
+    f(y)/eps can overflow, and the log-partition computations would produce inf - inf = NaN);
+    ``hint`` ends the message.
     """
+    limit = _MAX_RATIO if max_ratio is None else float(max_ratio)
     s = energy_scale(model)
     eps = model.epsilon
     if not np.isfinite(s):
@@ -99,10 +102,10 @@ def check_scale(model: IsingModel, method: str = "this method", ratio: bool = Tr
     if eps > 0 and ratio:
         with np.errstate(over="ignore"):
             ratio = s / eps
-        if not np.isfinite(ratio) or ratio > _MAX_RATIO:
+        if not np.isfinite(ratio) or ratio > limit:
             raise ValueError(
                 f"{method}: parameters / eps overflow float64: scale sum|h| + sum_(i<j)|J_ij| = "
-                f"{s:.3g}, eps = {eps:.3g}, scale / eps = {ratio:.3g} > {_MAX_RATIO:.0e}")
+                f"{s:.3g}, eps = {eps:.3g}, scale / eps = {ratio:.3g} > {limit:.0e}{hint}")
     return s
 
 

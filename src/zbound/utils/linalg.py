@@ -83,7 +83,14 @@ def unit_diagonal_form(matrix: np.ndarray):
     scale = unit_diagonal_scale(matrix)
     if scale is None:
         return matrix, None
-    return matrix * np.multiply.outer(scale, scale), scale
+    # a_ij s_i, then times s_j: for a PSD matrix no intermediate exceeds sqrt(a_jj) s_j (a
+    # diagonal of 1e-320 makes s_i s_j alone overflow); a matrix far from PSD stays unscaled
+    with np.errstate(over="ignore", invalid="ignore"):
+        scaled = matrix * scale[:, None]
+        scaled *= scale[None, :]
+    if not np.isfinite(scaled).all():
+        return matrix, None
+    return scaled, scale
 
 
 def column_mean_squares(X, sample_weight=None) -> np.ndarray:

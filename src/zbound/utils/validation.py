@@ -206,6 +206,18 @@ def check_penalty_against_weights(C: float, sample_weight) -> None:
                          "x c with C / c fit the same model)")
 
 
+def finite_prediction(compute, *args):
+    """``compute(*args)`` with NumPy's overflow and invalid-value warnings silenced, its result
+    required finite: predict-time X whose values times the fitted weights leave float64 is a
+    ValueError, as fit refuses such X (docs/input-contract.md), not a NaN or a warning."""
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        out = compute(*args)
+    if not np.all(np.isfinite(out)):
+        raise ValueError("X's values times the fitted weights overflow float64: the features "
+                         "are far outside the range the model was fitted on")
+    return out
+
+
 def check_score_labels(classes, y) -> None:
     """``score``'s labels against ``classes_``: a label never seen in fit is a ValueError in
     every classifier (such rows can never be predicted correctly, and they usually mean a

@@ -123,7 +123,10 @@ def quantum_bound(
         raise ValueError(
             "quantum_bound needs epsilon > 0; use zero_temperature_bound for epsilon = 0"
         )
-    check_scale(model, "quantum_bound")
+    # the dual's curvature grows like (scale / eps)^2 / scale: its Newton systems leave
+    # float64 long before f / eps does
+    check_scale(model, "quantum_bound", max_ratio=1e150,
+                hint="; zero_temperature_bound bounds max f, which bounds Phi_eps at every eps")
     tol = check_positive("tol", tol)
     tau = check_positive("tau", tau)
     sigma = check_positive("sigma", sigma)
