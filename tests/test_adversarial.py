@@ -83,6 +83,8 @@ X_BASE = RNG.normal(size=(48, 3))
 Y2 = (X_BASE[:, 0] + 0.5 * RNG.normal(size=48) > 0).astype(int)
 Y3 = np.digitize(X_BASE[:, 0] + 0.3 * RNG.normal(size=48), [-0.5, 0.5])
 Y_REAL = X_BASE @ [1.0, -2.0, 0.5] + 0.1 * RNG.normal(size=48)
+SEQS = [X_BASE[i:i + 6] for i in range(0, 48, 6)]
+TAGS = [list(Y2[i:i + 6]) for i in range(0, 48, 6)]
 
 #: the ends of float64 and of the ranges the checks draw
 ENDS = [0.0, -0.0, 5e-324, 2.2e-308, 1e-300, 1e-150, 1e-101, 1e-100, 1e-50, 1e6, 1e50, 1e100,
@@ -134,6 +136,11 @@ PARAMETERS = {
     "regression init_scale": (lambda v: REGRESSOR(init_scale=v), True),
     "regression learning_rate": (lambda v: REGRESSOR(method="gradient-em",
                                                      learning_rate=(v, 1.0)), True),
+    "crf c2": (lambda v: ChainCRF(c2=v, max_iter=10), "sequences"),
+    "crf c2 bound": (lambda v: ChainCRF(c2=v, solver="bound", max_iter=5), "sequences"),
+    "crf learning_rate": (lambda v: ChainCRF(solver="adagrad", learning_rate=v, max_iter=3),
+                          "sequences"),
+    "crf tol": (lambda v: ChainCRF(tol=v, max_iter=10), "sequences"),
 }
 
 
@@ -162,6 +169,13 @@ def check_refusal_names_the_problem(refused: Refused, X) -> None:
 
 def _check_parameter(which, value):
     make, regression = PARAMETERS[which]
+    if regression == "sequences":
+        est = make(value)
+        got = answer(lambda: est.fit(SEQS, TAGS))
+        if not isinstance(got, Refused):
+            assert finite(est.objective_, est.coef_)
+            answer(lambda: _check_marginals(est.predict_marginals(SEQS[:2])))
+        return
     y = Y_REAL if regression else (Y3 if which.startswith(("BLR", "SGD")) else Y2)
     est = make(value)
     got = answer(lambda: est.fit(X_BASE, y))
@@ -298,10 +312,6 @@ def test_chain_crf_n_jobs_follows_joblib(n_jobs):
 
 # -- the chain CRF at predict time --------------------------------------------------------------
 
-SEQS = [X_BASE[i:i + 6] for i in range(0, 48, 6)]
-TAGS = [list(Y2[i:i + 6]) for i in range(0, 48, 6)]
-
-
 def test_chain_crf_refuses_the_other_kind_of_input_at_predict_time():
     on_matrices = ChainCRF(max_iter=3).fit(SEQS, TAGS)
     dicts = [[{"w=a": 1.0}, {"w=b": 1.0}]]
@@ -321,11 +331,15 @@ def _crf_scale(x_exp):
     if isinstance(got, Refused):
         check_refusal_names_the_problem(got, np.vstack(X))
         return
-    for seq in got:
+    _check_marginals(got)
+    answer(lambda: est.predict(X))
+
+
+def _check_marginals(marginals) -> None:
+    for seq in marginals:
         for token in seq:
             p = np.array(list(token.values()))
             assert finite(p) and abs(p.sum() - 1.0) < 1e-9
-    answer(lambda: est.predict(X))
 
 
 test_chain_crf_predicts_at_any_scale_or_refuses, test_chain_crf_scale_thorough = _crf_scale

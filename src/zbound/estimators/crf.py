@@ -225,12 +225,21 @@ class ChainCRF(BaseEstimator):
 
     def _adagrad_step(self, loss, theta, frac):
         """One AdaGrad step on the mini-batch ``loss`` (its share ``frac`` of the L2 term);
-        the squared-gradient sums live in ``self.adagrad_``."""
-        _, g = loss.value_and_grad(theta)
-        g += frac * 2.0 * float(self.c2) * theta
-        rule = AdaGrad(float(self.learning_rate))
-        rule.G = self.adagrad_                   # the sums carried by the estimator
-        return rule.step(theta, g)
+        the squared-gradient sums live in ``self.adagrad_``. A step that leaves float64's
+        range is a ValueError naming ``learning_rate``, not a warning and a NaN."""
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            try:
+                _, g = loss.value_and_grad(theta)
+            except FloatingPointError:          # the chain's own check: log Z not finite
+                g = np.full_like(theta, np.nan)
+            g += frac * 2.0 * float(self.c2) * theta
+            rule = AdaGrad(float(self.learning_rate))
+            rule.G = self.adagrad_                   # the sums carried by the estimator
+            new = rule.step(theta, g)
+        if not np.isfinite(new).all():
+            raise ValueError(f"ChainCRF: the AdaGrad steps left float64's range; "
+                             f"learning_rate={self.learning_rate} is too large for this data")
+        return new
 
     def _sgd(self, obj, theta):
         rng = np.random.default_rng(self.random_state)
@@ -243,7 +252,13 @@ class ChainCRF(BaseEstimator):
             for s in range(0, n, self.batch_size):
                 seqs = perm[s:s + self.batch_size]
                 theta = self._adagrad_step(loss.subset(seqs), theta, seqs.size / n)
-            self.history_.append(obj.value(theta))
+            with np.errstate(over="ignore", invalid="ignore"):
+                f = obj.value(theta)
+            if not np.isfinite(f):
+                raise ValueError(f"ChainCRF: the objective left float64's range after an "
+                                 f"AdaGrad epoch; learning_rate={self.learning_rate} is too "
+                                 "large for this data")
+            self.history_.append(f)
         return theta
 
     @_fit_context(prefer_skip_nested_validation=True)

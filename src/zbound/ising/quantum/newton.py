@@ -84,8 +84,12 @@ class DualNewton:
     def evaluate(self, W: np.ndarray, hessian: bool):
         """D(W), Sigma(W), the gradient in the basis coordinates and (if asked) the Hessian."""
         n, eps = self.n, self.eps
+        with np.errstate(over="ignore", invalid="ignore"):
+            A = (n / eps) * (self.F - W)
+        if not hessian and not np.isfinite(A).all():
+            return math.inf, None, None, None      # a trial point beyond float64: rejected
         self.eigendecompositions += 1
-        a, U, info = scipy.linalg.lapack.dsyevd((n / eps) * (self.F - W), compute_v=1, lower=1)
+        a, U, info = scipy.linalg.lapack.dsyevd(A, compute_v=1, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"syevd failed to converge (info={info})")
         amax = a[-1]
@@ -131,14 +135,20 @@ class DualNewton:
             mu = 1e-12 * max(float(np.max(np.diag(H))), 1e-300)
             # Cholesky where H + mu I is numerically positive definite, else the minimum-norm
             # step (the pivot and singular-value threshold of zbound.utils.linalg.singular_rtol)
-            delta = psd_solve(H + mu * np.eye(self.p), -g)
-            slope = float(g @ delta)
-            if not slope < 0:
+            with np.errstate(over="ignore", invalid="ignore"):
+                delta = psd_solve(H + mu * np.eye(self.p), -g)
+                slope = float(g @ delta)
+            if not (slope < 0 and np.isfinite(delta).all()):
+                break           # no finite descent step: the polish ends where it is
+            with np.errstate(over="ignore", invalid="ignore"):
+                dW = self._basis_matrix(delta)
+            if not np.isfinite(dW).all():
                 break
-            dW = self._basis_matrix(delta)
             t = 1.0
             while t > 1e-10:
-                D_new, Sig_new, g_new, _ = self.evaluate(W + t * dW, False)
+                with np.errstate(over="ignore", invalid="ignore"):
+                    trial = W + t * dW
+                D_new, Sig_new, g_new, _ = self.evaluate(trial, False)
                 if D_new <= D + 1e-4 * t * slope:
                     break
                 t *= 0.5
