@@ -439,7 +439,7 @@ def test_the_examples_of_the_prior_family():
 @both_lanes(dict(d=st.integers(1, 4), h_exp=st.integers(-300, 300),
                  j_exp=st.integers(-300, 300), epsilon=EXTREME, seed=st.integers(0, 2**16)))
 def _ising(d, h_exp, j_exp, epsilon, seed):
-    from zbound.ising import log_partition, quantum_bound, trw_bound
+    from zbound.ising import greedy_features, log_partition, quantum_bound, trw_bound
 
     rng = np.random.default_rng(seed)
     with np.errstate(over="ignore", under="ignore"):
@@ -449,15 +449,36 @@ def _ising(d, h_exp, j_exp, epsilon, seed):
     if isinstance(model, Refused):
         return
     exact = answer(lambda: log_partition(model))
-    for bound in (quantum_bound, trw_bound):
+    for bound in (quantum_bound, trw_bound, lambda m: greedy_features(m, 2)):
+        got = answer(lambda bound=bound: bound(model))
+        if isinstance(got, Refused) or isinstance(exact, Refused):
+            continue
+        assert got.bound is None or (finite(got.bound) and _holds(got.bound, exact)), \
+            (bound, got.bound, exact)
+
+
+test_ising_bounds_hold_or_refuse, test_ising_bounds_thorough = _ising
+
+
+@pytest.mark.parametrize("h_scale, j_scale, epsilon", [
+    (1e-200, 1e-200, 1.0), (1e100, 1.0, 1.0), (1.0, 1e100, 1e-50), (1.0, 1.0, 1e250),
+    (1.0, 1.0, 0.0), (1e-3, 1e3, 1e-100)])
+def test_slower_ising_bounds_hold_or_refuse(h_scale, j_scale, epsilon):
+    """The zero-temperature SDP (max f >= Phi_eps at every eps) and metric learning, at a few
+    extreme models (they take a tenth of a second to seconds each)."""
+    from zbound.ising import log_partition, metric_learning_bound, zero_temperature_bound
+
+    rng = np.random.default_rng(1)
+    J = np.triu(rng.normal(size=(3, 3)), 1) * j_scale
+    model = IsingModel(rng.normal(size=3) * h_scale, J + J.T, epsilon)
+    exact = answer(lambda: log_partition(model))
+    calls = [zero_temperature_bound] + ([metric_learning_bound] if epsilon > 0 else [])
+    for bound in calls:
         got = answer(lambda bound=bound: bound(model))
         if isinstance(got, Refused) or isinstance(exact, Refused):
             continue
         assert got.bound is None or (finite(got.bound) and _holds(got.bound, exact)), \
             (bound.__name__, got.bound, exact)
-
-
-test_ising_bounds_hold_or_refuse, test_ising_bounds_thorough = _ising
 
 
 # -- helpers and the command line ---------------------------------------------------------------

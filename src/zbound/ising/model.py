@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-#: the largest temperature: entropy terms eps x (a few d) stay finite
+#: the largest temperature (entropy terms eps x (a few d) stay finite); its inverse the
+#: smallest positive one (1 / eps stays finite)
 MAX_EPSILON = 1e300
 
 
@@ -47,9 +48,10 @@ class IsingModel:
         if isinstance(self.epsilon, bool) or not isinstance(self.epsilon, numbers.Real):
             raise TypeError(f"epsilon must be a number, got {self.epsilon!r}")
         eps = float(self.epsilon)
-        if not 0.0 <= eps <= MAX_EPSILON:
-            raise ValueError(f"epsilon must be in [0, {MAX_EPSILON:.0e}] (a temperature beyond "
-                             f"it overflows the solvers' entropy terms), got {self.epsilon}")
+        if not (eps == 0.0 or 1.0 / MAX_EPSILON <= eps <= MAX_EPSILON):
+            raise ValueError(f"epsilon must be 0 or in [{1.0 / MAX_EPSILON:.0e}, "
+                             f"{MAX_EPSILON:.0e}] (beyond, 1 / eps or the solvers' entropy "
+                             f"terms overflow), got {self.epsilon}")
         object.__setattr__(self, "h", h)
         object.__setattr__(self, "J", 0.5 * (J + J.T))
         object.__setattr__(self, "epsilon", eps)

@@ -60,10 +60,14 @@ def zero_temperature_bound(model, features: FeatureSet | None = None, solver: st
         raise ValueError(f"solver must be 'CLARABEL' or 'SCS', got {solver!r}")
     F = coefficient_matrix(model, features)
     n = features.n
+    # a_0 is homogeneous in F: the solver sees F / c with entries of order one (interior
+    # point solvers report "unbounded" at 1e100), the certificate is computed with F itself
+    big = float(np.abs(F).max()) if F.size else 0.0
+    c = big if big > 0.0 and not 1e-6 <= big <= 1e6 else 1.0
     S = cp.Variable((n, n), symmetric=True)
     cons = k_prime_constraints(S, features)
     psd = S >> 0
-    prob = cp.Problem(cp.Maximize(cp.trace(F @ S)), [*cons, psd])
+    prob = cp.Problem(cp.Maximize(cp.trace((F / c) @ S)), [*cons, psd])
     try:
         prob.solve(solver=solver.upper())
     except cp.error.SolverError as err:
@@ -74,14 +78,14 @@ def zero_temperature_bound(model, features: FeatureSet | None = None, solver: st
     # Dual of the SDP: min n t s.t. t I + W - F = Z >= 0, W in V-perp. From the solver's Z
     # (the multiplier of S >> 0), W = proj_{V-perp}(F + Z) is exactly in V-perp, and any such W
     # certifies a_0(F) <= n lambda_max(F - W) (tr S = n, S >= 0, <S, W> = 0 on K').
-    W = features.xor_classes.project_perp(F + psd.dual_value)
+    W = features.xor_classes.project_perp(F + c * psd.dual_value)
     bound = float(n * eigvalsh(np.asfortranarray(F - W))[-1])
     Sf, _ = feasible_primal(Sv, features)
     means = spin_means(Sf, features)
     status = str(prob.status)
     return ZeroTemperatureResult(
         bound=bound,
-        value=float(prob.value),
+        value=float(c * prob.value),
         status=status,
         converged=status == cp.OPTIMAL,
         seconds=time.perf_counter() - start,
