@@ -44,26 +44,33 @@ class Choices(Set):
         return len(self._names)
 
 
-#: The ends of the numeric range the fits handle (docs/input-contract.md). The data's own
-#: budget is rows x largest |entry of X| <= 1e150 (zbound.models.loss), so that sums of
-#: squares stay finite; within it, a penalty strength up to PENALTY_MAX times squared weights
-#: up to SCALE_MAX, or logits up to 1e150 x SCALE_MAX, stay far from float64's 1.8e308.
-#: Values beyond them are refused at validation, naming the parameter.
-PENALTY_MAX = 1e100        # L2 strengths (alpha, reg, c2, 1 / C)
-SCALE_MAX = 1e50           # box-constraint ends, initial weight scales
+# The ends of the numeric range the fits handle (docs/input-contract.md). The data's own budget
+# is rows x largest |entry of X| <= 1e150 (zbound.models.loss), so that sums of squares stay
+# finite; within it, a penalty strength up to PENALTY_MAX times squared weights up to
+# SCALE_MAX, or logits up to 1e150 x SCALE_MAX, stay far from float64's 1.8e308. Values beyond
+# them are refused at validation, naming the parameter.
 
-#: the numeric constraints parameters most often have
+#: the largest L2 strength (alpha, reg, c2, 1 / C) a fit takes
+PENALTY_MAX = 1e100
+#: the largest magnitude of a box-constraint end or an initial weight scale
+SCALE_MAX = 1e50
+
+#: an integer >= 0 (with the others below: the numeric constraints parameters most often have)
 NON_NEGATIVE_INT = Number(Integral, 0, None, closed="left")
+#: an integer >= 1
 POSITIVE_INT = Number(Integral, 1, None, closed="left")
-NON_NEGATIVE = Number(Real, 0, np.inf, closed="left")        # finite, >= 0
-POSITIVE = Number(Real, 0, np.inf, closed="neither")         # finite, > 0
-#: an L2 strength, and the inverse strength C (np.inf allowed where it says "no penalty")
+#: a finite number >= 0
+NON_NEGATIVE = Number(Real, 0, np.inf, closed="left")
+#: a finite number > 0
+POSITIVE = Number(Real, 0, np.inf, closed="neither")
+#: an L2 strength, 0 to PENALTY_MAX
 PENALTY = Number(Real, 0, PENALTY_MAX, closed="both")
+#: an L2 strength, above 0 and at most PENALTY_MAX
 POSITIVE_PENALTY = Number(Real, 0, PENALTY_MAX, closed="right")
+#: an inverse L2 strength C, at least 1 / PENALTY_MAX (finite)
 INVERSE_PENALTY = Number(Real, 1.0 / PENALTY_MAX, np.inf, closed="left")
-#: a scale of initial weights
+#: a scale of initial weights, above 0 and at most SCALE_MAX
 INIT_SCALE = Number(Real, 0, SCALE_MAX, closed="right")
-
 
 def check_design(X, nonempty: bool = False):
     """X as float64 CSR (sparse input) or C-contiguous ndarray of shape (t, d).
