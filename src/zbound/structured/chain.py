@@ -408,20 +408,23 @@ def _pair_sum(cur, pot: Potentials, lz, A, B):
 def marginals(layout: ChainLayout, pot: Potentials, log_z, A, B, n_jobs=None,
               pairs: bool = True):
     """Node marginals (n_tokens, m) and the expected transition counts (m, m), chunk by chunk
-    (on ``n_jobs`` threads); without ``pairs`` the counts are None.
+    (on ``n_jobs`` threads).
 
-    Each token's row is normalized by its own log-sum of A + B (log Z in exact arithmetic):
-    where the scores are large (1e7 and beyond) A + B - log Z loses the digits that exp
-    needs, and its rows would not sum to 1."""
+    Without ``pairs`` (prediction) the counts are None and each token's row is normalized by
+    its own log-sum of A + B (log Z in exact arithmetic): where the scores are large (1e7 and
+    beyond) A + B - log Z loses the digits that exp needs, and the rows would not sum to 1.
+    With them (a fit's gradient and bound, on scores of the fitted range) log Z is
+    subtracted as it is, without a log-sum per token."""
     P = np.empty_like(A)
     seq = layout.seq_of_token
 
     def run(c):
         tok = c.tokens
-        AB = A[tok] + B[tok]
-        P[tok] = np.exp(AB - _lse(AB, axis=1)[:, None])
         if not pairs:
+            AB = A[tok] + B[tok]
+            P[tok] = np.exp(AB - _lse(AB, axis=1)[:, None])
             return None
+        P[tok] = np.exp(A[tok] + B[tok] - log_z[seq[tok]][:, None])
         if c.T < 2:
             return np.zeros_like(pot.T)
         cur = np.concatenate(c.pos[1:])
