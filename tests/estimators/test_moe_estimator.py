@@ -213,3 +213,20 @@ def test_objective_is_the_likelihood_of_the_attributes(method, expert, weighted)
                              random_state=0).fit(X, y, sample_weight=sw)
     assert m.objective_ == pytest.approx(_objective_from_attributes(m, X, y, sw, 1e-3),
                                          rel=1e-9)
+
+
+def test_predict_log_proba_is_the_log_of_predict_proba_in_log_space():
+    """Logistic experts: exp(predict_log_proba) is predict_proba, and far-out rows whose small
+    probabilities round to 0 keep finite logs; linear experts have no such method."""
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(200, 3))
+    y = np.digitize(X[:, 0] + 0.3 * rng.normal(size=200), [-0.5, 0.5])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = MixtureOfExperts(expert="logistic", random_state=0).fit(X, y)
+        regressor = MixtureOfExperts(expert="linear", random_state=0).fit(X, X[:, 0])
+    np.testing.assert_allclose(np.exp(m.predict_log_proba(X)), m.predict_proba(X), atol=1e-15)
+    far = X[:3] * 1e4
+    assert (m.predict_proba(far) == 0).any()
+    assert np.isfinite(m.predict_log_proba(far)).all()
+    assert not hasattr(regressor, "predict_log_proba")

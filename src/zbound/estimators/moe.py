@@ -408,6 +408,12 @@ class MixtureOfExperts(BaseEstimator):
         X = self._check_X(X)
         return finite_prediction(self._predictor.predict_proba, self._theta, X)
 
+    @available_if(_is_logistic)
+    def predict_log_proba(self, X):
+        """(n, n_classes) log P(y | x), computed in log space (logistic experts)."""
+        X = self._check_X(X)
+        return finite_prediction(self._predictor.predict_log_proba, self._theta, X)
+
     def predict(self, X):
         """Logistic experts: the most probable class; linear: E[y | x], the gate-weighted mean
         of the experts' predictions."""

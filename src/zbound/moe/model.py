@@ -505,6 +505,14 @@ class MoEProblem:
         q = np.exp(_log_sigmoid_rows(self._scores(Xb, self.unpack(theta).coef)))
         return np.einsum("nk,nkc->nc", pi, q)
 
+    def predict_log_proba(self, theta, X) -> np.ndarray:
+        """Logistic experts: log P(y = c | x) = logsumexp_j (log P(z = j | x) + log
+        softmax_c(B_j x~)), (n, C), in log space (no probability rounded to 0 first)."""
+        Xb = self.design(X)
+        lg = self.log_gate(theta, Xb)
+        lq = _log_sigmoid_rows(self._scores(Xb, self.unpack(theta).coef))
+        return logsumexp(lg[:, :, None] + lq, axis=1)
+
     def test_nll(self, theta, X, y) -> float:
         """Mean negative log-likelihood on other data (test cross-entropy for logistic)."""
         Xb = self.design(X)
