@@ -11,6 +11,9 @@ of at the line of pytest, scikit-learn or the conftest that raised them.
 Slow tests are marked ``slow``; ``pytest -m "not slow"`` is the fast lane for development.
 CI runs everything.
 
+A test that reaches a feature of an extra that is not installed (CVXPY's Ising bounds, the
+benchmark runner's tables and figures) skips with the extra's install command as the reason.
+
 Tests that read the benchmark data are marked ``data``: they skip, with the reason, unless
 ``ZBOUND_DATA`` names a directory. Every other test runs with ``ZBOUND_DATA`` removed from the
 environment and ``ZBOUND_CACHE`` (where ``zbound data fetch`` puts the data by default) pointing
@@ -54,6 +57,18 @@ def pytest_runtest_makereport(item, call):
             report.longrepr = (str(item.path), (lineno or 0) + 1,
                                f"{item.name}: {reason}")
     return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """A test that reaches a feature of an extra that is not installed skips, with the
+    extra's install command as the reason (zbound.utils.extras.require's ImportError)."""
+    try:
+        return (yield)
+    except ImportError as exc:
+        if "pip install 'zbound[" in str(exc):
+            pytest.skip(str(exc))
+        raise
 
 
 def _data_problem() -> str | None:

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import re
+from importlib.util import find_spec
 
 import pytest
 
 import zbound
 from zbound import cli
 from zbound.bench.runner import SUITES
+
+needs_bench = pytest.mark.skipif(
+    not all(find_spec(m) for m in ("rich", "matplotlib", "cvxpy")),
+    reason="zbound bench and demo need the bench extra: pip install 'zbound[bench]'")
 
 RST = re.compile(r"``|:(func|class|mod|meth|data|attr):`")
 
@@ -45,6 +50,7 @@ def test_bench_help_lists_suites_with_description_and_quick_time(capsys):
         assert f"{name} {description} (--quick: {quick} on 2 cores)" in text
 
 
+@needs_bench
 def test_bench_list(capsys):
     assert cli.main(["bench", "list"]) == 0
     text = " ".join(capsys.readouterr().out.split())
@@ -52,11 +58,13 @@ def test_bench_list(capsys):
         assert f"{name} {description} (--quick: {quick} on 2 cores)" in text
 
 
+@needs_bench
 def test_unknown_suite_exits_2(capsys, tmp_path):
     assert cli.main(["bench", "no-such-suite", "--out", str(tmp_path)]) == 2
     assert "known suites" in capsys.readouterr().err
 
 
+@needs_bench
 def test_bench_prints_every_written_file(capsys, tmp_path, monkeypatch):
     (tmp_path / "old.txt").write_text("not written by this run")
 
@@ -75,6 +83,7 @@ def test_bench_prints_every_written_file(capsys, tmp_path, monkeypatch):
     assert "Files written (3)" in out
 
 
+@needs_bench
 def test_demo_prints_every_written_file(capsys, tmp_path, monkeypatch):
     def fake_run_demo(out):
         out.mkdir(parents=True, exist_ok=True)

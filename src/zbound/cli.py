@@ -126,7 +126,23 @@ def _writable(directory: Path, command: str) -> bool:
     return True
 
 
+def _bench_extra(command: str) -> bool:
+    """Whether the ``bench`` extra (tables, figures, CVXPY) is installed; says how to install
+    it where it is not."""
+    from zbound.utils.extras import require
+
+    try:
+        for module in ("rich", "matplotlib", "cvxpy"):
+            require(module, f"zbound {command}")
+    except ImportError as exc:
+        print(exc, file=sys.stderr)      # "zbound COMMAND needs ...: pip install ..."
+        return False
+    return True
+
+
 def _bench(args: argparse.Namespace) -> int:
+    if not _bench_extra("bench"):
+        return 2
     from zbound.bench.runner import SUITES, load_suite, run_suite
 
     if args.suite == "list":
@@ -204,6 +220,8 @@ def _data(args: argparse.Namespace) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
+    if not _bench_extra("demo"):
+        return 2
     from zbound.demo import run_demo
 
     out = Path(args.out)
@@ -279,6 +297,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except BrokenPipeError:          # the reader of stdout went away (| head): not an error
+        sys.stderr.close()
+        return 0
     except OSError as exc:           # a file the command reads or writes: no traceback
         where = f" {exc.filename!r}" if getattr(exc, "filename", None) else ""
         print(f"zbound {args.command}:{where} {exc.strerror or exc}", file=sys.stderr)

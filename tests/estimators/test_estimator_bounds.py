@@ -3,7 +3,6 @@ constrained optimum computed independently with CVXPY (Clarabel)."""
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 import pytest
 
@@ -16,6 +15,7 @@ def cvxpy_reference(X, y, C, fit_intercept=True, coef_bounds=(None, None),
 
     Returns (coef, intercept) in BoundLogisticRegression's shapes (binary: one row).
     """
+    cp = pytest.importorskip("cvxpy", reason="the CVXPY reference needs zbound[cvxpy]")
     classes, yi = np.unique(y, return_inverse=True)
     t, d = X.shape
     binary = classes.size == 2

@@ -20,18 +20,13 @@ import importlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-)
+from typing import TYPE_CHECKING, Any
 
 from zbound.bench.records import RecordWriter
+
+if TYPE_CHECKING:       # rich is the bench extra's: imported where a run starts
+    from rich.console import Console
+    from rich.progress import Progress
 
 SUITES: dict[str, str] = {
     "logreg-small": "zbound.bench.suites.logreg_small",
@@ -47,6 +42,12 @@ SUITES: dict[str, str] = {
 }
 
 
+def _console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
 @dataclass
 class SuiteContext:
     """What a suite gets: where to write, how big to run, and a progress display."""
@@ -59,7 +60,7 @@ class SuiteContext:
     methods: tuple[str, ...] = ()
     #: suite-specific options (names in the suite's ``OPTIONS``)
     options: dict[str, Any] = field(default_factory=dict)
-    console: Console = field(default_factory=lambda: Console(stderr=True))
+    console: Console = field(default_factory=lambda: _console())
     #: data sets skipped because their benchmark data is missing or corrupted: name -> reason
     skipped_data: dict[str, str] = field(default_factory=dict)
     _task: Any = None
@@ -162,6 +163,15 @@ def run_suite(name: str, quick: bool = False, out: str | Path = "bench-out",
     writer = RecordWriter(name, quick, out)
     start = time.perf_counter()
     if show_progress:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         columns = (
             TextColumn("[bold]{task.description}"),
             BarColumn(),

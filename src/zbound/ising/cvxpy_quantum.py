@@ -20,6 +20,7 @@ import numpy as np
 from zbound.ising.features import FeatureSet, coefficient_matrix
 from zbound.ising.quantum.checks import resolve_features
 from zbound.ising.quantum.kprime import k_prime_constraints
+from zbound.utils.extras import require
 
 __all__ = ["CvxpyQuantumResult", "cvxpy_quantum_bound"]
 
@@ -56,7 +57,7 @@ def cvxpy_quantum_bound(
     solver: "CLARABEL" or "SCS". time_limit: seconds handed to the solver (Clarabel's
     ``time_limit``, SCS's ``time_limit_secs``); None for no limit.
     """
-    import cvxpy as cp
+    cp = require("cvxpy", "cvxpy_quantum_bound")
 
     start = time.perf_counter()
     features = resolve_features(model, features)

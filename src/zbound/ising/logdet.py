@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zbound.ising.model import IsingModel, check_scale
+from zbound.utils.extras import require
 
 _SOLVER_OPTIONS = {
     "CLARABEL": {"tol_gap_abs": 1e-9, "tol_gap_rel": 1e-9, "tol_feas": 1e-9},
@@ -87,7 +88,7 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
     each falling back to the other when it fails. Tolerances 1e-9 (Clarabel) / 1e-8 (SCS).
     ``pairwise``: add the pairwise marginal constraints for all pairs i < j.
     """
-    import cvxpy as cp
+    cp = require("cvxpy", "logdet_bound")
 
     if not isinstance(model, IsingModel):
         raise TypeError(f"expected an IsingModel, got {type(model).__name__}")

@@ -29,6 +29,7 @@ from zbound.ising.quantum import QuantumResult, quantum_bound
 from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
 from zbound.ising.quantum.duality import eigvalsh
 from zbound.ising.quantum.kprime import k_prime_constraints
+from zbound.utils.extras import require
 
 __all__ = [
     "MetricResult",
@@ -120,7 +121,7 @@ def metric_learning_bound(
     interior: cuts are taken at (1 - interior) Sigma + interior I, which stays in K' and keeps
     log Sigma finite (the master problem's solutions are often singular).
     """
-    import cvxpy as cp
+    cp = require("cvxpy", "metric_learning_bound")
 
     start = time.perf_counter()
     features = resolve_features(model, features)

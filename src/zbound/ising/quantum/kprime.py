@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from zbound.ising.features import FeatureSet
+from zbound.utils.extras import require
 
 
 def k_prime_constraints(S, features: FeatureSet):
@@ -14,7 +15,7 @@ def k_prime_constraints(S, features: FeatureSet):
     One sparse equality system: every upper-triangular entry equals its XOR class's first
     entry, and the diagonal's representative equals 1.
     """
-    import cvxpy as cp
+    cp = require("cvxpy", "the CVXPY form of the quantum relaxation")
     import scipy.sparse as sp
 
     n = features.n

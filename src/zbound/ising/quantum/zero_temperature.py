@@ -16,6 +16,7 @@ from zbound.ising.quantum.duality import (
     marginals_from_means,
     spin_means,
 )
+from zbound.utils.extras import require
 
 
 @dataclass
@@ -50,7 +51,7 @@ def zero_temperature_bound(model, features: FeatureSet | None = None, solver: st
     bound = n lambda_max(F - W) >= a_0(F) >= max_x f(x), valid even if the solve is inexact.
     The limit eps -> 0 of a_eps(F) (Sec. 6); equals max f on trees with tree features (App. B.2).
     """
-    import cvxpy as cp
+    cp = require("cvxpy", "zero_temperature_bound")
 
     from zbound.ising.quantum.kprime import k_prime_constraints
 
