@@ -9,9 +9,11 @@ never from a table of its own); :func:`fit_method` checks them once, before any 
 
 from __future__ import annotations
 
-from sklearn.base import _fit_context
+from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils.validation import check_is_fitted
 
 from zbound.utils.threads import limit_small_fits
+from zbound.utils.validation import check_score_labels
 
 #: ``stacklevel`` of a warning issued in the body of a method decorated by
 #: :func:`fit_method`: the user's line is three frames up (two wrappers and the method).
@@ -26,4 +28,17 @@ def fit_method(fit):
     return limit_small_fits(_fit_context(prefer_skip_nested_validation=True)(fit))
 
 
-__all__ = ["fit_method", "STACKLEVEL"]
+class LabelCheckedClassifier(ClassifierMixin):
+    """scikit-learn's ``ClassifierMixin`` whose ``score`` refuses labels never seen in fit
+    (:func:`zbound.utils.validation.check_score_labels`), as every classifier here does."""
+
+    def score(self, X, y, sample_weight=None):
+        """Mean accuracy on (X, y). Unlike scikit-learn's default, labels never seen in fit
+        raise a ValueError: such rows can never be predicted correctly, and they usually mean
+        a label-encoding mismatch (e.g. fitting on strings and scoring on integers)."""
+        check_is_fitted(self)
+        check_score_labels(self.classes_, y)
+        return super().score(X, y, sample_weight=sample_weight)
+
+
+__all__ = ["fit_method", "LabelCheckedClassifier", "STACKLEVEL"]

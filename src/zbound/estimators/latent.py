@@ -17,13 +17,13 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from zbound.estimators._params import STACKLEVEL, fit_method
+from zbound.estimators._params import STACKLEVEL, LabelCheckedClassifier, fit_method
 from zbound.models.base import LatentLikelihood
 from zbound.models.latent import latent_objective
 from zbound.models.loss import check_design_magnitude, check_sample_weight
@@ -36,7 +36,6 @@ from zbound.utils.validation import (
     Number,
     check_class_targets,
     check_penalty_against_weights,
-    check_score_labels,
     check_weighted_classes,
     finite_prediction,
     label_indices,
@@ -59,7 +58,7 @@ class CollapsedComponentWarning(UserWarning):
     """A latent component explains (almost) none of the training data."""
 
 
-class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
+class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     """Latent conditional likelihood classifier (mixture of Gaussian-gated logistic regressions).
 
     Parameters
@@ -233,13 +232,6 @@ class LatentLogisticRegression(ClassifierMixin, BaseEstimator):
         m2 = lc.max(axis=1, keepdims=True)
         return lc - (m2 + np.log(np.exp(lc - m2).sum(axis=1, keepdims=True)))
 
-    def score(self, X, y, sample_weight=None):
-        """Mean accuracy on (X, y). Unlike scikit-learn's default, labels never seen in fit
-        raise a ValueError, as in every classifier here (such rows can never be predicted
-        correctly; they usually mean a label-encoding mismatch)."""
-        check_is_fitted(self)
-        check_score_labels(self.classes_, y)
-        return super().score(X, y, sample_weight=sample_weight)
 
     def predict_proba(self, X):
         """(t, n_classes) p(y | x) = sum_m p(y, m | x)."""

@@ -20,7 +20,7 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit, log_expit, log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Hidden, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
@@ -30,7 +30,7 @@ from sklearn.utils.validation import check_is_fitted
 
 import zbound.solvers as _solvers
 from zbound.constraints import LinearConstraints
-from zbound.estimators._params import STACKLEVEL, fit_method
+from zbound.estimators._params import STACKLEVEL, LabelCheckedClassifier, fit_method
 from zbound.models.base import SoftmaxData
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
@@ -44,7 +44,6 @@ from zbound.utils.validation import (
     Number,
     check_class_targets,
     check_penalty_against_weights,
-    check_score_labels,
     check_weighted_classes,
     finite_prediction,
     label_indices,
@@ -226,7 +225,7 @@ def auto_fit(model, x0, tol: float, max_iter: int, callback=None):
                             callback=callback, **_method_options(model, method))
 
 
-class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
+class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     """L2-regularized logistic regression (binary and multinomial) fitted with zbound solvers.
 
     Minimizes ``sum_j sample_weight_j * log_loss_j + 1/(2 C) ||coef_||^2`` -- the objective of
@@ -684,13 +683,3 @@ class BoundLogisticRegression(ClassifierMixin, BaseEstimator):
         idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[idx]
 
-    def score(self, X, y, sample_weight=None):
-        """Mean accuracy on (X, y).
-
-        Unlike scikit-learn's default, labels never seen in fit raise a ValueError, as in
-        every classifier here: such rows can never be predicted correctly, and they usually
-        mean a label-encoding mismatch (e.g. fitting on strings and scoring on integers).
-        """
-        check_is_fitted(self)
-        check_score_labels(self.classes_, y)
-        return super().score(X, y, sample_weight=sample_weight)

@@ -22,13 +22,13 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit, log_expit, log_softmax, softmax
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
-from zbound.estimators._params import STACKLEVEL, fit_method
+from zbound.estimators._params import STACKLEVEL, LabelCheckedClassifier, fit_method
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import solver_class
@@ -39,7 +39,6 @@ from zbound.utils.validation import (
     Choices,
     Number,
     check_class_targets,
-    check_score_labels,
     check_weighted_classes,
     finite_prediction,
     label_indices,
@@ -133,7 +132,7 @@ def _same_options(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k] == b[k] for k in a if k != "batch_size")
 
 
-class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
+class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
     """L2 logistic regression by stochastic bound majorization; ``fit`` and ``partial_fit``.
 
     Parameters
@@ -571,13 +570,6 @@ class BoundSGDClassifier(ClassifierMixin, BaseEstimator):
             lambda: safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
-    def score(self, X, y, sample_weight=None):
-        """Mean accuracy on (X, y). Unlike scikit-learn's default, labels never seen in fit
-        raise a ValueError, as in every classifier here (such rows can never be predicted
-        correctly; they usually mean a label-encoding mismatch)."""
-        check_is_fitted(self)
-        check_score_labels(self.classes_, y)
-        return super().score(X, y, sample_weight=sample_weight)
 
     def predict_proba(self, X):
         scores = self.decision_function(X)
