@@ -16,7 +16,7 @@ rng = np.random.default_rng(0)
 x = rng.uniform(-3, 3, 400)
 y = np.where(x < 0, -2 * x - 1, 1.5 * x + 1) + 0.3 * rng.normal(size=400)
 X = x[:, None]
-moe = MixtureOfExperts(n_experts=2, expert="linear", random_state=0).fit(X, y)
+moe = MixtureOfExperts(n_components=2, expert="linear", random_state=0).fit(X, y)
 grid = np.linspace(-3, 3, 200)[:, None]
 
 fig, ax = plt.subplots(figsize=(6.4, 4))

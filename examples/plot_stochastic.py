@@ -2,7 +2,7 @@
 Stochastic bound majorization
 =============================
 
-``BoundSGDClassifier`` takes stochastic bound steps on mini-batches (``method="spfb"``: the
+``BoundSGDClassifier`` takes stochastic bound steps on mini-batches (``solver="spfb"``: the
 stochastic partition-function bound), with ``partial_fit`` for data arriving in chunks. The
 plot shows test accuracy after each pass over the digits data, against scikit-learn's
 ``SGDClassifier`` with the log loss, both fed the same chunks.
@@ -21,7 +21,7 @@ X, y = load_digits(return_X_y=True)
 X = StandardScaler().fit_transform(X)
 Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
 classes = np.unique(y)
-ours = BoundSGDClassifier(method="spfb", random_state=0)
+ours = BoundSGDClassifier(solver="spfb", random_state=0)
 peer = SGDClassifier(loss="log_loss", random_state=0)
 acc = {"zbound spfb": [], "SGDClassifier": []}
 rng = np.random.default_rng(0)

@@ -97,7 +97,7 @@ EXTREME = st.one_of(
 
 CLASSIFIERS = {
     "BoundLogisticRegression": lambda **kw: BoundLogisticRegression(max_iter=50, **kw),
-    "BoundSGDClassifier": lambda **kw: BoundSGDClassifier(max_iter=5, **kw),
+    "BoundSGDClassifier": lambda **kw: BoundSGDClassifier(max_iter=5, random_state=0, **kw),
     "LatentLogisticRegression": lambda **kw: LatentLogisticRegression(max_iter=20,
                                                                       random_state=0, **kw),
     "MixtureOfExperts": lambda **kw: MixtureOfExperts(expert="logistic", max_iter=15,

@@ -40,12 +40,12 @@ def test_bound_objective_monotone_and_solvers_agree():
     fits = {s: ChainCRF(c2=0.5, solver=s, max_iter=200, tol=1e-9).fit(X, y)
             for s in ("lbfgs-bound", "lbfgs", "newton-bound")}
     for s in ("lbfgs-bound", "newton-bound"):
-        h = fits[s].history_
+        h = fits[s].solver_result_.trace.objective[1:]
         assert all(b <= a * (1 + 1e-12) for a, b in zip(h, h[1:]))       # monotone
         assert fits[s].objective_ == pytest.approx(fits["lbfgs"].objective_, rel=1e-5)
     # plain Alg. 2 with the chain bound: monotone, and it makes progress
     bound = ChainCRF(c2=0.5, solver="bound", max_iter=15, cg_maxiter=20).fit(X, y)
-    h = bound.history_
+    h = bound.solver_result_.trace.objective[1:]
     assert all(b <= a * (1 + 1e-12) for a, b in zip(h, h[1:]))
     assert h[-1] < 0.5 * h[0]
     sgd = ChainCRF(c2=0.5, solver="adagrad", max_iter=20, random_state=0)
@@ -152,6 +152,6 @@ def test_solver_choices_come_from_the_registry_and_sgd_is_adagrad():
     with pytest.raises(ValueError, match="'solver' parameter of ChainCRF"):
         ChainCRF(solver="sample-newton").fit(X, y)
     new = ChainCRF(c2=0.5, solver="adagrad", max_iter=5, random_state=0).fit(X, y)
-    with pytest.warns(FutureWarning, match="now named 'adagrad'"):
+    with pytest.warns(FutureWarning, match="is named 'adagrad'"):
         old = ChainCRF(c2=0.5, solver="sgd", max_iter=5, random_state=0).fit(X, y)
     np.testing.assert_array_equal(old.coef_, new.coef_)

@@ -67,11 +67,11 @@ def test_mixture_converges_on_raw_units(n_classes, seed):
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         est = MixtureOfExperts(2, random_state=seed).fit(X, y)
-    problem = MoEProblem(X, y, 2, "logistic", n_classes=n_classes, reg=est.reg)
+    problem = MoEProblem(X, y, 2, "logistic", n_classes=n_classes, reg=est.alpha)
     f, g = problem.value_and_grad(est._theta)
     assert f == pytest.approx(est.objective_, rel=1e-10)
     n_weights = problem.n_gate + problem.n_coef
-    gu = _unit_gradient(g[:n_weights], X, n_weights // problem.p, 4.0 * est.reg)
+    gu = _unit_gradient(g[:n_weights], X, n_weights // problem.p, 4.0 * est.alpha)
     assert np.max(np.abs(gu)) <= 1e-3 * max(1.0, abs(f)), np.max(np.abs(gu))
 
 
@@ -127,7 +127,7 @@ def test_stochastic_bound_steps_do_not_depend_on_a_column_in_large_units():
     for units in (1e3, 1e9, 1e15):
         X = Z * np.array([1.0, 1.0, 1.0, 1.0, units])
         est = BoundSGDClassifier().fit(X, y)
-        assert est.method_ == "spfb"
+        assert est.solver_ == "spfb"
         fits[units] = (est.objective_, est.predict(X))
     for units in (1e9, 1e15):
         assert fits[units][0] == pytest.approx(fits[1e3][0], rel=1e-4)

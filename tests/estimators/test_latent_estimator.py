@@ -30,7 +30,7 @@ def test_sklearn_contract(estimator, check):
         check(estimator)
 
 
-def test_toy_fit_predict_and_loglik():
+def test_toy_fit_predict_and_objective():
     X, y = _stripes(300, 0)
     Xt, yt = _stripes(300, 1)
     est = LatentLogisticRegression(n_components=2, C=100.0, random_state=0, n_init=2).fit(X, y)
@@ -38,7 +38,14 @@ def test_toy_fit_predict_and_loglik():
     P = est.predict_proba(Xt)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     rows = (np.arange(300), (yt == "b").astype(int))
-    assert est.loglik(Xt, yt) == pytest.approx(np.log(P[rows]).sum())
+    # objective = negative log-likelihood + a penalty that does not depend on the data
+    assert est.objective(X, y) == pytest.approx(est.objective_, rel=1e-12)
+    Ptr = est.predict_proba(X)
+    penalty = est.objective_ + np.log(Ptr[np.arange(300), (y == "b").astype(int)]).sum()
+    assert penalty > 0
+    assert est.objective(Xt, yt) == pytest.approx(-np.log(P[rows]).sum() + penalty, rel=1e-9)
+    with pytest.warns(FutureWarning, match="objective"):
+        assert est.loglik(Xt, yt) == pytest.approx(np.log(P[rows]).sum())
     np.testing.assert_allclose(est.component_weights_.sum(axis=1), 1.0)
     assert est.collapsed_components_ == []
     # one component per class cannot separate the stripes

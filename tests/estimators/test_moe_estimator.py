@@ -32,7 +32,7 @@ def _expected_failures(estimator):
 
 @parametrize_with_checks([MixtureOfExperts(), MixtureOfExperts(expert="linear"),
                           MixtureOfExperts(expert="logistic"),
-                          MixtureOfExperts(expert="linear", method="squarem")],
+                          MixtureOfExperts(expert="linear", solver="squarem")],
                          expected_failed_checks=_expected_failures)
 def test_sklearn_contract(estimator, check):
     with warnings.catch_warnings():
@@ -49,10 +49,11 @@ def _switching_regression(n=400, seed=0):
 
 def test_linear_mixture_beats_one_expert():
     X, y = _switching_regression()
-    one = MixtureOfExperts(n_experts=1).fit(X, y)
-    two = MixtureOfExperts(n_experts=2, n_init=3, random_state=0).fit(X, y)
+    one = MixtureOfExperts(n_components=1).fit(X, y)
+    two = MixtureOfExperts(n_components=2, n_init=3, random_state=0).fit(X, y)
     assert two.score(X, y) > 0.95 > one.score(X, y)
-    assert np.all(np.diff(two.objective_curve_) <= 1e-10 * np.abs(two.objective_curve_[:-1]))
+    curve = two.solver_result_.trace.objective
+    assert np.all(np.diff(curve) <= 1e-10 * np.abs(curve[:-1]))
     assert two.noise_variance_.shape == (2,)
     assert not hasattr(two, "predict_proba")
 
@@ -60,11 +61,11 @@ def test_linear_mixture_beats_one_expert():
 def test_squarem_fits_the_mixture_em_fits():
     """method="squarem": the same two-piece fit as EM, a monotone objective curve."""
     X, y = _switching_regression()
-    em = MixtureOfExperts(n_experts=2, random_state=0).fit(X, y)
-    sq = MixtureOfExperts(n_experts=2, random_state=0, method="squarem").fit(X, y)
-    assert sq.method_ == "squarem" and sq.score(X, y) > 0.95
+    em = MixtureOfExperts(n_components=2, random_state=0).fit(X, y)
+    sq = MixtureOfExperts(n_components=2, random_state=0, solver="squarem").fit(X, y)
+    assert sq.solver_ == "squarem" and sq.score(X, y) > 0.95
     assert sq.objective_ <= em.objective_ + 1e-6 * abs(em.objective_)
-    c = sq.objective_curve_
+    c = sq.solver_result_.trace.objective
     assert np.all(np.diff(c) <= 1e-10 * np.abs(c[:-1]))
 
 
@@ -75,7 +76,7 @@ def test_fixed_noise_and_methods():
     for method, lr in (("gd", 0.05), ("gradient-em", (0.05, 0.5)), ("adam", 0.05)):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = MixtureOfExperts(method=method, learning_rate=lr, noise=0.01, max_iter=50,
+            est = MixtureOfExperts(solver=method, learning_rate=lr, noise=0.01, max_iter=50,
                                    random_state=0).fit(X, y)
         assert est.objective_ >= em.objective_ - 1e-9
 
@@ -86,9 +87,9 @@ def test_inverted_classes_need_two_experts():
     y = (X[:, 1] > 0).astype(int)
     inv = X[:, 0] > 0
     y[inv] = 1 - y[inv]
-    one = MixtureOfExperts(n_experts=1, expert="logistic").fit(X, y)
-    two = MixtureOfExperts(n_experts=2, expert="logistic", n_init=3, random_state=0,
-                           reg=1e-3).fit(X, y)
+    one = MixtureOfExperts(n_components=1, expert="logistic").fit(X, y)
+    two = MixtureOfExperts(n_components=2, expert="logistic", n_init=3, random_state=0,
+                           alpha=1e-3).fit(X, y)
     assert two.score(X, y) > 0.9 and one.score(X, y) < 0.7
     P = two.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
@@ -105,7 +106,7 @@ def test_fitted_mixture_keeps_no_training_rows(classes):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(400, 3))
     y = rng.integers(0, classes, 400)
-    est = MixtureOfExperts(n_experts=2, random_state=0).fit(X, y)
+    est = MixtureOfExperts(n_components=2, random_state=0).fit(X, y)
     for name, value in vars(est._predictor).items():
         assert not (isinstance(value, np.ndarray) and 400 in value.shape), name
     again = pickle.loads(pickle.dumps(est))
@@ -123,30 +124,30 @@ def test_sample_weight_equals_repetition():
 
 def test_errors():
     X, y = _switching_regression(20)
-    with pytest.raises(ValueError, match="'n_experts' parameter .* must be an int"):
-        MixtureOfExperts(n_experts=0).fit(X, y)
+    with pytest.raises(ValueError, match="'n_components' parameter .* must be an int"):
+        MixtureOfExperts(n_components=0).fit(X, y)
     with pytest.raises(ValueError, match="2 samples per expert"):
-        MixtureOfExperts(n_experts=3).fit(X[:5], y[:5])
+        MixtureOfExperts(n_components=3).fit(X[:5], y[:5])
     Xn = X.copy()
     Xn[1, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         MixtureOfExperts().fit(Xn, y)
     with pytest.raises(ValueError, match="1 class"):
         MixtureOfExperts(expert="logistic").fit(X, np.zeros(20, dtype=int))
-    with pytest.raises(ValueError, match="method"):
-        MixtureOfExperts(method="sgd").fit(X, y)
+    with pytest.raises(ValueError, match="solver"):
+        MixtureOfExperts(solver="sgd").fit(X, y)
     with pytest.raises(ValueError, match="learning_rate"):
         MixtureOfExperts(learning_rate=-1.0).fit(X, y)
 
 
-def test_collapsed_experts_are_reported():
+def test_collapsed_components_are_reported():
     # one straight line: a second and third expert have nothing to explain
     rng = np.random.default_rng(0)
     X = rng.normal(size=(100, 1))
     y = 2 * X[:, 0]
     with pytest.warns(UserWarning, match="collapsed"):
-        est = MixtureOfExperts(n_experts=3, random_state=0).fit(X, y)
-    assert est.collapsed_experts_
+        est = MixtureOfExperts(n_components=3, random_state=0).fit(X, y)
+    assert est.collapsed_components_
 
 
 def test_linear_experts_on_wide_data_build_no_columns_by_columns_matrix():
@@ -209,7 +210,7 @@ def test_objective_is_the_likelihood_of_the_attributes(method, expert, weighted)
         sw[:20] = 0.0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        m = MixtureOfExperts(n_experts=3, expert=expert, method=method, reg=1e-3, max_iter=30,
+        m = MixtureOfExperts(n_components=3, expert=expert, solver=method, alpha=1e-3, max_iter=30,
                              random_state=0).fit(X, y, sample_weight=sw)
     assert m.objective_ == pytest.approx(_objective_from_attributes(m, X, y, sw, 1e-3),
                                          rel=1e-9)

@@ -23,7 +23,7 @@ def _data(n_classes=3, t=600, seed=0):
 def _expected(estimator):
     # The low-rank bound depends on the order of its rank-one terms: a weight of 2 and a
     # repeated row stream different terms (the full-curvature methods pass these checks).
-    if estimator.method != "lspfb":
+    if estimator.solver != "lspfb":
         return {}
     return {"check_sample_weight_equivalence_on_dense_data":
             "mini-batch composition differs between weighted and repeated rows",
@@ -33,8 +33,10 @@ def _expected(estimator):
 
 # fit runs no epoch by default (the full-batch finish from zero): max_iter=1 puts the
 # stochastic steps themselves under the contract too
-@parametrize_with_checks([BoundSGDClassifier(), BoundSGDClassifier(method="spfb", max_iter=1),
-                          BoundSGDClassifier(method="lspfb", rank=2, max_iter=1)],
+@parametrize_with_checks([BoundSGDClassifier(),
+                          BoundSGDClassifier(solver="spfb", max_iter=1, random_state=0),
+                          BoundSGDClassifier(solver="lspfb", rank=2, max_iter=1,
+                                             random_state=0)],
                          expected_failed_checks=_expected)
 def test_sklearn_contract(estimator, check):
     check(estimator)
@@ -58,9 +60,11 @@ def test_stochastic_epochs_approach_the_batch_optimum(n_classes):
     X, y = _data(n_classes)
     alpha = 1e-2
     est = BoundSGDClassifier(alpha=alpha, batch_size=100, max_iter=30, decay=20.0,
-                             finish_tol=None).fit(X, y)
+                             finish_tol=None, random_state=0).fit(X, y)
     f_ref, ref = _reference_objective(X, y, alpha)
-    assert est.finish_result_ is None
+    result = est.solver_result_               # the epochs: one trace row per epoch, and J
+    assert result.method == est.solver_ and result.nit == est.n_epochs_ == len(result.trace) - 1
+    assert result.fun == pytest.approx(est.objective_, rel=1e-12)
     assert est.objective_ == pytest.approx(est.objective(X, y))
     assert f_ref <= est.objective_ <= 1.01 * f_ref
     assert (est.predict(X) == ref.predict(X)).mean() > 0.97
@@ -82,7 +86,7 @@ def test_fit_finishes_at_the_batch_optimum(n_classes, weighted):
     f_ref, _ = _reference_objective(X, y, alpha, sw)
     for finish_tol, rtol in ((1e-4, 1e-4), (1e-9, 1e-9)):
         est = BoundSGDClassifier(alpha=alpha, finish_tol=finish_tol).fit(X, y, sw)
-        assert est.finish_result_.converged
+        assert est.solver_result_.converged
         assert est.objective_ == pytest.approx(est.objective(X, y, sw))
         assert f_ref - 1e-9 <= est.objective_ <= f_ref * (1 + rtol)
     if weighted:
@@ -200,13 +204,13 @@ def test_auto_settings_follow_the_shape():
     from zbound.estimators.sgd import auto_batch_size
 
     X, y = _data(3, t=1347)
-    est = BoundSGDClassifier(max_iter=2).fit(X, y)
-    assert est.method_ == "sbm-boehning"
+    est = BoundSGDClassifier(max_iter=2, random_state=0).fit(X, y)
+    assert est.solver_ == "sbm-boehning"
     assert est._sgd_solver.opts["batch_size"] == auto_batch_size(1347) == 135
     assert est._sgd_solver.opts["schedule"] == "constant"
     Xb, yb = _data(2, t=5000)
-    two = BoundSGDClassifier(max_iter=2).fit(Xb, yb)
-    assert two.method_ == "spfb" and two._sgd_solver.opts["batch_size"] == 500
+    two = BoundSGDClassifier(max_iter=2, random_state=0).fit(Xb, yb)
+    assert two.solver_ == "spfb" and two._sgd_solver.opts["batch_size"] == 500
     assert two._sgd_solver.opts["schedule"] == "inverse"
     # the schedule's half-life is in epochs: 0.5 epoch = 5 of the 10 updates of an epoch
     assert two._sgd_solver.opts["decay"] == pytest.approx(0.5 * 10)
@@ -219,7 +223,8 @@ def test_schedule_in_epochs_gives_a_small_data_set_the_same_steps():
 
     X, y = _data(2, t=600)
     for bs in (100, 300):
-        est = BoundSGDClassifier(batch_size=bs, max_iter=1, tol=None, decay=2.0).fit(X, y)
+        est = BoundSGDClassifier(batch_size=bs, max_iter=1, tol=None, decay=2.0,
+                                 random_state=0).fit(X, y)
         solver = est._sgd_solver
         per_epoch = -(-600 // bs)
         # after 4 epochs the step is lr / (1 + 4 / 2) = lr / 3, whatever the batch size
@@ -236,21 +241,22 @@ def test_diverging_fit_says_so():
 
     X, y = _data(3)
     with pytest.warns(ConvergenceWarning, match="diverged"):
-        BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3,
-                           finish_tol=None).fit(X, y)
+        BoundSGDClassifier(learning_rate=50.0, solver="sbm-boehning", max_iter=3,
+                           finish_tol=None, random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
-        with pytest.raises(ValueError, match="lr=1000000.0 is too large"):
-            BoundSGDClassifier(lr=1e6, method="sbm-boehning", max_iter=50, tol=None,
-                               finish_tol=None).fit(X * 1e3, y)
+        with pytest.raises(ValueError, match="learning_rate=1000000.0 is too large"):
+            BoundSGDClassifier(learning_rate=1e6, solver="sbm-boehning", max_iter=50, tol=None,
+                               finish_tol=None, random_state=0).fit(X * 1e3, y)
         with pytest.warns(ConvergenceWarning, match="finish starts from zero"):
-            est = BoundSGDClassifier(lr=1e6, method="sbm-boehning", max_iter=50,
-                                     tol=None).fit(X * 1e3, y)
-    assert est.finish_result_.converged and np.isfinite(est.objective_)
+            est = BoundSGDClassifier(learning_rate=1e6, solver="sbm-boehning", max_iter=50,
+                                     tol=None, random_state=0).fit(X * 1e3, y)
+    assert est.solver_result_.converged and np.isfinite(est.objective_)
     # the full-batch finish brings diverged epochs back to the optimum (from the zero start)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = BoundSGDClassifier(lr=50.0, method="sbm-boehning", max_iter=3).fit(X, y)
+        est = BoundSGDClassifier(learning_rate=50.0, solver="sbm-boehning", max_iter=3,
+                                 random_state=0).fit(X, y)
     f_ref, _ = _reference_objective(X, y, est.alpha)
     # finish_tol = 1e-3 on the gradient: 3e-5 relative here
     assert est.objective_ == pytest.approx(f_ref, rel=1e-4)
@@ -276,19 +282,21 @@ def test_wide_sparse_data_is_fitted_without_a_dense_gram(n_classes):
     X, y = _wide_sparse(k=n_classes)
     assert X.shape[1] > KRON_MAX_WIDTH
     f_ref, _ = _reference_objective(X, y, 1e-2)
-    est = BoundSGDClassifier(alpha=1e-2, max_iter=1).fit(X, y)      # one pass of SPFB steps
-    assert est.method_ == "spfb" and est.n_epochs_ == 1 and est.t_ > 1
+    # one pass of SPFB steps
+    est = BoundSGDClassifier(alpha=1e-2, max_iter=1, random_state=0).fit(X, y)
+    assert est.solver_ == "spfb" and est.n_epochs_ == 1 and est.t_ > 1
     assert est._sgd_solver.opts["cg_maxiter"] == WIDE_CG_MAXITER
     assert f_ref - 1e-9 <= est.objective_ <= f_ref * (1 + 1e-4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)    # 3 epochs: not settled
-        alone = BoundSGDClassifier(alpha=1e-2, finish_tol=None, max_iter=3).fit(X, y)
+        alone = BoundSGDClassifier(alpha=1e-2, finish_tol=None, max_iter=3,
+                                   random_state=0).fit(X, y)
     f_zero = np.log(n_classes)                  # J at theta = 0 (uniform probabilities)
     assert f_ref <= alone.objective_ < f_zero - 0.5 * (f_zero - f_ref)
     # max_iter="auto" runs no epoch: the finish from zero (one pass cost more than it)
     auto = BoundSGDClassifier(alpha=1e-2).fit(X, y)
-    assert auto.n_epochs_ == 0 and auto.t_ == 0 and auto.finish_result_.converged
-    assert auto.n_iter_ == auto.finish_result_.nit >= 1
+    assert auto.n_epochs_ == 0 and auto.t_ == 0 and auto.solver_result_.converged
+    assert auto.n_iter_ == auto.solver_result_.nit >= 1
     assert f_ref - 1e-9 <= auto.objective_ <= f_ref * (1 + 1e-3)      # finish_tol = 1e-3
     stream = BoundSGDClassifier(alpha=1e-2)
     for a in range(0, 300, 50):
@@ -333,10 +341,10 @@ def test_the_finish_from_zero_by_default():
     X, y = load_digits(return_X_y=True)
     X = X / 16.0
     est = BoundSGDClassifier().fit(X, y)
-    assert est.n_epochs_ == 0 and est.t_ == 0 and est.finish_result_.converged
-    assert est.n_iter_ == est.finish_result_.nit >= 1
-    one = BoundSGDClassifier(max_iter=1).fit(X, y)
-    assert one.n_epochs_ == 1 and one.n_iter_ == 1 + one.finish_result_.nit
+    assert est.n_epochs_ == 0 and est.t_ == 0 and est.solver_result_.converged
+    assert est.n_iter_ == est.solver_result_.nit >= 1
+    one = BoundSGDClassifier(max_iter=1, random_state=0).fit(X, y)
+    assert one.n_epochs_ == 1 and one.n_iter_ == 1 + one.solver_result_.nit
     # the same optimum, each to the finish's tol (a gradient test, finish_tol = 1e-3: 1.1e-3
     # and 1.5e-3 above the optimum with OpenBLAS's AVX-512 and AVX2 kernels, one pass first
     # 5.7e-4 and 1.2e-3; at finish_tol = 1e-4, 4e-6 and 2.2e-5)
@@ -347,5 +355,6 @@ def test_the_finish_from_zero_by_default():
     tight = BoundSGDClassifier(finish_tol=1e-4).fit(X, y).objective_
     assert optimum <= tight < est.objective_ and tight == pytest.approx(optimum, rel=1e-4)
     alone = BoundSGDClassifier(finish_tol=None).fit(X, y)
-    assert 1 < alone.n_iter_ == alone.n_epochs_ < 100 and alone.finish_result_ is None
+    assert 1 < alone.n_iter_ == alone.n_epochs_ < 100 and alone.solver_result_.converged
+    assert alone.solver_result_.trace.objective[-1] == pytest.approx(alone.objective_)
     assert est.objective_ < alone.objective_

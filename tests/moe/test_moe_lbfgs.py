@@ -68,17 +68,17 @@ def test_auto_is_a_classifier_for_labels_and_a_regressor_for_reals():
     X, y = class_data(n=400, noise=0.3)
     labels = np.array(["low", "mid", "high"])[y]
     clf = MixtureOfExperts(random_state=0).fit(X, labels)
-    assert clf.expert_ == "logistic" and clf.method_ == "lbfgs"
+    assert clf.expert_ == "logistic" and clf.solver_ == "lbfgs"
     assert set(clf.predict(X)) <= set(labels)
     P = clf.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
     assert clf.score(X, labels) > 0.85          # the flipped classes need two experts
-    one = MixtureOfExperts(n_experts=1).fit(X, labels)
+    one = MixtureOfExperts(n_components=1).fit(X, labels)
     assert one.score(X, labels) < clf.score(X, labels) - 0.1
     ints = MixtureOfExperts(random_state=0).fit(X, y)
     assert ints.expert_ == "logistic"
     np.testing.assert_array_equal(ints.classes_, [0, 1, 2])
     reg = MixtureOfExperts(random_state=0).fit(X, y.astype(float) + 0.5)
-    assert reg.expert_ == "linear" and reg.method_ == "em"
+    assert reg.expert_ == "linear" and reg.solver_ == "em"
     assert not hasattr(reg, "predict_proba")
     assert MixtureOfExperts(expert="linear").fit(X, y).expert_ == "linear"

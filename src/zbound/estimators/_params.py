@@ -9,23 +9,112 @@ never from a table of its own); :func:`fit_method` checks them once, before any 
 
 from __future__ import annotations
 
+import inspect
+import warnings
+from typing import ClassVar
+
 from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Hidden, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from zbound.utils.threads import limit_small_fits
 from zbound.utils.validation import check_score_labels
 
 #: ``stacklevel`` of a warning issued in the body of a method decorated by
-#: :func:`fit_method`: the user's line is three frames up (two wrappers and the method).
-STACKLEVEL = 4
+#: :func:`fit_method`: the user's line is four frames up (three wrappers and the method).
+STACKLEVEL = 5
+
+
+#: the default of a renamed parameter's old name: not given
+DEPRECATED = "deprecated"
+
+
+def renamed(*constraints) -> list:
+    """``_parameter_constraints`` entry of a renamed parameter's old name: its new name's
+    ``constraints`` or the :data:`DEPRECATED` default."""
+    return [Hidden(StrOptions({DEPRECATED})), *constraints]
+
+
+class RenamedParameters:
+    """Parameters that have a new name: ``_renamed_parameters`` maps each old name to its new
+    one. The old name stays in ``__init__`` with the default :data:`DEPRECATED` for one
+    release; given, it takes effect with a ``FutureWarning`` naming the new one (issued by
+    :func:`fit_method`). The estimator reads every renamed parameter through :meth:`_param`.
+    """
+
+    _renamed_parameters: ClassVar[dict[str, str]] = {}
+
+    def _old_name_given(self, new: str) -> str | None:
+        for old, name in self._renamed_parameters.items():
+            value = getattr(self, old)
+            if name == new and not (isinstance(value, str) and value == DEPRECATED):
+                return old
+        return None
+
+    def _param(self, new: str):
+        """The value of parameter ``new``: the old name's where that was given."""
+        old = self._old_name_given(new)
+        return getattr(self, new if old is None else old)
+
+    def _warn_renamed(self) -> None:
+        cls = type(self).__name__
+        defaults = inspect.signature(type(self).__init__).parameters
+        for new in self._renamed_parameters.values():
+            old = self._old_name_given(new)
+            if old is None:
+                continue
+            if getattr(self, new) is not defaults[new].default and \
+                    getattr(self, new) != defaults[new].default:
+                raise ValueError(f"{cls}: {old}={getattr(self, old)!r} and "
+                                 f"{new}={getattr(self, new)!r} are the same parameter; "
+                                 f"pass {new} alone")
+            warnings.warn(f"{cls}: the parameter {old!r} is named {new!r}; {old!r} will be "
+                          f"removed in 0.2", FutureWarning, stacklevel=STACKLEVEL - 1)
+
+
+def renamed_attribute(old: str, new: str) -> property:
+    """A fitted attribute's old name for one release: reading it warns (``FutureWarning``)
+    and returns the new one."""
+
+    def get(self):
+        if not hasattr(self, new):
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {old!r}")
+        warnings.warn(f"{type(self).__name__}.{old} is named {new}; {old} will be removed in "
+                      "0.2", FutureWarning, stacklevel=2)
+        return getattr(self, new)
+
+    return property(get, doc=f"Old name of ``{new}`` (FutureWarning; removed in 0.2).")
+
+
+def progress_printer(name: str):
+    """A solver callback for ``verbose >= 2``: prints each iteration's objective."""
+    count = 0
+
+    def callback(x, f):
+        nonlocal count
+        count += 1
+        print(f"[{name}] iter {count}: objective {f:.12g}")
+        return False
+
+    return callback
 
 
 def fit_method(fit):
     """Decorator for ``fit`` / ``partial_fit``: the parameters are checked once against
     ``_parameter_constraints`` before any work (scikit-learn's ``_fit_context``; a
-    ``partial_fit`` on a fitted estimator skips it), and a small fit runs with one BLAS thread
+    ``partial_fit`` on a fitted estimator skips it), renamed parameters given by their old
+    names warn (:class:`RenamedParameters`), and a small fit runs with one BLAS thread
     (:func:`zbound.utils.threads.limit_small_fits`)."""
-    return limit_small_fits(_fit_context(prefer_skip_nested_validation=True)(fit))
+    checked = _fit_context(prefer_skip_nested_validation=True)(fit)
+
+    def run(self, *args, **kwargs):
+        if isinstance(self, RenamedParameters):
+            self._warn_renamed()
+        return checked(self, *args, **kwargs)
+
+    run.__name__, run.__qualname__, run.__doc__ = fit.__name__, fit.__qualname__, fit.__doc__
+    run.__wrapped__ = fit
+    return limit_small_fits(run)
 
 
 class LabelCheckedClassifier(ClassifierMixin):
@@ -41,4 +130,5 @@ class LabelCheckedClassifier(ClassifierMixin):
         return super().score(X, y, sample_weight=sample_weight)
 
 
-__all__ = ["fit_method", "LabelCheckedClassifier", "STACKLEVEL"]
+__all__ = ["fit_method", "LabelCheckedClassifier", "STACKLEVEL", "DEPRECATED", "renamed",
+           "RenamedParameters", "renamed_attribute", "progress_printer"]

@@ -27,18 +27,21 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
+from zbound.estimators._params import progress_printer
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
 from zbound.solvers.first_order import AdaGrad
+from zbound.solvers.result import Recorder, Result, Status
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
 from zbound.utils.validation import PENALTY, Number, finite_prediction
 
 #: the stochastic fit of ChainCRF itself (AdaGrad epochs, the steps of partial_fit); "sgd" is
-#: its former name
+#: its deprecated name
 STOCHASTIC = ("adagrad", "sgd")
 
 
@@ -51,36 +54,72 @@ def _crf_batch(info) -> bool:
 class ChainCRF(BaseEstimator):
     """Linear-chain conditional random field (first-order transitions), L2-regularized.
 
+    Minimizes CRFsuite's objective, sum_j -log p(y_j | x_j) + c2 ||theta||^2, over the state
+    weights and the transitions.
+
     Parameters
     ----------
-    c2 : float >= 0, L2 strength in CRFsuite's convention (objective NLL + c2 ||theta||^2)
-    solver : "lbfgs-bound" (default: L-BFGS directions, the unit step when it passes Armijo,
-        else a few interpolated lengths, else the chain bound's minimizer along the direction
-        (a last resort, not reached on the bench's corpora); monotone), "bound" (Alg. 2: each
-        step a truncated PCG solve of the chain bound's majorizer; monotone but slow, the bound
-        being 20 to several hundred times the Hessian on real corpora), "newton-bound"
-        (Hessian-free Newton safeguarded by the bound), "lbfgs" (SciPy), any other registered
-        batch method (``zbound.solvers.METHODS``), or "adagrad" (AdaGrad epochs over shuffled
-        mini-batches, the steps of ``partial_fit``; formerly "sgd", still accepted with a
-        FutureWarning)
-    max_iter : iterations (epochs for "adagrad")
-    tol : stationarity tolerance passed to the solver (relative, as ``zbound.minimize``)
-    cg_maxiter : CG products per bound step ("bound"; the majorizer is minimized
-        approximately; any number keeps the iterates monotone)
-    batch_size : sequences per stochastic step ("adagrad" and ``partial_fit``, which cuts each
-        chunk it is given into such mini-batches)
-    learning_rate : AdaGrad step eta: theta -= eta g / sqrt(sum of past g^2) per coordinate,
-        g the mini-batch gradient plus its share of the L2 term
-    n_features : None (learn a vocabulary) or a number of hashed feature columns
-    n_jobs : int or None, threads for forward-backward (None or 1: one, -1: all cores, -2: all
-        but one); 0 is refused
-    random_state : seed for the mini-batch order
+    c2 : float >= 0, default 1.0
+        L2 strength in CRFsuite's (and sklearn-crfsuite's) convention.
+    solver : str, default "lbfgs-bound"
+        "lbfgs-bound": L-BFGS directions, the unit step when it passes Armijo, else a few
+        interpolated lengths, else the chain bound's minimizer along the direction;
+        monotone. "bound": Alg. 2 of Jebara & Choromanska, each step a truncated PCG solve
+        of the chain bound's majorizer; monotone but slow (the bound's curvature is far
+        above the Hessian's on real corpora). "newton-bound": Hessian-free Newton
+        safeguarded by the bound. "lbfgs": SciPy's L-BFGS-B on the same objective. Any other
+        registered batch method (``zbound.solvers.METHODS``), or "adagrad": AdaGrad epochs
+        over shuffled mini-batches, the steps of ``partial_fit``.
+    max_iter : int >= 1, default 100
+        Iterations (epochs for "adagrad").
+    tol : float >= 0, default 1e-6
+        Stationarity tolerance of the batch solvers (relative, as ``zbound.minimize``).
+    cg_maxiter : int >= 1, default 10
+        CG products per bound step ("bound"; any number keeps the iterates monotone).
+    batch_size : int >= 1, default 8
+        Sequences per stochastic step ("adagrad" and ``partial_fit``).
+    learning_rate : float > 0, default 0.3
+        AdaGrad's step eta: theta -= eta g / sqrt(sum of past g^2) per coordinate, g the
+        mini-batch gradient plus its share of the L2 term.
+    n_features : int or None, default None
+        None learns a vocabulary of attributes; a number hashes them into that many columns.
+    n_jobs : int or None, default None
+        Threads for forward-backward (None or 1: one, -1: all cores, -2: all but one).
+    random_state : None, int or Generator, default None
+        The mini-batch order of "adagrad".
+    n_samples_hint : int or None, default None
+        ``partial_fit``: the corpus size, for each mini-batch's share of the L2 term (else
+        the sequences seen so far).
+    verbose : int, default 0
+        1: the solver's result; 2: a line per iteration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of labels
+    state_weights_ : (n_features, n_labels)
+    transitions_ : (n_labels, n_labels), transitions_[a, b] scores label a followed by b
+    coef_ : all weights as one vector (see the property)
+    index_ : attribute vocabulary (dict and tokens input)
+    n_features_in_ : int
+    objective_ : float
+        The objective at the fit.
+    n_iter_ : int
+        Iterations (epochs for "adagrad") of ``fit``.
+    solver_result_ : :class:`zbound.solvers.Result`
+        The fit's result, its trace one row per iteration (per epoch for "adagrad").
+    n_seen_, n_updates_ : int
+        Sequences seen and AdaGrad steps taken by ``partial_fit``.
+
+    Notes
+    -----
+    ``fit`` takes no ``sample_weight``: the chain kernels sum sequences unweighted (as
+    CRFsuite and sklearn-crfsuite do).
     """
 
     def __init__(self, c2: float = 1.0, solver: str = "lbfgs-bound", max_iter: int = 100,
                  tol: float = 1e-6, cg_maxiter: int = 10, batch_size: int = 8,
                  learning_rate: float = 0.3, n_features: int | None = None, n_jobs=None,
-                 random_state=None, n_samples_hint: int | None = None):
+                 random_state=None, n_samples_hint: int | None = None, verbose: int = 0):
         self.c2 = c2
         self.solver = solver
         self.max_iter = max_iter
@@ -92,6 +131,7 @@ class ChainCRF(BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.n_samples_hint = n_samples_hint
+        self.verbose = verbose
 
     # ------------------------------------------------------------------ input handling
     _parameter_constraints: dict = {
@@ -109,6 +149,7 @@ class ChainCRF(BaseEstimator):
                    Number(Integral, None, -1, closed="right")],
         "random_state": ["random_state"],
         "n_samples_hint": [None, Number(Integral, 1, None, closed="left")],
+        "verbose": [Number(Integral, 0, None, closed="left")],
     }
 
     def _matrices(self, X, grow: bool):
@@ -190,16 +231,11 @@ class ChainCRF(BaseEstimator):
         n_seen = len(lengths)
         del M, lengths, yi              # the objective holds its own (reordered) copy of M
         x0 = np.zeros(obj.n_params)
-        self.history_ = []
-        def cb(x, f):
-            self.history_.append(f)
         if self.solver in STOCHASTIC:
             if self.solver == "sgd":
-                warnings.warn("solver='sgd' is AdaGrad and is now named 'adagrad'; 'sgd' will "
-                              "be removed", FutureWarning, stacklevel=3)
-            theta = self._sgd(obj, x0)
-            self.n_iter_ = self.max_iter
-            self.objective_ = obj.value(theta)
+                warnings.warn("ChainCRF: solver='sgd' is named 'adagrad'; 'sgd' will be "
+                              "removed in 0.2", FutureWarning, stacklevel=3)
+            theta, res = self._sgd(obj, x0)
         else:
             opts = {}
             if self.solver == "bound":
@@ -207,15 +243,22 @@ class ChainCRF(BaseEstimator):
             elif self.solver == "newton-bound":
                 opts = dict(inner="cg")
             elif self.solver == "lbfgs-bound":
-                # curvature pairs in float32 (the direction in float64): on full CoNLL-2000
-                # (1.77 M parameters) 141 MB instead of 283 MB, same iterations (151 / 150)
+                # curvature pairs in float32 (the direction in float64): half the memory of
+                # the pairs on a corpus of millions of parameters, the same iterations
                 opts = dict(precision="single")
+            callback = progress_printer("ChainCRF") if self.verbose >= 2 else None
             res = minimize(obj, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
-                           callback=cb, **opts)
+                           callback=callback, **opts)
             theta = res.x
-            self.n_iter_ = res.nit
-            self.objective_ = res.fun
-            self.status_ = res.status
+            if not res.converged:
+                warnings.warn(f"ChainCRF (solver={self.solver!r}) did not converge in "
+                              f"max_iter={self.max_iter} iterations ({res.message}); increase "
+                              "max_iter or raise tol", ConvergenceWarning, stacklevel=3)
+        if self.verbose >= 1:
+            print(f"[ChainCRF] {res!r}")
+        self.solver_result_ = res
+        self.n_iter_ = int(res.nit)
+        self.objective_ = float(res.fun)
         self._set_coef(theta)
         self.n_updates_ = 0
         self.n_seen_ = n_seen
@@ -242,12 +285,15 @@ class ChainCRF(BaseEstimator):
         return new
 
     def _sgd(self, obj, theta):
+        """AdaGrad epochs from theta: (theta, a Result with one trace row per epoch)."""
         rng = np.random.default_rng(self.random_state)
         loss = obj.loss
         n = loss.n_samples
         theta = theta.copy()
         self.adagrad_ = np.zeros_like(theta)
-        for _ in range(self.max_iter):
+        recorder = Recorder()
+        recorder.record(obj.value(theta), np.nan, 0)
+        for epoch in range(self.max_iter):
             perm = rng.permutation(n)
             for s in range(0, n, self.batch_size):
                 seqs = perm[s:s + self.batch_size]
@@ -258,8 +304,15 @@ class ChainCRF(BaseEstimator):
                 raise ValueError(f"ChainCRF: the objective left float64's range after an "
                                  f"AdaGrad epoch; learning_rate={self.learning_rate} is too "
                                  "large for this data")
-            self.history_.append(f)
-        return theta
+            recorder.record(f, np.nan, epoch + 1)
+            if self.verbose >= 2:
+                print(f"[ChainCRF] epoch {epoch + 1}: objective {f:.12g}")
+        # AdaGrad has no stopping test: it runs its epochs, converged or not
+        result = Result(x=theta.copy(), fun=float(recorder.last_objective), converged=False,
+                        message=Status.MAX_ITER.message, nit=int(self.max_iter),
+                        n_evals=int(self.max_iter), method="adagrad", trace=recorder.trace(),
+                        status=Status.MAX_ITER)
+        return theta, result
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None):
@@ -378,3 +431,21 @@ class ChainCRF(BaseEstimator):
                 hit += a == b
                 tot += 1
         return hit / tot
+
+    @property
+    def history_(self) -> list:
+        """Old name of ``solver_result_.trace.objective`` (FutureWarning; removed in 0.2)."""
+        if not hasattr(self, "solver_result_"):
+            raise AttributeError("'ChainCRF' object has no attribute 'history_'")
+        warnings.warn("ChainCRF.history_ is solver_result_.trace.objective; history_ will be "
+                      "removed in 0.2", FutureWarning, stacklevel=2)
+        return list(self.solver_result_.trace.objective[1:])
+
+    @property
+    def status_(self):
+        """Old name of ``solver_result_.status`` (FutureWarning; removed in 0.2)."""
+        if not hasattr(self, "solver_result_"):
+            raise AttributeError("'ChainCRF' object has no attribute 'status_'")
+        warnings.warn("ChainCRF.status_ is solver_result_.status; status_ will be removed in "
+                      "0.2", FutureWarning, stacklevel=2)
+        return self.solver_result_.status

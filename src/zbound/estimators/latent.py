@@ -23,7 +23,12 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from zbound.estimators._params import STACKLEVEL, LabelCheckedClassifier, fit_method
+from zbound.estimators._params import (
+    STACKLEVEL,
+    LabelCheckedClassifier,
+    fit_method,
+    progress_printer,
+)
 from zbound.models.base import LatentLikelihood
 from zbound.models.latent import latent_objective
 from zbound.models.loss import check_design_magnitude, check_sample_weight
@@ -72,17 +77,12 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         so that n_components = 1 is ``LogisticRegression(C=C)``'s model for any number of
         classes (offsets penalized too): a binary logistic regression has one weight vector
         w, the latent softmax two per component, theta_1 = -theta_0 = w / 2 at the optimum,
-        and 1/C ||theta||^2 = ||w||^2 / (2C) there. (With 1/(2C) a binary latent model was
-        regularized half as much as ``LogisticRegression`` at the same C: on breast_cancer
-        it scored 0.9754 against 0.9789 in 5-fold cross-validation, 0.9789 with the
-        matched penalty.) ``np.inf`` fits the unregularized
+        and 1/C ||theta||^2 = ||w||^2 / (2C) there. ``np.inf`` fits the unregularized
         likelihood (the paper's lambda = 0), which is unbounded on data the components can
         separate: the fit then stops on ``tol`` / ``max_iter`` with growing weights.
     solver : str, default "auto"
-        "auto" runs "lbfgs-bound" (L-BFGS directions, safeguarded by the quadratic bound) on
-        every shape: on scaled digits (1347 x 64, 10 classes) it took 3.6x one
-        ``LogisticRegression`` fit where "squarem" took over 1000x and "newton-bound" 7x, to
-        the same objective at tol = 1e-6 (measured in docs/latent.md). The others: "bound"
+        "auto" runs "lbfgs-bound" (L-BFGS directions, safeguarded by the quadratic bound), the
+        fastest on every shape measured (the guide's latent page). The others: "bound"
         (Alg. 2: minimize the quadratic bound, Jensen on the numerator + Alg. 1 on the
         denominator, every step),
         "squarem" (the same bound steps, SQUAREM-accelerated and still monotone),
@@ -92,10 +92,8 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     tol : float >= 0, default 1e-4
         Stop when the gradient's inf-norm is <= tol * max(1, abs(J)) or when one iteration
         decreases J by <= 1e-3 * tol * max(1, abs(J)). 1e-4 (``BoundLogisticRegression``'s
-        default) left J within 2.2e-4 of where 1e-6 stops (relative; 4e-7 to 1.1e-5 on
-        scaled breast_cancer, wine, digits and a 5000 x 50 two-class set, 2.2e-4 on a 3000 x
-        40 set with 20 classes), the same accuracy within 0.2 points, in 0.30-0.78x the
-        time (the 5000 x 50 set: 93 -> 43 ms; one BLAS thread, 2026-11-28).
+        default) leaves J within about 2e-4 (relative) of where 1e-6 stops, at the same
+        accuracy.
     max_iter : int >= 1, default 1000
     n_init : int >= 1, default 1
         Random starts; the fit with the lowest objective is kept.
@@ -103,6 +101,11 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         Standard deviation of the random start (parameters "close to 0"; exactly 0 would leave
         the components of a class identical forever).
     random_state : None, int or RandomState
+    warm_start : bool, default False
+        Start from the fitted ``coef_`` and ``intercept_`` (same classes, features and
+        n_components) instead of ``n_init`` random starts.
+    verbose : int, default 0
+        1: the solver's result; 2: a line per iteration.
 
     Attributes
     ----------
@@ -121,7 +124,7 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     """
 
     def __init__(self, n_components=2, C=1.0, solver="auto", tol=1e-4, max_iter=1000,
-                 n_init=1, init_scale=0.1, random_state=None):
+                 n_init=1, init_scale=0.1, random_state=None, warm_start=False, verbose=0):
         self.n_components = n_components
         self.C = C
         self.solver = solver
@@ -130,6 +133,8 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         self.n_init = n_init
         self.init_scale = init_scale
         self.random_state = random_state
+        self.warm_start = warm_start
+        self.verbose = verbose
 
     _parameter_constraints: dict = {
         "n_components": [Number(Integral, 1, None, closed="left")],
@@ -140,6 +145,8 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         "n_init": [Number(Integral, 1, None, closed="left")],
         "init_scale": [INIT_SCALE],
         "random_state": ["random_state"],
+        "warm_start": ["boolean"],
+        "verbose": [Number(Integral, 0, None, closed="left")],
     }
 
     def _check_params(self):
@@ -182,14 +189,23 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         opts = {}
         if method in ("bound", "squarem", "newton-bound"):
             opts["ftol"] = 1e-3 * float(self.tol)
+        starts = [float(self.init_scale) * rng.standard_normal(model.n_params)
+                  for _ in range(int(self.n_init))]
+        if self.warm_start and hasattr(self, "coef_") and \
+                self.coef_.shape == (classes.size, M, X.shape[1]) and \
+                np.array_equal(self.classes_, classes):
+            starts = [np.concatenate([self.coef_ * scale, self.intercept_[:, :, None]],
+                                     axis=2).ravel()]
+        callback = progress_printer("LatentLogisticRegression") if self.verbose >= 2 else None
         best = None
         with np.errstate(over="ignore", under="ignore"):
-            for _ in range(int(self.n_init)):
-                x0 = float(self.init_scale) * rng.standard_normal(model.n_params)
+            for x0 in starts:
                 res = minimize(model, x0, method=method, tol=float(self.tol),
-                               max_iter=int(self.max_iter), **opts)
+                               max_iter=int(self.max_iter), callback=callback, **opts)
                 if best is None or res.fun < best.fun:
                     best = res
+        if self.verbose >= 1:
+            print(f"[LatentLogisticRegression] {best!r}")
         if not best.converged:
             warnings.warn(f"LatentLogisticRegression (solver={self.solver!r}) did not converge "
                           f"in max_iter={self.max_iter} iterations ({best.message})."
@@ -242,8 +258,34 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         idx = np.argmax(self.predict_log_proba(X), axis=1)
         return self.classes_[idx]
 
+    def objective(self, X, y, sample_weight=None) -> float:
+        """The objective ``fit`` minimizes, at the fitted weights on (X, y): the (weighted)
+        negative latent conditional log-likelihood plus the penalty (``objective_`` on the
+        training data)."""
+        check_is_fitted(self)
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=False,
+                             reset=False)
+        sw = check_sample_weight(sample_weight, X.shape[0])
+        classes = self.classes_
+        idx = np.searchsorted(classes, y)
+        if np.any(idx >= classes.size) or np.any(classes[np.minimum(idx, classes.size - 1)]
+                                                 != y):
+            raise ValueError("y has labels the model was not fitted on")
+        K, M = self._model_shape
+        reg = 0.0 if np.isinf(self.C) else 1.0 / float(self.C)
+        if K == 2:
+            reg *= 2.0
+        model = latent_objective(X, idx.astype(np.intp), M, reg, K, sw)
+        theta = np.concatenate([self.coef_, self.intercept_[:, :, None]], axis=2).ravel()
+        with np.errstate(over="ignore", under="ignore"):
+            return float(model.value(theta))
+
     def loglik(self, X, y) -> float:
-        """Latent conditional log-likelihood sum_j log p(y_j | x_j) of labelled data."""
+        """Old form of ``-objective(X, y)`` without the penalty: the latent conditional
+        log-likelihood sum_j log p(y_j | x_j) (FutureWarning; removed in 0.2)."""
+        warnings.warn("LatentLogisticRegression.loglik will be removed in 0.2; objective(X, y) "
+                      "is the minimized objective (negative log-likelihood plus penalty)",
+                      FutureWarning, stacklevel=2)
         lp = self.predict_log_proba(X)
         y = np.asarray(y)
         idx = np.searchsorted(self.classes_, y)
@@ -251,4 +293,3 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
                 idx, self.classes_.size - 1)] != y):
             raise ValueError("y has labels the model was not fitted on")
         return float(lp[np.arange(lp.shape[0]), idx].sum())
-

@@ -5,6 +5,7 @@ See :mod:`zbound.moe` for the model and the algorithms, and ``docs/moe.md``.
 
 from __future__ import annotations
 
+import dataclasses
 import numbers
 import warnings
 from numbers import Integral, Real
@@ -19,7 +20,15 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils._tags import ClassifierTags, RegressorTags
 from sklearn.utils.validation import check_is_fitted
 
-from zbound.estimators._params import STACKLEVEL, fit_method
+from zbound.estimators._params import (
+    DEPRECATED,
+    STACKLEVEL,
+    RenamedParameters,
+    fit_method,
+    progress_printer,
+    renamed,
+    renamed_attribute,
+)
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.moe.em import MSTEPS
 from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
@@ -68,15 +77,10 @@ def expert_for(y) -> str:
 
 
 def method_for(expert: str) -> str:
-    """What ``method="auto"`` runs: "lbfgs" for logistic experts, "em" for linear ones.
-
-    Measured on one BLAS thread (2-core AMD EPYC, 2026-11-27; ``docs/moe.md``): on scaled
-    digits with k = 2 / 4 logistic experts, L-BFGS on the marginal likelihood reached sklearn's
-    gradient tolerance in 4x / 7x one ``LogisticRegression`` fit, where 200 EM iterations
-    (each k + 1 weighted logistic fits) took 530x / 920x and ended at a higher objective. With
-    linear experts the M-step is closed form and EM wins: on diabetes and a piecewise-linear
-    problem EM took 1x-8x less time than L-BFGS for the same or better objective.
-    """
+    """What ``solver="auto"`` runs: "lbfgs" for logistic experts (an EM iteration is k + 1
+    weighted logistic fits, and L-BFGS on the marginal likelihood needs far fewer passes),
+    "em" for linear ones (the M-step is closed form; the guide's mixtures page has the
+    measurements)."""
     return "lbfgs" if expert == "logistic" else "em"
 
 
@@ -89,9 +93,8 @@ _MAX_TARGET = 1e150
 def _single_logistic(problem: MoEProblem) -> np.ndarray:
     """(m, p): one logistic expert fitted to all the data (its penalty, the problem's sample
     weights), by the solver ``BoundLogisticRegression`` runs on this shape, to its default
-    tol: a start, perturbed before use, needs no tighter fit. (An exact M-step with every
-    responsibility on one expert, tol 1e-6, also fitted the gate and the empty experts:
-    59 of a 237 ms fit of 4 experts on 15 000 x 50 binary rows, 2026-11-28.)"""
+    tol: a start, perturbed before use, needs no tighter fit (an exact M-step with every
+    responsibility on one expert would also fit the gate and the empty experts)."""
     from zbound.estimators.logistic import auto_fit
     from zbound.models.loss import SoftmaxLoss
     from zbound.models.objective import Objective
@@ -106,10 +109,10 @@ def _single_logistic(problem: MoEProblem) -> np.ndarray:
     return result.x.reshape(problem.m, problem.p)
 
 
-class MixtureOfExperts(BaseEstimator):
-    """Mixture of ``n_experts`` linear or logistic experts with a softmax gate on x.
+class MixtureOfExperts(RenamedParameters, BaseEstimator):
+    """Mixture of ``n_components`` linear or logistic experts with a softmax gate on x.
 
-    Maximizes the (weighted) log-likelihood minus ``reg / 2 * ||weights||^2`` (intercepts not
+    Maximizes the (weighted) mean log-likelihood minus ``alpha / 2 * ||weights||^2`` (intercepts not
     penalized); see :mod:`zbound.moe.model`. With ``expert="linear"`` it is a regressor
     (Gaussian experts, one noise variance per expert, fitted or fixed), with
     ``expert="logistic"`` a classifier (softmax experts; binary problems use the binary
@@ -118,27 +121,30 @@ class MixtureOfExperts(BaseEstimator):
 
     Parameters
     ----------
-    n_experts : int >= 1, default 2
+    n_components : int >= 1, default 2
+        Number of experts.
     expert : {"auto", "linear", "logistic"}, default "auto"
         "auto": "logistic" when y holds class labels (any dtype but floating point), "linear"
         when y is floating point. The choice is ``expert_``. Until it is fitted, an
         ``expert="auto"`` estimator reports the tags of a regressor.
     noise : None or float > 0, default None
         None fits each linear expert's noise variance; a number fixes it (the paper: 1).
-    reg : float >= 0, default 1e-4
-        L2 strength on the mean objective. Keeps a separable gate or expert finite. The
-        linear experts' weights are penalized in units of y's root mean square
-        (reg / 2 ``||w / rms(y)||^2``), so the fit does not depend on the units of y.
-    method : {"auto", "em", "squarem", "lbfgs", "gradient-em", "gd", "adam"}, default "auto"
+    alpha : float >= 0, default 1e-4
+        L2 strength on the mean objective (``SGDClassifier``'s convention). Keeps a separable
+        gate or expert finite. The linear experts' weights are penalized in units of y's root
+        mean square (alpha / 2 ``||w / rms(y)||^2``), so the fit does not depend on the units
+        of y.
+    solver : {"auto", "em", "squarem", "lbfgs", "gradient-em", "gd", "adam"}, default "auto"
         "auto": "lbfgs" (quasi-Newton on the marginal likelihood) for logistic experts, "em"
-        for linear ones (:func:`method_for`). The choice is ``method_``. "squarem": EM
-        accelerated by SQUAREM, monotone; with linear experts 2-3x faster than "em" where EM
-        crawls, but it may settle in another local optimum (docs/moe.md); with logistic
-        experts it can speed into experts collapsing onto no data, whose M-steps are slow.
-    mstep : EM's M-step solver, {"newton-bound", "bound", "squarem", "gd"}, default
-        "newton-bound" (the library's bound-safeguarded Newton; "gd" the paper's inner loop)
+        for linear ones (:func:`method_for`). The choice is ``solver_``. "squarem": EM
+        accelerated by SQUAREM, monotone; with linear experts faster than "em" where EM
+        crawls, but it may settle in another local optimum; with logistic experts it can
+        speed into experts collapsing onto no data, whose M-steps are slow.
+    m_step : {"newton-bound", "bound", "squarem", "gd"}, default "newton-bound"
+        EM's M-step solver: the library's bound-safeguarded Newton, or "gd", the paper's
+        inner gradient loop.
     learning_rate : float, or (experts, gate) pair for "gradient-em"; default 1.0
-        Step size of the first-order methods (and of the inner loop of ``mstep="gd"``).
+        Step size of the first-order methods (and of the inner loop of ``m_step="gd"``).
     max_iter : int >= 1, default 200
     tol : None or float >= 0, default None
         "lbfgs": stop when the gradient's inf-norm is <= tol * max(1, abs(objective)) (default
@@ -152,6 +158,11 @@ class MixtureOfExperts(BaseEstimator):
     init_scale : float >= 0, default 1.0
         Spread of the random start (gate weights and the experts' perturbations around a single
         fitted expert), in units of 1 / (std(x) sqrt(d)).
+    verbose : int, default 0
+        1: each start's result; 2: a line per iteration too.
+    n_experts, reg, method, mstep : deprecated
+        The old names of ``n_components``, ``alpha``, ``solver`` and ``m_step``
+        (FutureWarning; removed in 0.2).
 
     Attributes
     ----------
@@ -163,7 +174,7 @@ class MixtureOfExperts(BaseEstimator):
     classes_ : (n_classes,) (logistic experts)
     objective_ : float, the objective at the fitted attributes, to rounding::
 
-            sum_i v_i * -log sum_j g_j(x_i) p_j(y_i | x_i) + reg / 2 * penalty
+            sum_i v_i * -log sum_j g_j(x_i) p_j(y_i | x_i) + alpha / 2 * penalty
 
         with v = sample_weight / sum(sample_weight) (1 / n without weights); g(x) the
         softmax of ``[0, gate_coef_ @ x + gate_intercept_]``; p_j the Gaussian density with
@@ -172,18 +183,28 @@ class MixtureOfExperts(BaseEstimator):
         penalty = ``||gate_coef_||^2 + ||coef_||^2`` (logistic) or ``||gate_coef_||^2 +
         ||coef_||^2 / rms(y)^2`` with rms(y) = sqrt(sum_i v_i y_i^2) (linear).
     n_iter_ : int, iterations of the kept start
-    objective_curve_ : objective after every iteration of the kept start
-    collapsed_experts_ : tuple of experts left with less than one sample's responsibility (or at
-        the noise-variance floor); a warning names them
+    solver_ : str, the solver run ("auto" resolved)
+    solver_result_ : :class:`zbound.solvers.Result` of the kept start (its ``fun`` and
+        ``trace.objective`` in the units of ``objective_``)
+    collapsed_components_ : tuple of experts left with less than one sample's responsibility
+        (or at the noise-variance floor); a warning names them
     expert_mass_ : (k,) share of the data each expert is responsible for
     """
 
-    def __init__(self, n_experts=2, expert="auto", noise=None, reg=1e-4, method="auto",
-                 mstep="newton-bound", learning_rate=1.0, max_iter=200, tol=None, n_init=1,
-                 fit_intercept=True, random_state=None, init_scale=1.0):
-        self.n_experts = n_experts
+    _renamed_parameters = {"n_experts": "n_components", "reg": "alpha", "method": "solver",
+                           "mstep": "m_step"}
+
+    def __init__(self, n_components=2, expert="auto", noise=None, alpha=1e-4, solver="auto",
+                 m_step="newton-bound", learning_rate=1.0, max_iter=200, tol=None, n_init=1,
+                 fit_intercept=True, random_state=None, init_scale=1.0, verbose=0,
+                 n_experts=DEPRECATED, reg=DEPRECATED, method=DEPRECATED, mstep=DEPRECATED):
+        self.n_components = n_components
         self.expert = expert
         self.noise = noise
+        self.alpha = alpha
+        self.solver = solver
+        self.m_step = m_step
+        self.n_experts = n_experts
         self.reg = reg
         self.method = method
         self.mstep = mstep
@@ -194,6 +215,7 @@ class MixtureOfExperts(BaseEstimator):
         self.fit_intercept = fit_intercept
         self.random_state = random_state
         self.init_scale = init_scale
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -207,12 +229,16 @@ class MixtureOfExperts(BaseEstimator):
 
     # -- checks ---------------------------------------------------------------------------------
     _parameter_constraints: dict = {
-        "n_experts": [Number(Integral, 1, None, closed="left")],
+        "n_components": [Number(Integral, 1, None, closed="left")],
         "expert": [StrOptions(Choices("auto", *EXPERTS))],
         "noise": [None, Number(Real, 0, np.inf, closed="neither")],
-        "reg": [PENALTY],
-        "method": [StrOptions(Choices("auto", *METHODS))],
-        "mstep": [StrOptions(MSTEPS)],
+        "alpha": [PENALTY],
+        "solver": [StrOptions(Choices("auto", *METHODS))],
+        "m_step": [StrOptions(MSTEPS)],
+        "n_experts": renamed(Number(Integral, 1, None, closed="left")),
+        "reg": renamed(PENALTY),
+        "method": renamed(StrOptions(Choices("auto", *METHODS))),
+        "mstep": renamed(StrOptions(MSTEPS)),
         "learning_rate": [Number(Real, 0, np.inf, closed="neither"), tuple, list],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [None, Number(Real, 0, np.inf, closed="left")],
@@ -220,6 +246,7 @@ class MixtureOfExperts(BaseEstimator):
         "fit_intercept": ["boolean"],
         "random_state": ["random_state"],
         "init_scale": [Number(Real, 0, SCALE_MAX, closed="both")],
+        "verbose": [Number(Integral, 0, None, closed="left")],
     }
 
     def _check_params(self):
@@ -241,13 +268,14 @@ class MixtureOfExperts(BaseEstimator):
         logistic = expert == "logistic"
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not logistic)
         self.expert_ = expert
-        self.method_ = method_for(expert) if self.method == "auto" else self.method
+        solver = self._param("solver")
+        self.solver_ = method_for(expert) if solver == "auto" else solver
         # the objective weighs rows over the weights' sum: their scale is free
         sw = relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         if sw is not None and not sw.sum() > 0:
             raise ValueError("MixtureOfExperts: every sample_weight is zero: nothing to fit")
         n = X.shape[0] if sw is None else int(np.count_nonzero(sw))
-        k = int(self.n_experts)
+        k = int(self._param("n_components"))
         if n < 2 * k:
             raise ValueError(f"a mixture of k={k} experts needs at least 2 samples per expert; "
                              f"got {n} sample(s) with non-zero weight (n_samples = {n})")
@@ -284,21 +312,23 @@ class MixtureOfExperts(BaseEstimator):
         # the standardized fit, reported converged). u: column_units, the ridge against a
         # logistic column's curvature s^2 / 4 in the mean objective.
         check_design_magnitude(X, sw)          # the loss's own range check, before scaling
-        units = column_units(X, sw, 4.0 * float(self.reg))
+        units = column_units(X, sw, 4.0 * float(self._param("alpha")))
         problem = MoEProblem(X / units, target, k, expert,
                              n_classes=len(self.classes_) if logistic else None,
-                             sample_weight=sw, reg=float(self.reg), noise=noise,
+                             sample_weight=sw, reg=float(self._param("alpha")), noise=noise,
                              fit_intercept=self.fit_intercept, units=units)
         rng = check_random_state(self.random_state)
         best = None
         for _ in range(self.n_init):
             theta0 = self._start(problem, rng)
             fit = self._run(problem, theta0, lr)
+            if self.verbose:
+                print(f"[MixtureOfExperts] {fit!r}")
             if best is None or fit.fun < best.fun:
                 best = fit
         self._store(problem, best)
         if not best.converged and not best.info.get("diverged", False):
-            warnings.warn(f"MixtureOfExperts ({self.method_}) did not converge in max_iter="
+            warnings.warn(f"MixtureOfExperts ({self.solver_}) did not converge in max_iter="
                           f"{self.max_iter} iterations." + scaling_hint(X, sw),
                           ConvergenceWarning,
                           stacklevel=STACKLEVEL)
@@ -306,8 +336,8 @@ class MixtureOfExperts(BaseEstimator):
             warnings.warn(f"the objective became non-finite with learning_rate={self.learning_rate}"
                           "; the last finite iterate is kept", ConvergenceWarning,
                           stacklevel=STACKLEVEL)
-        if self.collapsed_experts_:
-            warnings.warn(f"experts {list(self.collapsed_experts_)} collapsed (responsibility "
+        if self.collapsed_components_:
+            warnings.warn(f"experts {list(self.collapsed_components_)} collapsed (responsibility "
                           "for less than one sample, or noise variance at its floor); fewer "
                           "experts may fit as well", UserWarning, stacklevel=STACKLEVEL)
         return self
@@ -347,17 +377,18 @@ class MixtureOfExperts(BaseEstimator):
     def _run(self, problem, theta0, lr):
         """The registered method "moe-<method>" with the options it takes: the M-step solver
         and its inner step (EM), one step size, or the (experts, gate) pair."""
-        cls = solver_class(_PREFIX + self.method_)
-        given = {"mstep": self.mstep, "inner_lr": float(lr[0]), "lr": float(lr[0]),
+        cls = solver_class(_PREFIX + self.solver_)
+        given = {"mstep": self._param("m_step"), "inner_lr": float(lr[0]), "lr": float(lr[0]),
                  "lr_experts": float(lr[0]), "lr_gate": float(lr[1])}
         opts = {k: v for k, v in given.items() if k in cls.options}
-        if self.method_ == "lbfgs":
+        if self.solver_ == "lbfgs":
             tol = DEFAULT_TOL["gradient"] if self.tol is None else float(self.tol)
             stop = {"tol": tol, "ftol": 2.2e-9}
         else:
             tol = DEFAULT_TOL["decrease"] if self.tol is None else float(self.tol)
             stop = {"tol": 0.0, "ftol": tol}
-        solver = cls(max_iter=int(self.max_iter), **stop, **opts)
+        callback = progress_printer("MixtureOfExperts") if self.verbose >= 2 else None
+        solver = cls(max_iter=int(self.max_iter), callback=callback, **stop, **opts)
         return solver.run(problem, theta0)
 
     def _store(self, problem, fit):
@@ -383,8 +414,11 @@ class MixtureOfExperts(BaseEstimator):
         self._theta = problem.pack(P.gate, P.coef, P.log_var if problem.fit_var else None)
         self.objective_ = float(fit.fun) + shift
         self.n_iter_ = int(fit.nit)
-        self.objective_curve_ = np.asarray(fit.trace.objective) + shift
-        self.collapsed_experts_ = tuple(fit.info.get("collapsed", ()))
+        self.solver_result_ = dataclasses.replace(
+            fit, x=self._theta.copy(), jac=None, fun=self.objective_,
+            trace=dataclasses.replace(fit.trace, objective=np.asarray(fit.trace.objective)
+                                      + shift))
+        self.collapsed_components_ = tuple(fit.info.get("collapsed", ()))
         R = problem.responsibilities(fit.x)
         self.expert_mass_ = problem.expert_mass(R)
         self._predictor = _strip(problem)
@@ -431,6 +465,18 @@ class MixtureOfExperts(BaseEstimator):
             check_score_labels(self.classes_, y)
             return accuracy_score(y, self.predict(X), sample_weight=sample_weight)
         return r2_score(y, self.predict(X), sample_weight=sample_weight)
+
+    method_ = renamed_attribute("method_", "solver_")
+    collapsed_experts_ = renamed_attribute("collapsed_experts_", "collapsed_components_")
+
+    @property
+    def objective_curve_(self):
+        """Old name of ``solver_result_.trace.objective`` (FutureWarning; removed in 0.2)."""
+        if not hasattr(self, "solver_result_"):
+            raise AttributeError("'MixtureOfExperts' object has no attribute 'objective_curve_'")
+        warnings.warn("MixtureOfExperts.objective_curve_ is solver_result_.trace.objective; "
+                      "objective_curve_ will be removed in 0.2", FutureWarning, stacklevel=2)
+        return self.solver_result_.trace.objective
 
 
 def _rms(y: np.ndarray, sample_weight) -> float:

@@ -17,6 +17,7 @@ See ``docs/stochastic.md``.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import warnings
 from numbers import Integral, Real
 
@@ -28,11 +29,20 @@ from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
-from zbound.estimators._params import STACKLEVEL, LabelCheckedClassifier, fit_method
+from zbound.estimators._params import (
+    DEPRECATED,
+    STACKLEVEL,
+    LabelCheckedClassifier,
+    RenamedParameters,
+    fit_method,
+    renamed,
+    renamed_attribute,
+)
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import solver_class
 from zbound.solvers.base import MethodNames
+from zbound.solvers.result import Recorder, Result, Status
 from zbound.solvers.stochastic import KRON_MAX_WIDTH
 from zbound.utils.validation import (
     POSITIVE_PENALTY,
@@ -47,38 +57,30 @@ from zbound.utils.validation import (
 )
 
 _SCHEDULES = ("constant", "inverse")
-# what the estimator passes to its method (rank and lowrank_rule where the method takes them)
-_OPTIONS = ("lr", "schedule", "decay", "batch_size", "refresh")
+# what the estimator passes to its method, by the method's option names (rank and
+# lowrank_rule where the method takes them)
+_OPTIONS = {"lr": "learning_rate", "schedule": "schedule", "decay": "decay",
+            "batch_size": "batch_size", "refresh": "refresh"}
 #: method="auto" takes Boehning's curvature for three or more classes up to this many columns
 #: (its (d, d) factor), SPFB's Alg. 1 curvature otherwise
 AUTO_BOEHNING_MAX_D = 2048
 #: batch_size="auto": an epoch of at least this many updates, batches of 100 to 1000 rows
 AUTO_UPDATES_PER_EPOCH = 10
 #: partial_fit: a chunk of fewer rows takes that fraction of a step and of the schedule's
-#: time (the smallest automatic batch). Measured (binary, 3000 rows, 6 features): one-row
-#: chunks reached accuracy 0.70 with a full step each (SGDClassifier 0.92); 10-row chunks 0.89
+#: time (the smallest automatic batch): a full step on a few rows overshoots
 PARTIAL_FIT_FULL_ROWS = 100
 #: partial_fit, refresh="auto": a bound every this many chunks. The stream's curvature is an
-#: average (running Gram, or SPFB's averaged bounds), which one chunk moves little. Measured
-#: (50 000 x 50 binary stream, chunks of 1000 / 100 rows): 0.050 / 0.329 s every chunk,
-#: 0.034 / 0.251 s every 4 (SGDClassifier 0.039 / 0.292 s), accuracy 0.8185 / 0.8186
+#: average (running Gram, or SPFB's averaged bounds), which one chunk moves little
 STREAM_REFRESH = 4
 #: the full-batch finish's iteration limit (``finish_tol``; BoundLogisticRegression's max_iter)
 FINISH_MAX_ITER = 1000
-#: max_iter="auto": epochs of fit before the full-batch finish: none. As a warm start one
-#: pass never paid for itself (one BLAS thread, 2026-11-28, whole fit with the pass / from
-#: zero): breast_cancer 4.9 / 3.3 ms, digits 26 / 21 ms, 5000 x 20 binary 7.3 / 3.6 ms,
-#: 50 000 x 50 x 5 0.14 / 0.11 s, 10^6 x 20 binary 0.77 / 0.30 s, 500 000 x 50 x 5 1.44 /
-#: 1.02 s, tf-idf rows 20 000 x 30 000 with 2 / 5 classes 0.062 / 0.016 s and 0.29 / 0.12 s;
-#: the same optimum. The pass saved the finish 4-5 of 15-21 iterations, and cost more ...
+#: max_iter="auto": epochs of fit before the full-batch finish: none (as a warm start, a
+#: stochastic pass never paid for its own cost; the guide's stochastic page has the table)
 AUTO_EPOCHS_FINISHED = 0
 #: ... and without it (finish_tol=None), where tol usually stops the epochs first
 AUTO_EPOCHS = 100
 #: PCG iterations of an SPFB step on designs wider than KRON_MAX_WIDTH (Jacobi-preconditioned
-#: there). Measured (tf-idf rows 20 000 x 30 000, one pass then the finish, one BLAS thread):
-#: 2 classes 0.08 s with 5 against 0.155 s with 20 (SGDClassifier 0.035 s), 5 classes 0.37
-#: against 0.70 s (SGDClassifier 0.17 s), the same optimum; the epochs alone reached a lower
-#: objective per epoch with fewer iterations (a truncated solve of a thin batch curvature)
+#: there): a truncated solve of a thin batch's curvature is enough
 WIDE_CG_MAXITER = 5
 
 
@@ -89,11 +91,6 @@ def auto_method(n_classes: int, n_features: int) -> str:
     Jaakkola-Jordan curvature of one weight vector is one weighted Gram, as cheap as
     Boehning's and tight where the model is confident) and for wider data.
 
-    Measured (one BLAS thread, 2-core AMD EPYC, 2026-11-27, ``zbound bench estimators``): on
-    scaled digits (10 classes) "sbm-boehning" in 20 epochs of 135 rows reached 5-fold
-    accuracy 0.960 in 0.09 s, "spfb" (20 epochs of 1000 rows, the earlier default) 0.957 in
-    0.64 s, ``SGDClassifier`` 0.945 in 0.26 s; on Adult (two classes) "spfb" stopped by
-    ``tol`` reached 0.851 in 0.14 s where "sbm-boehning" stayed at 0.841.
     """
     if n_classes > 2 and n_features + 1 <= AUTO_BOEHNING_MAX_D:
         return "sbm-boehning"
@@ -132,92 +129,94 @@ def _same_options(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k] == b[k] for k in a if k != "batch_size")
 
 
-class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
+class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimator):
     """L2 logistic regression by stochastic bound majorization; ``fit`` and ``partial_fit``.
 
     Parameters
     ----------
     alpha : float > 0, default 1e-4
-        L2 strength: alpha/2 ``||coef_||^2`` added to the *mean* log-loss (SGDClassifier's alpha).
-        The sum convention of BoundLogisticRegression has C = 1 / (alpha T).
+        L2 strength: alpha/2 ``||coef_||^2`` added to the *mean* log-loss (SGDClassifier's
+        alpha). ``BoundLogisticRegression``'s C = 1 / (alpha n_samples) is the same problem.
     fit_intercept : bool, default True
-    method : {"auto", "spfb", "lspfb", "sbm", "sbm-boehning", ...}, default "auto"
-        "spfb": SGB Alg. 2 (the Alg. 1 curvature of the batch); "lspfb": SGB Alg. 4 (low-rank,
-        ``rank``, ``lowrank_rule``); "sbm": the slides' mini-batch SBM (constant step);
-        "sbm-boehning": bound steps with Boehning's fixed-form curvature (the running mean of
-        the batches' Gram matrices). "auto" (:func:`auto_method`): "sbm-boehning" for three
-        or more classes up to 2047 features, else "spfb". The choice is ``method_``.
-    lr : float > 0, default 1.0
-        eta_0; 1 is the majorizer's own step.
+    solver : {"auto", "spfb", "lspfb", "sbm", "sbm-boehning", ...}, default "auto"
+        "spfb": Alg. 2 of Wang & Choromanska (the Alg. 1 curvature of the batch); "lspfb":
+        their Alg. 4 (low-rank, ``rank``, ``lowrank_rule``); "sbm": mini-batch bound
+        majorization with a constant step; "sbm-boehning": bound steps with Boehning's
+        fixed curvature (the running mean of the batches' Gram matrices). "auto"
+        (:func:`auto_method`): "sbm-boehning" for three or more classes up to 2047 features,
+        else "spfb". The choice is ``solver_``.
+    learning_rate : float > 0, default 1.0
+        The initial step eta_0; 1 is the majorizer's own step.
     schedule : {"auto", "constant", "inverse"}, default "auto"
-        eta = lr, or lr / (1 + e / decay) at e epochs into ``fit`` (after e x the updates
-        of an epoch; in ``partial_fit``, e counts chunks). "auto": the method's own
-        ("inverse" for "spfb" and "lspfb", "constant" for "sbm" and "sbm-boehning").
+        eta = learning_rate, or learning_rate / (1 + e / decay) at e epochs into ``fit`` (in
+        ``partial_fit``, e counts chunks). "auto": "inverse" for "spfb" and "lspfb",
+        "constant" for "sbm" and "sbm-boehning".
     decay : float > 0, default 0.5
-        The "inverse" schedule's half-life: epochs of ``fit`` (chunks of ``partial_fit``)
-        after which the step is halved. (In epochs, not updates: a small data set of few
-        batches is not starved of steps.)
+        The "inverse" schedule's half-life in epochs of ``fit`` (chunks of ``partial_fit``).
     batch_size : int or "auto", default "auto"
         Rows per mini-batch in ``fit`` (``partial_fit`` takes each chunk as one batch).
         "auto" (:func:`auto_batch_size`): ceil(rows / 10) between 100 and 1000.
     max_iter : int or "auto", default "auto"
-        Most epochs of ``fit`` (``tol`` may stop it first: digits after about 23, Adult
-        after 5). "auto": ``AUTO_EPOCHS_FINISHED`` = 0 with the full-batch finish
-        (``finish_tol``): ``fit`` is then the finish from zero, and ``partial_fit`` goes on
-        stochastically from its optimum. ``AUTO_EPOCHS`` = 100 for the epochs alone. A
-        pass before the finish (an online pass, then L-BFGS: Agarwal et al. 2014) was a
-        faster start than the epochs to ``tol``, but never faster than no pass, at the same
-        optimum (one BLAS thread, whole fit with one pass / without): breast_cancer 4.9 /
-        3.3 ms, 50 000 x 50 with 5 classes 0.14 / 0.11 s, 10^6 x 20 binary 0.77 / 0.30 s,
-        tf-idf rows 20 000 x 30 000 with 5 classes 0.29 / 0.12 s. ``max_iter=1`` runs the
-        pass.
+        Most epochs of ``fit`` (``tol`` may stop it first). "auto": none before the
+        full-batch finish (``finish_tol``; as a warm start, epochs never paid for their own
+        cost), 100 without it.
     tol : float >= 0 or None, default 1e-3
-        ``fit`` stops once ``n_iter_no_change`` epochs in a row each lower J by less than
+        The epochs stop once ``n_iter_no_change`` epochs in a row each lower J by less than
         tol * max(1, abs(J)); None: run all ``max_iter`` epochs.
     n_iter_no_change : int >= 1, default 2
     finish_tol : float > 0 or None, default 1e-3
-        ``fit`` only: once the epochs stop, converge from where they stopped by the full-batch
-        solver ``BoundLogisticRegression`` runs on this shape, to its stopping rule (the
-        gradient's inf-norm of the summed objective <= finish_tol * max(1, abs(J_sum))): the
-        stochastic epochs are the warm start, the batch solver the precision (online pass, then
-        L-BFGS: Agarwal et al. 2014). 1e-3, ``SGDClassifier``'s default tol, leaves J within
-        about 1e-3 of the optimum (relative; 1e-5 where Newton steps finish, 1.1e-3 on scaled
-        digits, 6e-3 on KMNIST) and saves up to half the fit's time on nearly separable data
-        (digits 24 -> 15 ms, KMNIST 1.27 -> 0.66 s, breast_cancer one Newton step of 10, the
-        same accuracy within 0.2 points); 1e-4 is ``BoundLogisticRegression``'s default and
-        reaches J within about 2e-5. Stochastic bound steps approach the optimum slowly where
-        the bound is loose (nearly separable data): on digits the epochs stop at J = 0.043
-        against the optimum 0.021, and 300 epochs reach only 0.026. None: the epochs alone
-        (the papers' stochastic method). ``partial_fit`` never finishes (it sees one chunk).
+        ``fit`` only: once the epochs stop, converge from there with the full-batch solver
+        ``BoundLogisticRegression`` runs on this shape, until the gradient's inf-norm of the
+        summed objective is <= finish_tol * max(1, abs(J_sum)) (an online pass, then a batch
+        solver, as Agarwal et al. 2014). 1e-3, ``SGDClassifier``'s default tol, leaves J
+        within about 1e-3 of the optimum (relative); 1e-4 within about 2e-5. None: the epochs
+        alone (the papers' stochastic method), which approach the optimum slowly where the
+        bound is loose (nearly separable data). ``partial_fit`` never finishes.
     rank : int, default 10
         Rank of the low-rank curvature ("lspfb").
     lowrank_rule : {"exact", "sgb", "paper"}, default "exact"
+        How "lspfb" keeps its low-rank factor ("paper": the update as printed, which is not
+        a bound; see the guarantees page).
     refresh : int or "auto", default "auto"
-        Rebuild the bound every ``refresh`` updates (1: every update, as the papers).
-        "auto": 1 in ``fit``; in ``partial_fit``, every ``STREAM_REFRESH`` chunks of at
-        least ``PARTIAL_FIT_FULL_ROWS`` rows (the curvature is the average over the stream,
-        which one such chunk moves little), every smaller chunk (a bound of a few rows used
-        for several steps sent one-row streams astray: accuracy 0.57 against 0.86).
-    random_state : int or None, default 0
-        Shuffling of the rows in ``fit``.
+        Rebuild the bound every ``refresh`` updates (1: every update, as the papers). "auto":
+        1 in ``fit``; in ``partial_fit`` every 4 chunks of at least 100 rows (the curvature
+        is an average over the stream, which one chunk moves little), every smaller chunk.
+    warm_start : bool, default False
+        ``fit`` starts from the fitted ``coef_`` and ``intercept_`` (same classes and
+        features) instead of zero.
+    verbose : int, default 0
+        1: a line per epoch and the finish's result.
+    random_state : None, int or Generator, default None
+        Shuffling of the rows in ``fit`` (None: a fresh shuffle every fit).
+    method, lr : deprecated
+        The old names of ``solver`` and ``learning_rate`` (FutureWarning; removed in 0.2).
 
     Attributes
     ----------
-    ``classes_``, ``coef_`` ((1, d) for two classes, else (n_classes, d)), ``intercept_``,
-    ``n_features_in_``, ``n_epochs_`` (epochs of the last ``fit``), ``n_iter_`` (its epochs
-    plus the iterations of its full-batch finish, ``finish_result_.nit``), t_ (updates so
-    far; a ``fit`` that ran no epoch leaves the step schedule where one epoch would have),
-    ``method_`` (the method run: "auto" resolved),
-    ``objective_`` (J at the end of ``fit`` on its data; None after ``partial_fit``),
-    ``finish_result_`` (the :class:`zbound.solvers.Result` of ``fit``'s full-batch finish;
-    None without one)
+    classes_ : (n_classes,)
+    coef_ : (1, n_features) for two classes, else (n_classes, n_features)
+    intercept_ : (1,) or (n_classes,)
+    n_features_in_ : int
+    n_epochs_ : int
+        Epochs of the last ``fit``.
+    n_iter_ : int
+        Its epochs plus the iterations of its full-batch finish.
+    t_ : int
+        Updates so far (``fit`` and ``partial_fit``).
+    solver_ : str
+        The solver run ("auto" resolved).
+    objective_ : float or None
+        J at the end of ``fit`` on its data; None after ``partial_fit``.
+    solver_result_ : :class:`zbound.solvers.Result`
+        The last ``fit``: its full-batch finish, or with ``finish_tol=None`` the epochs (one
+        trace row per epoch); objectives in the mean form of ``objective_``.
     """
 
     _parameter_constraints: dict = {
         "alpha": [POSITIVE_PENALTY],
         "fit_intercept": ["boolean"],
-        "method": [StrOptions(MethodNames(_bound_step, also=("auto",)))],
-        "lr": [Number(Real, 0, np.inf, closed="neither")],
+        "solver": [StrOptions(MethodNames(_bound_step, also=("auto",)))],
+        "learning_rate": [Number(Real, 0, np.inf, closed="neither")],
         "schedule": [StrOptions(Choices("auto", *_SCHEDULES))],
         "decay": [Number(Real, 0, np.inf, closed="neither")],
         "batch_size": [Number(Integral, 1, None, closed="left"), StrOptions({"auto"})],
@@ -228,15 +227,23 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         "rank": [Number(Integral, 1, None, closed="left")],
         "lowrank_rule": [StrOptions(Choices("exact", "sgb", "paper"))],
         "refresh": [Number(Integral, 1, None, closed="left"), StrOptions({"auto"})],
+        "warm_start": ["boolean"],
+        "verbose": [Number(Integral, 0, None, closed="left")],
         "random_state": [None, Integral, np.random.Generator],
+        "method": renamed(StrOptions(MethodNames(_bound_step, also=("auto",)))),
+        "lr": renamed(Number(Real, 0, np.inf, closed="neither")),
     }
+    _renamed_parameters = {"method": "solver", "lr": "learning_rate"}
 
-    def __init__(self, alpha=1e-4, fit_intercept=True, method="auto", lr=1.0,
+    def __init__(self, alpha=1e-4, fit_intercept=True, solver="auto", learning_rate=1.0,
                  schedule="auto", decay=0.5, batch_size="auto", max_iter="auto", tol=1e-3,
                  n_iter_no_change=2, finish_tol=1e-3, rank=10, lowrank_rule="exact",
-                 refresh="auto", random_state=0):
+                 refresh="auto", warm_start=False, verbose=0, random_state=None,
+                 method=DEPRECATED, lr=DEPRECATED):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.learning_rate = learning_rate
         self.method = method
         self.lr = lr
         self.schedule = schedule
@@ -249,12 +256,19 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         self.rank = rank
         self.lowrank_rule = lowrank_rule
         self.refresh = refresh
+        self.warm_start = warm_start
+        self.verbose = verbose
         self.random_state = random_state
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
+
+    @property
+    def _rate(self):
+        """``learning_rate`` as given (by its old name ``lr`` too), for messages."""
+        return self._param("learning_rate")
 
     # -- settings --------------------------------------------------------------------------------
     def _solver(self, n_classes: int, n_features: int, updates_per_epoch: int = 1,
@@ -264,9 +278,11 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         ``stream``: for ``partial_fit``. ``reuse``: a configured solver returned as it is
         where its settings differ at most in the batch size (a chunk of ``partial_fit`` is
         its own batch, and its state carries over), with no new one configured."""
-        method = auto_method(n_classes, n_features) if self.method == "auto" else self.method
+        method = self._param("solver")
+        if method == "auto":
+            method = auto_method(n_classes, n_features)
         cls = solver_class(method)
-        opts = {name: getattr(self, name) for name in _OPTIONS}
+        opts = {name: self._param(param) for name, param in _OPTIONS.items()}
         if opts["schedule"] == "auto":
             opts["schedule"] = cls.options["schedule"]
         opts["decay"] = float(self.decay) * max(1, int(updates_per_epoch))
@@ -354,7 +370,7 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         if state.status.name == "FAILED" or not np.isfinite(state.x).all():
             raise StepsDiverged(f"BoundSGDClassifier: the stochastic steps left float64's "
                                 f"range ({state.message or 'non-finite weights'}); "
-                                f"lr={self.lr} is too large for this data")
+                                f"learning_rate={self._rate} is too large for this data")
         return state.x
 
     # -- fitting ---------------------------------------------------------------------------------
@@ -372,8 +388,14 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         p = k * (X.shape[1] + bool(self.fit_intercept))
         T = X.shape[0]
         bs = auto_batch_size(T) if self.batch_size == "auto" else int(self.batch_size)
-        solver, self.method_ = self._solver(classes.size, X.shape[1], -(-T // bs), bs)
-        state = solver.init(None, np.zeros(p))
+        solver, self.solver_ = self._solver(classes.size, X.shape[1], -(-T // bs), bs)
+        x0 = np.zeros(p)
+        if self.warm_start and hasattr(self, "coef_") and \
+                self._theta().size == p and np.array_equal(getattr(self, "_fit_classes", []),
+                                                           classes):
+            x0 = self._theta()
+        state = solver.init(None, x0)
+        recorder = Recorder()
         max_iter = self._epochs()
         f_start = 0.0
         if max_iter:
@@ -384,6 +406,7 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
             rng = None if self.random_state is None else \
                 np.random.default_rng(self.random_state)
             f_start = full.value(state.x)
+            recorder.record(f_start, np.nan, 0)
         f_prev = f = f_start
         epochs = stalled = 0
         for _ in range(max_iter):
@@ -399,8 +422,8 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
                     f = full.value(state.x)
                 if not np.isfinite(f):
                     raise StepsDiverged(f"BoundSGDClassifier: the objective became {f} after "
-                                        f"epoch {epochs + 1}; lr={self.lr} is too large for "
-                                        "this data")
+                                        f"epoch {epochs + 1}; learning_rate={self._rate} "
+                                        "is too large for this data")
             except StepsDiverged:
                 if self.finish_tol is None:
                     raise
@@ -409,17 +432,22 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
                 state.x = np.zeros_like(state.x)
                 epochs += 1
                 warnings.warn(f"BoundSGDClassifier: the stochastic steps diverged in epoch "
-                              f"{epochs} (lr={self.lr} too large?); the full-batch finish "
-                              "starts from zero", ConvergenceWarning, stacklevel=STACKLEVEL)
+                              f"{epochs} (learning_rate={self._rate} too large?); the "
+                              "full-batch finish starts from zero", ConvergenceWarning,
+                              stacklevel=STACKLEVEL)
                 break
             epochs += 1
+            recorder.record(f, np.nan, epochs)
+            if self.verbose:
+                print(f"[BoundSGDClassifier] epoch {epochs}: objective {f:.10g}")
             if self.tol is not None:
                 stalled = stalled + 1 if f_prev - f <= self.tol * max(1.0, abs(f)) else 0
                 if stalled >= int(self.n_iter_no_change):
                     break
             f_prev = f
-        self.finish_result_ = None
+        self.solver_result_ = None
         finished = None                     # J at the finish's minimizer
+        settled = self.tol is not None and stalled >= int(self.n_iter_no_change)
         if self.finish_tol is not None:
             # from the better of the epochs' end and the zero start: where the epochs ended
             # above it (noise where the optimum is near zero, or a step far too large) the
@@ -431,7 +459,7 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         elif f > f_start:
             warnings.warn(f"BoundSGDClassifier: the objective rose from {f_start:.6g} at the "
                           f"zero start to {f:.6g} after {epochs} epochs: the steps diverged "
-                          f"(lr={self.lr} too large?)", ConvergenceWarning,
+                          f"(learning_rate={self._rate} too large?)", ConvergenceWarning,
                           stacklevel=STACKLEVEL)
         elif self.tol is not None and stalled < int(self.n_iter_no_change):
             warnings.warn(f"BoundSGDClassifier: max_iter={max_iter} epochs reached before "
@@ -439,6 +467,11 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
                           ConvergenceWarning, stacklevel=STACKLEVEL)
         if self.finish_tol is None:
             self._set_theta(state.x)
+            status = Status.FTOL if settled else Status.MAX_ITER
+            self.solver_result_ = Result(
+                x=state.x.copy(), fun=f, converged=settled, message=status.message,
+                nit=epochs, n_evals=epochs, method=self.solver_, trace=recorder.trace(),
+                status=status)
         else:
             state.x = self._theta()          # partial_fit goes on from the finished point
             if not epochs:
@@ -449,8 +482,9 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
                 state.clock = float(-(-T // bs))
         self._sgd_solver, self._sgd_state = solver, state
         self.n_epochs_ = epochs
-        self.n_iter_ = epochs + (0 if self.finish_result_ is None else
-                                 int(self.finish_result_.nit))
+        self._fit_classes = classes
+        self.n_iter_ = epochs + (0 if self.finish_tol is None else
+                                 int(self.solver_result_.nit))
         self.t_ = int(state.t)
         self.objective_ = finished if finished is not None else \
             self._mean_objective(X, y_idx.astype(np.intp, copy=False), sw)
@@ -466,7 +500,7 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         """``finish_tol``: minimize J from theta with the full-batch solver
         ``BoundLogisticRegression`` runs on this shape, on the summed form of J (its minimizer:
         sum_j s_j log-loss_j + (alpha sum_j s_j) / 2 ||W||^2), to its stopping rule. Sets
-        ``finish_result_``; returns the minimizer and J there (the mean form, from the summed
+        ``solver_result_``; returns the minimizer and J there (the mean form, from the summed
         form's value: no second pass over the rows)."""
         from zbound.estimators.logistic import auto_fit
 
@@ -474,12 +508,18 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         model = self._objective(X, y_idx.astype(np.intp, copy=False), sw, total)
         with np.errstate(over="ignore", under="ignore"):
             _, result = auto_fit(model, theta, self.finish_tol, FINISH_MAX_ITER)
-        self.finish_result_ = result
+        mean = _without_centering(model, result.x, result.fun) / total
+        # reported in the mean form, as objective_ (the centering term is zero at the minimizer)
+        self.solver_result_ = dataclasses.replace(
+            result, fun=mean, trace=dataclasses.replace(
+                result.trace, objective=result.trace.objective / total))
+        if self.verbose:
+            print(f"[BoundSGDClassifier] finish: {result!r}")
         if not result.converged:
             warnings.warn(f"BoundSGDClassifier: the full-batch finish ({result.method}) did "
                           f"not converge in {FINISH_MAX_ITER} iterations ({result.message})",
                           ConvergenceWarning, stacklevel=STACKLEVEL + 1)
-        return result.x, _without_centering(model, result.x, result.fun) / total
+        return result.x, mean
 
     @fit_method
     def partial_fit(self, X, y, classes=None, sample_weight=None):
@@ -533,7 +573,8 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
             raise
         self._set_theta(theta)
         self._sgd_solver, self._sgd_state = solver, state
-        self.method_ = method
+        self.solver_ = method
+        self._fit_classes = all_classes
         self.t_ = int(state.t)
         if first:
             self.n_iter_ = self.n_epochs_ = 0
@@ -587,3 +628,6 @@ class BoundSGDClassifier(LabelCheckedClassifier, BaseEstimator):
         scores = self.decision_function(X)
         idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
         return self.classes_[idx]
+
+    method_ = renamed_attribute("method_", "solver_")
+    finish_result_ = renamed_attribute("finish_result_", "solver_result_")

@@ -114,7 +114,7 @@ def run_moe(ctx, cfg: Config) -> None:
         makers = {"sklearn-logistic": LogisticRegression}
         for method in cfg.moe_methods:
             key = "zbound-moe" + ("" if method is None else f"-{method}")
-            kw = {} if method is None else {"method": method}
+            kw = {} if method is None else {"solver": method}
             makers[key] = lambda kw=kw, k=k: MixtureOfExperts(k, random_state=0, **kw)
         timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg,
                         cfg.memory)
