@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import zbound
 
@@ -48,3 +49,18 @@ sphinx_gallery_conf = {
     "remove_config_comments": True,
     "plot_gallery": os.environ.get("ZBOUND_DOCS_PLOT", "True"),
 }
+
+
+def _performance_pages() -> None:
+    """The performance pages: each suite's report written again from the records of its
+    latest run (``docs/bench/SUITE.json.gz``, from ``zbound bench SUITE --quick``), as
+    ``zbound report`` writes it, with the machine and date of the run."""
+    from zbound.bench.report import render
+
+    out = Path(__file__).parent / "generated" / "performance"
+    out.mkdir(parents=True, exist_ok=True)
+    for path in sorted((Path(__file__).parent / "bench").glob("*.json.gz")):
+        render(path, out)
+
+
+_performance_pages()

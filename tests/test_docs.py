@@ -26,13 +26,29 @@ def _entries() -> dict[str, set[str]]:
     return out
 
 
+#: a registry, not a constant: users look methods up in it
+REGISTRIES = {"METHODS"}
+
+
+def _constant(name: str) -> bool:
+    return re.fullmatch(r"[A-Z][A-Z0-9_]*", name) is not None and name not in REGISTRIES
+
+
 @pytest.mark.parametrize("package", PACKAGES)
 def test_every_public_name_has_an_api_entry(package):
+    """Every public function and class; constants (thresholds, tables) stay out of the
+    curated reference."""
     documented = set().union(*_entries().values())
-    missing = sorted(set(importlib.import_module(package).__all__) - documented)
+    public = {n for n in importlib.import_module(package).__all__ if not _constant(n)}
+    missing = sorted(public - documented)
     if package == "zbound.estimators":            # documented under zbound, where users meet them
         missing = sorted(set(missing) - _entries()["zbound"])
     assert not missing, f"{package}: no API entry for {missing}"
+
+
+def test_the_reference_lists_no_constants():
+    listed = sorted(n for names in _entries().values() for n in names if _constant(n))
+    assert not listed, listed
 
 
 def test_top_level_names_are_documented_once():
@@ -40,3 +56,52 @@ def test_top_level_names_are_documented_once():
 
     documented = set().union(*_entries().values())
     assert set(zbound.__all__) <= documented
+
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+#: pages that are not the guide: the release notes, and the performance pages (generated from
+#: bench records when the site is built)
+NOT_GUIDE = {"changelog.md", "performance.md"}
+#: what a page that speaks of the library as it is never says: dates of runs, versions of an
+#: algorithm, development passes, before/now comparisons, internal paper labels
+DIARY = [r"\b20\d\d-[01]\d-[0-3]\d\b", r"\bVersion \d", r"\b(second|third|fourth|fifth) pass\b",
+         r"\bpaper 00\d\b", r"\b(zbound|the) before\b", r"\bbefore / now\b",
+         r"\bthe earlier default\b", r"\bused to (be|take|give|return)\b", r"\bformerly\b",
+         r"\bno longer\b", r"\bsince this version\b"]
+
+
+def _guide() -> dict[str, str]:
+    pages = {p.name: p.read_text() for p in DOCS.glob("*.md") if p.name not in NOT_GUIDE}
+    pages["api.rst"] = API
+    return pages
+
+
+def test_the_guide_is_at_most_25000_words():
+    words = sum(len(text.split()) for text in _guide().values())
+    assert 5000 < words <= 25_000, words
+
+
+@pytest.mark.parametrize("pattern", DIARY)
+def test_the_guide_tells_no_history(pattern):
+    hits = [f"{name}: {m.group(0)!r}" for name, text in _guide().items()
+            for m in re.finditer(pattern, text, flags=re.I)]
+    assert not hits, hits
+
+
+def test_every_guide_page_is_in_a_toctree():
+    index = (DOCS / "index.md").read_text()
+    listed = set(re.findall(r"^([a-z][\w-]*)$", index, flags=re.M))
+    pages = {p.stem for p in DOCS.glob("*.md")} - {"index"}
+    assert pages <= listed, pages - listed
+
+
+def test_the_performance_pages_have_records():
+    """Every suite page of the site is generated from records of a run kept in docs/bench."""
+    from zbound.bench.records import read_suite
+
+    paths = sorted((DOCS / "bench").glob("*.json.gz"))
+    assert paths
+    for path in paths:
+        doc = read_suite(path)
+        assert doc["suite"] == path.name.removesuffix(".json.gz")
+        assert doc["records"] and doc["machine"].get("date")

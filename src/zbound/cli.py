@@ -175,6 +175,26 @@ def _bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def _report(args: argparse.Namespace) -> int:
+    if not _bench_extra("report"):
+        return 2
+    from zbound.bench.report import render
+
+    out = Path(args.out)
+    if not _writable(out, "report"):
+        return 2
+    before = _snapshot(out)
+    for path in args.records:
+        try:
+            render(path, out)
+        except (ValueError, TypeError) as exc:     # not a SUITE.json of the contract
+            print(f"zbound report: {path}: not records written by 'zbound bench' ({exc})",
+                  file=sys.stderr)
+            return 2
+    _print_written(out, before)
+    return 0
+
+
 def _data(args: argparse.Namespace) -> int:
     from zbound.datasets import remote as F
 
@@ -266,6 +286,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="output directory (default bench-out)")
     bench.add_argument("--no-progress", action="store_true", help="no progress bars")
     bench.set_defaults(func=_bench)
+
+    report = sub.add_parser(
+        "report", help="write the report of saved benchmark records again",
+        description=textwrap.fill(
+            "Write DIR/SUITE.md and its PNG plots again from the records of a run "
+            "(SUITE.json, or SUITE.json.gz), as 'zbound bench' wrote them: the suite's own "
+            "sections, then every method table, with the machine and date of the run.", 79))
+    report.add_argument("records", nargs="+", metavar="SUITE.json",
+                        help="records written by 'zbound bench'")
+    report.add_argument("--out", default="bench-out", metavar="DIR",
+                        help="output directory (default bench-out)")
+    report.set_defaults(func=_report)
 
     data = sub.add_parser(
         "data", help="list or download the benchmark data sets",

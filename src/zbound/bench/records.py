@@ -461,7 +461,14 @@ def validate_doc(doc: Any, duplicates: str | None = None) -> list[BenchRecord]:
 
 
 def read_suite(path: str | os.PathLike, duplicates: str | None = None) -> dict[str, Any]:
-    """Load ``SUITE.json`` and check it against the contract (raises as :func:`validate_doc`)."""
-    doc = json.loads(Path(path).read_text())
+    """Load ``SUITE.json`` (or a gzipped ``SUITE.json.gz``) and check it against the contract
+    (raises as :func:`validate_doc`)."""
+    path = Path(path)
+    if path.suffix == ".gz":
+        import gzip
+
+        doc = json.loads(gzip.decompress(path.read_bytes()).decode())
+    else:
+        doc = json.loads(path.read_text())
     validate_doc(doc, duplicates)
     return doc

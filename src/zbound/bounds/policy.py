@@ -3,8 +3,7 @@
 Solvers that run preconditioned CG on a sequence of curvatures (Newton or bound steps of one
 fit) hold a :class:`PreconditionerPolicy` and ask it for a preconditioner; which form it
 builds follows from the curvature's shape (rows, class blocks, block size, sparsity) and the
-memory budget of :func:`zbound.bounds.preconditioners.block_budget`. The measurements behind
-each rule are in docs/solvers.md.
+memory budget of :func:`zbound.bounds.preconditioners.block_budget`.
 """
 
 from __future__ import annotations
@@ -47,7 +46,7 @@ def eigen_fits(H) -> bool:
     over at least b rows once the m (b, b) blocks pass ``BLOCKS_MAX_ELEMS`` (8 MB) and while
     the (b, b) eigenvectors fit in ``EIGEN_MAX_ELEMS``: one (b, b) array instead of m, and
     refreshes about m b / 2 times cheaper. Below that size the exact blocks stay (they took
-    fewer products on the measured problems; docs/solvers.md)."""
+    fewer products on the measured problems)."""
     shape = block_shape(H)
     if shape is None:
         return False

@@ -389,7 +389,7 @@ def eigen_block_preconditioner(Q: np.ndarray, factors, extra: np.ndarray):
     products), the setup one Gram matrix and one ``eigh``. On KMNIST (2000 x 785) truncated
     Newton to a 1e-8 target needed 167 products with it, 176 with exact class blocks, 371
     unpreconditioned; a rank-k basis (k = 32 ... 300) with Jacobi on its complement needed
-    275-459 (measured, docs/solvers.md). None for sparse X."""
+    275-459. None for sparse X."""
     m, b = extra.shape
     if any(sp.issparse(f[0]) for f in factors):
         return None

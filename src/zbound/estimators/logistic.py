@@ -172,7 +172,7 @@ def _method_options(model, method: str, precision: str = "auto") -> dict:
     """The estimator's options for ``method`` on ``model``: the evaluation precision of an
     L-BFGS method that can evaluate in float32 (``precision="auto"``: where it pays,
     :func:`_auto_evaluation`), and 40 curvature pairs for "lbfgs-precond", not the solver's
-    80 for small p (the pairs would be the fit's largest arrays; docs/estimators.md: memory
+    80 for small p (the pairs would be the fit's largest arrays: memory
     within 2x scikit-learn's), handing over to Newton steps after
     :func:`zbound.solvers.quasi_newton.precond_tail_switch` evaluations."""
     options = {}
@@ -242,25 +242,18 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     fit_intercept : bool, default True
         Add an unpenalized intercept per class.
     solver : str, default "auto"
-        A method of :func:`zbound.solvers.minimize` ("newton-bound", "lbfgs-precond",
-        "bound", "squarem", "lbfgs", "bfgs", "cg", "newton", "steepest"); "auto" is the
-        library's automatic choice (:func:`zbound.solvers.choose_method`, made at fit time for
-        this data): "lbfgs-precond" (L-BFGS preconditioned by the fixed bound curvature) for
-        multiclass problems with at least 10^5 rows x parameters and a cheap preconditioner
-        (two classes too from 10^6 with ``precision="mixed"``); "lbfgs-newton" (L-BFGS, then
-        Newton steps) for two classes on dense X (from 10^6 rows x parameters only with
-        columns in comparable units, and not for the smallest, whose Hessian is cheap) and
-        for multiclass dense data with more columns than the preconditioner pays for; with
-        bounds, "lbfgs" (SciPy's L-BFGS-B, Newton steps finishing where it runs out of half
-        of ``max_iter``) from 100 parameters on sparse rows or standardized dense columns;
-        else :data:`zbound.solvers.DEFAULT_METHOD` ("newton-bound": sparse two-class or very
-        wide sparse data, bounds on raw columns or few parameters, small data).
-        With bounds, the solver must support them.
+        A registered batch method of :func:`zbound.solvers.minimize` ("newton-bound",
+        "lbfgs-precond", "lbfgs-newton", "bound", "squarem", "lbfgs", "bfgs", "cg", "newton",
+        "steepest", ...); "auto" is :func:`zbound.solvers.choose_method` for this data, made at
+        fit time: L-BFGS preconditioned by the fixed bound curvature for large multiclass
+        data, L-BFGS then Newton for dense two-class data, SciPy's L-BFGS-B (finished by
+        Newton steps where it crawls) for boxes on large standardized data, else
+        "newton-bound". With bounds, the solver must support them.
     tol : float >= 0, default 1e-4
         Stop when the gradient's largest entry (constrained: that of the model step's
         curvature times the step) is <= tol * max(1, abs(J)). The default lands at or below
-        the relative objective error of scikit-learn's default (lbfgs, tol=1e-4): 1e-7 to
-        5e-6 on digits and adult against 1e-6 to 0.2 (``objective_`` reports what was reached).
+        the relative objective error of scikit-learn's default (lbfgs, tol=1e-4);
+        ``objective_`` reports what was reached.
     max_iter : int >= 1, default 1000
         Iteration limit; a ConvergenceWarning is raised when it is reached.
     order : {"descending", "ascending", "given"}, default "descending"
@@ -279,21 +272,14 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         Start the next ``fit`` from the previous solution (``coef_`` and ``intercept_`` of the same
         shape, projected onto the bounds if any) instead of zero.
     precision : {"auto", "double", "mixed", "mixed-lean"}, default "auto"
-        "auto": "mixed-lean" where the fit runs "lbfgs-precond" on at least 10^6 rows x
-        parameters and a dense X in float32 spans at least four row blocks (large multiclass
-        data), else "double" (sparse X too). Measured against "double" at the same peak
-        memory: the synthetic 200 000 x 50 x 10 set 1.5-1.7x faster, KMNIST 8000 x 784
-        1.1-1.5x, KMNIST 2000 1.14x to a tight target and 0.83x to a loose one
-        (docs/benchmarks.md).
-        "mixed": the preconditioned L-BFGS solver ("lbfgs-precond"; with solver="auto",
-        chosen for problems of at least 10^6 rows x parameters, two classes included) takes
-        its early iterations with the loss evaluated in float32, from a float32 copy of X
-        (half X's memory more), then finishes in float64 (binary: with Newton steps); the
-        result, its objective and the convergence test are float64's. 1.5-2x faster on large
-        dense data (docs/solvers.md); "mixed-lean": the same converting 512 KB row blocks of
-        X at every evaluation instead of copying it (multiclass evaluations 1.3-1.7x faster
-        than float64; binary fits stay in float64 with solver="auto", as blocks save
-        nothing there); "double" keeps the fit's memory near scikit-learn's.
+        "mixed": the preconditioned L-BFGS solver ("lbfgs-precond") takes its early
+        iterations with the loss evaluated in float32 from a float32 copy of X (half X's
+        memory more), then finishes in float64 (two classes: with Newton steps); the result,
+        its objective and the convergence test are float64's. "mixed-lean": the same,
+        converting row blocks of X at every evaluation instead of copying it. "double": float64
+        throughout, the fit's memory near scikit-learn's. "auto": "mixed-lean" where the fit
+        runs "lbfgs-precond" on at least 10^6 rows x parameters of dense X spanning at least
+        four row blocks (large multiclass data), else "double".
     verbose : int, default 0
         1 prints a summary after fitting, 2 also prints the objective at every iteration.
 

@@ -2,8 +2,9 @@
 
 Adding monomials restricts the domain (Sec. 5.2: the enlarged K' maps into the smaller one) but
 also changes the entropy term, -(eps/n) tr S log S with n the number of features, so a_eps(F)
-is *not* monotone in the feature set (docs/quantum.md, section 5: e.g. going from (x) to (1, x)
-with h = 0 raises it whenever J != 0). Every a_eps along the way is a valid bound on Phi_eps, so
+is *not* monotone in the feature set (docs/quantum.md, "Hierarchies and greedy features":
+e.g. going from (x) to (1, x) with h = 0 raises it whenever J != 0). Every a_eps along the
+way is a valid bound on Phi_eps, so
 :func:`greedy_features` and :func:`degree_hierarchy` report the best (smallest) bound found so
 far and the feature set that achieved it: more features never give a worse answer.
 

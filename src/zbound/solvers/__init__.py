@@ -48,29 +48,24 @@ def choose_method(model, constraints: LinearConstraints | None = None, *,
                   evaluation: str = "auto", **options) -> str:
     """The method :func:`minimize` runs when none is named.
 
-    "lbfgs-precond" (L-BFGS whose initial inverse Hessian is the fixed, shrunk Boehning bound
-    curvature, float32 evaluations first; :class:`~zbound.solvers.quasi_newton.
-    PreconditionedLBFGS`) for unconstrained softmax / logistic objectives whose
-    preconditioner is cheap (d small enough against t): multiclass from 10^5 rows x
-    parameters, two classes from 10^6 when float32 evaluation from a copy applies
-    (``evaluation`` "auto" or "mixed"; they finish with Newton steps);
-    "lbfgs-newton" (:class:`~zbound.solvers.quasi_newton.LBFGSNewton`: L-BFGS, then Newton
-    steps once its evaluations cost about four Newton steps) for two classes in float64 on
-    dense X (from 10^6 rows x parameters only with columns in comparable units), and for
-    several classes on dense X with d large against t (the preconditioner does not pay);
-    under box constraints alone, SciPy's L-BFGS-B ("lbfgs") for softmax objectives of at
-    least 100 parameters on standardized dense columns
-    (:func:`~zbound.solvers.quasi_newton.auto_box_method`);
-    :data:`DEFAULT_METHOD` ("newton-bound") for everything else: other constraints, method
-    options given, two classes on sparse X or large and in raw units, d large against t on
-    sparse X, small multiclass problems (iris, wine), other models. Measured in docs/solvers.md (one
-    BLAS thread, logreg-large's larger-data block): on KMNIST 2000 x 785 x 10 the choice took
-    0.33x / 0.47x the time of newton-bound at the 1e-3 / 1e-8 targets in float64 alone, on
-    digits at C = 100 0.66x / 0.66x; on Adult the float32 L-BFGS phase took the 1e-3 target
-    in 0.6x newton-bound's time and the Newton finish kept the 1e-8 one at parity. On
-    digits at C = 0.01 / 1 / 100 and a 3000 x 20 5-class problem the default tol took
-    0.86 / 0.72 / 0.54x and 0.42-0.52x newton-bound's time
-    (:data:`~zbound.solvers.quasi_newton.AUTO_PRECOND_MIN_WORK`).
+    - "lbfgs-precond" (L-BFGS whose initial inverse Hessian is the fixed, shrunk Boehning
+      bound curvature; :class:`~zbound.solvers.quasi_newton.PreconditionedLBFGS`) for
+      unconstrained softmax / logistic objectives whose preconditioner is cheap (d small
+      against t): multiclass from 10^5 rows x parameters, two classes from 10^6 where float32
+      evaluation applies (``evaluation`` "auto" or "mixed"; they finish with Newton steps);
+    - "lbfgs-newton" (:class:`~zbound.solvers.quasi_newton.LBFGSNewton`: L-BFGS, then Newton
+      steps once its evaluations cost about four Newton steps) for two classes in float64 on
+      dense X (from 10^6 rows x parameters only with columns in comparable units), and for
+      several classes on dense X with d large against t;
+    - under box constraints alone, SciPy's L-BFGS-B ("lbfgs") for softmax objectives of at
+      least 100 parameters on standardized dense columns
+      (:func:`~zbound.solvers.quasi_newton.auto_box_method`);
+    - :data:`DEFAULT_METHOD` ("newton-bound") for everything else: other constraints, method
+      options given, two classes on sparse X or large and in raw units, d large against t on
+      sparse X, small multiclass problems, other models.
+
+    The thresholds are measured; the guide's "Choosing an estimator and a solver" page
+    explains them and the performance pages hold the measurements.
     """
     from zbound.solvers.quasi_newton import auto_box_method, auto_method
 

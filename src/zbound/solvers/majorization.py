@@ -12,7 +12,7 @@ Every variant keeps the objective monotone: each accepted iterate has J <= the p
 - :class:`NewtonBound` ("newton-bound", the default) -- a Newton step with the exact Hessian
   (the QP with the Hessian under constraints), accepted only if it gives sufficient decrease;
   otherwise a short value-only backtracking, then the bound. The bound is never computed when
-  the Newton step is accepted (fastest of all in the measurements of docs/solvers.md).
+  the Newton step is accepted.
 
 Curvature is reached only through the operator interface (``solve``, ``matvec``,
 ``preconditioner``, ``to_dense``).
@@ -39,7 +39,7 @@ from zbound.utils.linalg import ridged_cholesky_solve
 from zbound.utils.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, Choices, Number
 
 # rows x parameters from which inner="auto" runs truncated PCG instead of dense Cholesky
-# whatever p (a dense Hessian costs ~ p / 4 products there; docs/solvers.md, "Many rows").
+# whatever p (a dense Hessian costs ~ p / 4 products there).
 _CG_WORK = 1 << 20
 # Tolerated objective increase from rounding on an MM step that the bound guarantees to descend.
 _ROUND = 1e-12
@@ -341,7 +341,7 @@ class _NewtonDirection:
             self.maxiter = max(self.maxiter, 20)
         # one block (two classes) is the whole Hessian: a fresh one makes PCG an exact Newton
         # solve, and a build (a few memory-bound passes) pays back sooner; with several
-        # classes a refresh that early costs more steps (docs/solvers.md, "Many rows")
+        # classes a refresh that early costs more steps
         self.refresh = _ONE_BLOCK_REFRESH if m == 1 else max(self.refresh, b // 32)
 
     def build(self, H):

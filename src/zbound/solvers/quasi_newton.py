@@ -41,9 +41,8 @@ precision once the pairs would take more than 1 MB (``precision="auto"``: about 
 peak memory, the same iteration counts). The first step goes along
 -B^{-1} g, the minimizer of a quadratic upper bound; at x = 0 its trial length minimizes the
 exact second-order model there (uniform class probabilities: the Hessian is 2 / K times
-Boehning's data curvature), Armijo-tested. The shrink, the memory, the precision rules and
-their measurements: docs/solvers.md, "L-BFGS seeded with the bound curvature" and the passes
-after it.
+Boehning's data curvature), Armijo-tested. The shrink, the memory and the precision rules are
+measured by ``zbound bench logreg-large`` and ``estimators``.
 
 Mixed precision (``evaluation="mixed"``; "auto", the ``lbfgs-precond`` default, from 10^6
 rows x parameters): the iterations evaluate the model's float32 form
@@ -58,7 +57,7 @@ gradient; ``fun`` is float64's (``jac`` too, except after a target stop, where i
 float32 gradient); the trace holds float32 values before ``info["single_iterations"]`` and
 float64 ones from there, and only the float64 part is monotone in float64. A float32
 evaluation that overflows, or a float32 line search that fails, hands over to float64
-silently (measured in docs/solvers.md, "Mixed precision, fourth pass").
+silently.
 """
 
 from __future__ import annotations
@@ -146,8 +145,7 @@ class CompactMemory:
     and of Y^T Z are differences of the products [S; Z] g kept from the previous iteration
     (L-BFGS-B's bookkeeping); in float32 (``dtype``: half the memory; the (m, m) matrices,
     gamma and the direction stay float64) they come from one more GEMV with y, which does
-    not cancel. Pairs live in a ring buffer of ``m`` slots (docs/solvers.md, "Per-iteration
-    work, third pass")."""
+    not cancel. Pairs live in a ring buffer of ``m`` slots."""
 
     def __init__(self, p: int, m: int, dtype=np.float64, h0=None):
         from scipy.linalg.blas import get_blas_funcs
@@ -288,7 +286,7 @@ class CompactMemory:
 
 PRECONDITIONERS = ("none", "bound", "auto")
 # memory="auto" (lbfgs-precond): 80 pairs where they fit in 1 MB as float64 (p <= 819), else
-# 40: more pairs help small p and cost large p memory (docs/solvers.md, fifth pass).
+# 40: more pairs help small p and cost large p memory.
 _AUTO_MEMORY = (40, 80)
 _AUTO_MEMORY_BYTES = 1 << 20
 PRECISIONS = ("double", "single", "auto")
@@ -298,8 +296,7 @@ FINISHES = ("lbfgs", "newton", "auto")
 # the first fraction of it, or the gradient's largest entry fell below the second fraction of
 # the first gradient's: at float32's own resolution when L-BFGS goes on in float64 (the sums
 # over rows average the per-row rounding); much earlier when Newton steps finish, as Newton
-# needs about as many steps from there as from a finer point (the levels measured:
-# docs/solvers.md, "Mixed precision, fourth pass").
+# needs about as many steps from there as from a finer point (measured levels).
 _SINGLE_LEVELS = {"lbfgs": (1e-8, 1e-6), "newton": (1e-4, 1e-3)}
 # precision="auto": float32 pairs (and factor) once the float64 pairs would take more than this
 _AUTO_SINGLE_BYTES = 2**20
@@ -752,9 +749,8 @@ class PreconditionedLBFGS(LBFGSBound):
     fit in 1 MB as float64, else 40; ``precision`` to "auto": float32 pairs and factor for
     large p, float64 below 1 MB of pairs (float32 pairs cost nearly separable small problems
     iterations); ``evaluation`` to "auto" (float32 evaluations first from 10^6 rows x
-    parameters) and ``finish`` to "auto" (binary: Newton steps after float32). The
-    measurements behind each default: docs/solvers.md. Monotone in float64 (the float32 phase
-    is monotone in its own values)."""
+    parameters) and ``finish`` to "auto" (binary: Newton steps after float32). Monotone in
+    float64 (the float32 phase is monotone in its own values)."""
 
     info = MethodInfo(
         "lbfgs-precond", peer=False, constraints="none", uses_bound=True,
@@ -770,8 +766,7 @@ class PreconditionedLBFGS(LBFGSBound):
 #: L-BFGS iteration, which :func:`newton_price` puts at 2 + d / 16 for one weight vector of d
 #: parameters where X stays in cache, 2 + d / 100 where it streams from memory. Ski rental:
 #: L-BFGS runs while its cost stays within NEWTON_RENT Newton steps, about what Newton needs
-#: from there, so a run costs at most about twice the cheaper of the two
-#: (docs/estimators.md, "Two classes on dense data").
+#: from there, so a run costs at most about twice the cheaper of the two.
 NEWTON_RENT = 4
 #: X larger than this streams from memory at every evaluation (measured: iterations of 7.6 MB
 #: designs priced as in cache, 12 MB ones as streamed; a last-level cache share of a few MB
@@ -927,7 +922,7 @@ def _binary_float64(model, loss, default: str) -> str:
     131 iterations); at C = 1 on 20 000 x 200, 50 000 x 100 and 100 000 x 20 newton-bound
     1.99 / 1.66 / 1.47x, L-BFGS then Newton 0.95 / 0.95 / 1.14x; on scaled Adult (32 561 x
     108) 0.71x and 0.91x. With the faster binary rows and :func:`newton_price`'s streamed
-    price, the last four are 0.94 / 0.86 / 0.58x and 0.73x (docs/estimators.md has both)."""
+    price, the last four are 0.94 / 0.86 / 0.58x and 0.73x."""
     from zbound.utils.linalg import column_scale
 
     X = getattr(loss, "X", None)

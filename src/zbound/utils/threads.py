@@ -4,9 +4,8 @@ loops).
 The rule: a fit whose work, rows x parameters, is below :data:`SMALL_WORK` runs with one BLAS
 thread; larger fits keep the threads the user configured. On small matrices a second thread
 gains nothing measurable even on an idle machine, and where the cores are shared OpenBLAS's
-spinning threads cost up to two orders of magnitude (docs/architecture.md, "Threads", has the
-measurements). The Ising solvers, whose matrices are at most a few hundred wide, always run
-with one thread (:func:`blas_threads`).
+spinning threads cost up to two orders of magnitude. The Ising solvers, whose matrices are
+at most a few hundred wide, always run with one thread (:func:`blas_threads`).
 """
 
 from __future__ import annotations

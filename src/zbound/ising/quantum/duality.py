@@ -6,7 +6,7 @@ For a feature set I of size n and V the matrices constant on each XOR class (eq.
     a_eps(F) = sup_{S in K'} tr(S F) - (eps / n) tr(S log S),   K' = {S >= 0, tr S = n, S in V},
 
 and for every W in the orthogonal complement V-perp (weak duality, derivation in
-docs/quantum.md, "Dual value used as the bound")
+docs/quantum.md, "Solving it, with a certificate")
 
     D(W) = eps log( (1/n) tr exp(n (F - W) / eps) )  >=  a_eps(F)  >=  Phi_eps(f).
 """

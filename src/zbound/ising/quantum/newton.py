@@ -3,7 +3,8 @@
 Chambolle-Pock's feasible primal point converges like O(1/k) for general feature sets (Beyler &
 Bach, Sec. 4.3), while a few Newton steps on the dual D(W) = eps log((1/n) tr exp(n (F - W) / eps))
 over W in V-perp, started from CP's dual iterate, make Sigma(W) = n exp(n (F - W) / eps) / tr(...)
-lie in V to ~1e-10, so the repaired primal point closes the gap (docs/quantum.md, "Newton polish").
+lie in V to ~1e-10, so the repaired primal point closes the gap
+(docs/quantum.md, "Faster than the paper's algorithm").
 """
 
 from __future__ import annotations
