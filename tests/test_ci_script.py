@@ -96,6 +96,7 @@ def test_every_step_runs_when_all_pass(tmp_path):
     assert not pytest_calls[1].startswith(".venv|python|SkylakeX|")
     assert pytest_calls[2].startswith(".venv-newest|python|")
     assert any("-m sphinx" in c for c in calls)
+    assert any(c.startswith(".venv-wheel|python|") for c in calls)
 
 
 def test_a_failure_in_the_first_kernel_lane_only_fails_ci(tmp_path):
@@ -117,6 +118,9 @@ def test_a_failure_in_the_first_kernel_lane_only_fails_ci(tmp_path):
     ".venv-newest|python|*|-m pytest*",
     ".venv|pip|*|install -q -e .[[]docs]",
     ".venv|python|*|-m sphinx*",
+    ".venv|pip|*|wheel*",                             # the wheel without extras
+    ".venv-wheel|pip|*",
+    ".venv-wheel|python|*",
 ])
 def test_any_failing_step_fails_ci(tmp_path, fail):
     proc, calls = _run_ci(tmp_path, fail=fail)

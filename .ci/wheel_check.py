@@ -1,0 +1,52 @@
+"""The wheel a user installs, without extras: it fits every estimator, its core needs at most
+five direct dependencies besides NumPy, SciPy and scikit-learn, and the commands that need an
+extra say which one. Run by .ci/run in a fresh virtual environment holding only the wheel."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from importlib import metadata
+
+import numpy as np
+
+import zbound
+
+assert "site-packages" in zbound.__file__, f"zbound imported from the tree: {zbound.__file__}"
+
+requires = [r for r in metadata.requires("zbound") or [] if "extra ==" not in r]
+core = {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower() for r in requires}
+others = core - {"numpy", "scipy", "scikit-learn"}
+assert len(others) <= 5, f"the core depends on {sorted(others)} besides NumPy, SciPy, scikit-learn"
+for extra in ("matplotlib", "rich", "cvxpy", "dask", "torch", "pycrfsuite"):
+    try:
+        __import__(extra)
+    except ImportError:
+        continue
+    raise AssertionError(f"{extra} is installed without any extra")
+
+rng = np.random.default_rng(0)
+X = rng.standard_normal((200, 4))
+labels = np.where(X[:, 0] + 0.3 * rng.standard_normal(200) > 0, "yes", "no")
+fitted = [
+    zbound.BoundLogisticRegression().fit(X, labels),
+    zbound.BoundSGDClassifier(random_state=0).fit(X, labels),
+    zbound.LatentLogisticRegression(random_state=0).fit(X, labels),
+    zbound.MixtureOfExperts(random_state=0).fit(X, labels),
+    zbound.MixtureOfExperts(random_state=0).fit(X, X[:, 0] + 0.1 * rng.standard_normal(200)),
+]
+for est in fitted:
+    assert np.isfinite(est.objective_) and est.solver_result_.trace.objective.size
+    assert est.score(X, labels if hasattr(est, "classes_") else X[:, 0]) > 0.5, est
+words = [["the", "cat", "sat"], ["a", "dog", "ran", "fast"]] * 10
+tags = [["D", "N", "V"], ["D", "N", "V", "A"]] * 10
+crf = zbound.ChainCRF().fit(words, tags)
+assert crf.score(words, tags) > 0.9
+
+cli = [sys.executable, "-m", "zbound.cli"]
+for args in (["bench", "list"], ["demo"]):
+    proc = subprocess.run(cli + args, capture_output=True, text=True)
+    assert proc.returncode == 2 and "zbound[bench]" in proc.stderr, (args, proc.stderr)
+print(f"ci: the wheel without extras fits all five estimators; core dependencies besides "
+      f"NumPy, SciPy, scikit-learn: {', '.join(sorted(others))}")
