@@ -178,7 +178,7 @@ def _bench(args: argparse.Namespace) -> int:
 def _report(args: argparse.Namespace) -> int:
     if not _bench_extra("report"):
         return 2
-    from zbound.bench.report import render
+    from zbound.bench.runner import render
 
     out = Path(args.out)
     if not _writable(out, "report"):

@@ -65,19 +65,6 @@ def method_table(records: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def render(path: str | Path, out: str | Path) -> Path:
-    """Write the report of a saved run again: ``out/SUITE.md`` and its plots, from the records
-    in ``path`` (``SUITE.json`` or ``SUITE.json.gz``), with the suite's own sections, as the run
-    wrote them. Returns the Markdown file's path."""
-    from zbound.bench.records import read_suite
-    from zbound.bench.runner import load_suite
-
-    doc = read_suite(path)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return write_report(doc, out, extra=getattr(load_suite(doc["suite"]), "report", None))
-
-
 def write_report(doc: dict[str, Any], out: Path,
                  extra: Callable[[dict[str, Any], Path], str] | None = None) -> Path:
     """Write ``out/SUITE.md``: the data sets skipped for want of data, the suite's own sections

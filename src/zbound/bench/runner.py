@@ -144,6 +144,19 @@ def _check_request(name: str, suite, methods, options) -> tuple[tuple[str, ...],
     return methods, options
 
 
+def render(path: str | Path, out: str | Path) -> Path:
+    """Write the report of a saved run again: ``out/SUITE.md`` and its plots, from the records
+    in ``path`` (``SUITE.json`` or ``SUITE.json.gz``), with the suite's own sections, as the run
+    wrote them. Returns the Markdown file's path."""
+    from zbound.bench.records import read_suite
+    from zbound.bench.report import write_report
+
+    doc = read_suite(path)
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return write_report(doc, out, extra=getattr(load_suite(doc["suite"]), "report", None))
+
+
 def run_suite(name: str, quick: bool = False, out: str | Path = "bench-out",
               show_progress: bool = True, methods: list[str] | tuple[str, ...] | None = None,
               options: dict[str, Any] | None = None) -> dict[str, Any]:
