@@ -55,3 +55,15 @@ def test_ci_builds_the_documentation_as_the_readme_says():
     (command,) = [ln for ln in docs[0].splitlines() if "sphinx" in ln]
     assert "-W" in command
     assert _runs_verbatim(command, (ROOT / ".ci" / "run").read_text())
+
+
+def test_the_first_screen_sells_and_starts():
+    """The first 40 lines hold the two set-up commands, why a user picks the library (with
+    measured numbers), `pip install zbound` and an estimator quickstart that runs."""
+    first = "\n".join(README.splitlines()[:40])
+    assert "zbound demo" in first and "pytest" in first
+    assert "pip install zbound" in first
+    assert re.search(r"\d\.\d+x", first), "no measured ratio in the first screen"
+    quick = re.findall(r"```python\n(.*?)```", first, flags=re.S)
+    assert quick and ".fit(" in quick[0]
+    exec(compile(quick[0], "README quickstart", "exec"), {})
