@@ -135,3 +135,18 @@ def test_no_private_module_or_name_across_packages():
                     crossing.append(f"{mod} -> {target}")
                 break
     assert not crossing, crossing
+
+
+def test_estimators_ask_the_solver_policy_not_each_other():
+    """An estimator reads no sibling estimator (only the shared ``_params``): which solver runs
+    is decided by ``zbound.solvers.policy``."""
+    crossing = []
+    for mod, target, name in _imports():
+        if not mod.startswith("zbound.estimators.") or mod.endswith("__init__"):
+            continue
+        sub = target if name is None else f"{target}.{name}"
+        for t in (target, sub):
+            if t.startswith("zbound.estimators.") and t != mod and \
+                    t not in ("zbound.estimators._params",) and _is_module(t):
+                crossing.append(f"{mod} -> {t}")
+    assert not crossing, crossing

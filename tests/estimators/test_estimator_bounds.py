@@ -198,9 +198,9 @@ def test_solver_without_constraint_support(iris):
 
 
 def test_bounds_on_many_parameters_need_lbfgs(monkeypatch):
-    import zbound.estimators.logistic as est_mod
+    import zbound.solvers.policy as policy
 
-    monkeypatch.setattr(est_mod, "MAX_QP_PARAMS", 10)
+    monkeypatch.setattr(policy, "MAX_QP_PARAMS", 10)
     X = np.random.default_rng(0).normal(size=(40, 6))
     y = np.arange(40) % 3
     with pytest.raises(ValueError, match="dense QP in all 21 parameters.*solver='lbfgs'"):

@@ -328,7 +328,7 @@ def test_estimator_precision_auto():
     lbfgs-precond on at least 10^6 rows x parameters, float64 below that, for binary data
     (lbfgs-newton) and for a named solver without a float32 phase; always float64's optimum."""
     from zbound import BoundLogisticRegression
-    from zbound.estimators.logistic import _auto_evaluation
+    from zbound.solvers.policy import _auto_evaluation
     from zbound.solvers.quasi_newton import AUTO_MIN_WORK
 
     rng = np.random.default_rng(9)

@@ -32,7 +32,7 @@ from zbound.estimators._params import (
 from zbound.models.base import LatentLikelihood
 from zbound.models.latent import latent_objective
 from zbound.models.loss import check_design_magnitude, check_sample_weight
-from zbound.solvers import minimize
+from zbound.solvers import SolverPolicy, minimize
 from zbound.solvers.base import MethodNames
 from zbound.utils.linalg import column_units
 from zbound.utils.validation import (
@@ -55,8 +55,6 @@ def _latent_method(info) -> bool:
     return not info.stochastic and info.requires in (None, LatentLikelihood)
 
 
-#: What ``solver="auto"`` runs (on every shape measured; see the ``solver`` parameter).
-AUTO_METHOD = "lbfgs-bound"
 
 
 class CollapsedComponentWarning(UserWarning):
@@ -185,7 +183,7 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         model = latent_objective(X / scale, y_idx.astype(np.intp), M, strength, classes.size,
                                  sw)
         rng = check_random_state(self.random_state)
-        method = AUTO_METHOD if self.solver == "auto" else self.solver
+        method = SolverPolicy.latent() if self.solver == "auto" else self.solver
         opts = {}
         if method in ("bound", "squarem", "newton-bound"):
             opts["ftol"] = 1e-3 * float(self.tol)

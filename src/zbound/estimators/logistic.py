@@ -18,7 +18,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
@@ -28,15 +27,19 @@ from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-import zbound.solvers as _solvers
 from zbound.constraints import LinearConstraints
-from zbound.estimators._params import STACKLEVEL, LabelCheckedClassifier, fit_method
+from zbound.estimators._params import (
+    STACKLEVEL,
+    LabelCheckedClassifier,
+    fit_method,
+    progress_printer,
+)
 from zbound.models.base import SoftmaxData
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
-from zbound.solvers import METHODS, minimize, solver_class
+from zbound.solvers import DEFAULT_METHOD, METHODS, SolverPolicy
 from zbound.solvers.base import MethodNames
-from zbound.solvers.quasi_newton import precond_tail_switch
+from zbound.solvers.policy import PRECISIONS
 from zbound.utils.validation import (
     INVERSE_PENALTY,
     SCALE_MAX,
@@ -52,9 +55,6 @@ from zbound.utils.validation import (
 )
 
 _ORDERS = ("descending", "ascending", "given")
-# The constrained step of the bound solvers forms the (p, p) curvature and solves a QP with it;
-# beyond this many parameters that costs gigabytes and minutes per iteration.
-MAX_QP_PARAMS = 5000
 # Relative weight of the intercept-centering term when intercept bounds are given (see
 # logistic_objective).
 _WEAK_CENTER = 1e-8
@@ -131,98 +131,6 @@ def _softmax_batch(info) -> bool:
     """A registered batch method that runs on a softmax objective (the generic ones, and
     those that need a softmax loss's rows)."""
     return not info.stochastic and info.requires in (None, SoftmaxData)
-
-
-def _mixed(info) -> bool:
-    """A registered method that can evaluate in float32 first (its options take
-    ``evaluation``: precision="mixed" / "mixed-lean")."""
-    return "evaluation" in solver_class(info.name).options
-
-
-_PRECISIONS = ("auto", "double", "mixed", "mixed-lean")
-#: L-BFGS pairs of the estimator's "lbfgs-precond" fits (peak memory within 2x scikit-learn's)
-_ESTIMATOR_PAIRS = 40
-
-
-#: precision="auto" converts row blocks only where X in float32 is at least this many blocks
-_AUTO_MIN_BLOCKS = 4
-
-
-def _auto_evaluation(model) -> str:
-    """``precision="auto"`` for an L-BFGS fit: float32 from row blocks ("mixed-lean": no copy
-    of X, so the fit's memory stays the float64 fit's) from the work at which the solver
-    itself would evaluate in float32 (:data:`zbound.solvers.quasi_newton.AUTO_MIN_WORK` rows
-    x parameters), for a model with a float32 form, where X in float32 spans at least
-    ``_AUTO_MIN_BLOCKS`` blocks (on smaller X a block is nearly a copy: digits, 1797 x 61,
-    fits one 512 KB block, which took the fit's peak to 2.1x scikit-learn's); else "double"."""
-    from zbound.models.loss import single_block_bytes
-    from zbound.solvers.quasi_newton import AUTO_MIN_WORK, gradient_work, has_single_form
-
-    loss = getattr(model, "loss", model)
-    if not has_single_form(model) or sp.issparse(getattr(loss, "X", None)):
-        # sparse X: the products are index-bound, float32 values save little there
-        return "double"
-    if gradient_work(model) < AUTO_MIN_WORK:
-        return "double"
-    x32 = 4 * getattr(loss, "n_samples", 0) * int(getattr(loss, "d", 0))
-    return "mixed-lean" if x32 >= _AUTO_MIN_BLOCKS * single_block_bytes(loss) else "double"
-
-
-def _method_options(model, method: str, precision: str = "auto") -> dict:
-    """The estimator's options for ``method`` on ``model``: the evaluation precision of an
-    L-BFGS method that can evaluate in float32 (``precision="auto"``: where it pays,
-    :func:`_auto_evaluation`), and 40 curvature pairs for "lbfgs-precond", not the solver's
-    80 for small p (the pairs would be the fit's largest arrays: memory
-    within 2x scikit-learn's), handing over to Newton steps after
-    :func:`zbound.solvers.quasi_newton.precond_tail_switch` evaluations."""
-    options = {}
-    if _mixed(METHODS[method]):
-        if precision != "auto":
-            options["evaluation"] = precision
-        else:       # two classes ("lbfgs-newton") stay in float64, as their Newton steps do
-            binary = getattr(getattr(model, "loss", model), "k", 0) == 1
-            options["evaluation"] = "double" if method == "lbfgs-newton" and binary else \
-                _auto_evaluation(model)
-    if method == "lbfgs-precond":
-        options["memory"] = _ESTIMATOR_PAIRS
-        # several weight vectors: Newton steps take over a crawling L-BFGS tail (raw digits
-        # at C = 1000 stopped at max_iter without)
-        tail = precond_tail_switch(model)
-        if tail is not None:
-            options["newton_after"] = tail
-    return options
-
-
-def _chained(first, second):
-    """``second`` (a run started where ``first`` stopped) as one result: iterations,
-    evaluations and the trace of both (the second's times after the first's), the first's
-    method and iterations in ``info`` (``started_by``, ``first_iterations``)."""
-    import dataclasses
-
-    from zbound.solvers import Trace
-
-    a, b = first.trace, second.trace
-    trace = Trace(objective=np.concatenate([a.objective, b.objective[1:]]),
-                  seconds=np.concatenate([a.seconds, a.seconds[-1] + b.seconds[1:]]),
-                  grad_norm=np.concatenate([a.grad_norm, b.grad_norm[1:]]),
-                  n_evals=np.concatenate([a.n_evals, a.n_evals[-1] + b.n_evals[1:]]))
-    counts = dict(first.counts or {})
-    for key, value in (second.counts or {}).items():
-        counts[key] = counts.get(key, 0) + value
-    return dataclasses.replace(
-        second, nit=first.nit + second.nit, n_evals=first.n_evals + second.n_evals,
-        trace=trace, counts=counts,
-        info={**second.info, "started_by": first.method, "first_iterations": first.nit})
-
-
-def auto_fit(model, x0, tol: float, max_iter: int, callback=None):
-    """``minimize`` as ``BoundLogisticRegression(solver="auto", precision="auto")`` runs it
-    on an unconstrained logistic / softmax objective (sum form): the method of
-    :func:`zbound.solvers.choose_method` with :func:`_method_options`. Returns (method name,
-    Result)."""
-    method = _solvers.choose_method(model, None, evaluation="mixed-lean")
-    return method, minimize(model, x0, method=method, tol=float(tol), max_iter=int(max_iter),
-                            callback=callback, **_method_options(model, method))
 
 
 class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
@@ -327,7 +235,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         "intercept_bounds": "no_validation",
         "class_weight": [None, dict, StrOptions(Choices("balanced"))],
         "warm_start": ["boolean"],
-        "precision": [StrOptions(Choices(*_PRECISIONS))],
+        "precision": [StrOptions(Choices(*PRECISIONS))],
         "verbose": [Number(Integral, 0, None, closed="left")],
     }
 
@@ -343,11 +251,11 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         # "auto" is the library's one default, read at fit time so that the estimator and the
         # benchmarks never disagree on it: DEFAULT_METHOD here (it takes bounds), refined by
         # zbound.solvers.choose_method once the objective is built.
-        solver = _solvers.DEFAULT_METHOD if self.solver == "auto" else self.solver
+        solver = DEFAULT_METHOD if self.solver == "auto" else self.solver
         batch = sorted(MethodNames(_softmax_batch))
         if METHODS[solver].stochastic:
             raise ValueError(f"solver {solver!r} is stochastic (mini-batches over epochs); use "
-                             f"zbound.BoundSGDClassifier(method={solver!r}) for it, or one of "
+                             f"zbound.BoundSGDClassifier(solver={solver!r}) for it, or one of "
                              f"{batch} here")
         if (self.coef_bounds is not None or self.intercept_bounds is not None) and \
                 not METHODS[solver].supports_constraints:
@@ -389,47 +297,73 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
 
         Returns self.
         """
-        solver = self._check_params()
+        self._check_params()
+        X, y_idx, classes, sw, sw_given = self._inputs(X, y, sample_weight)
+        self.classes_ = classes
+        k = 1 if classes.size == 2 else classes.size
+        model, center, exact_center = self._objective(X, y_idx, classes.size, sw, sw_given)
+        constraints = self._constraints(k, X.shape[1])
+        x0 = self._start(classes, k, X.shape[1], constraints)
+        callback = progress_printer("BoundLogisticRegression") if self.verbose >= 2 else None
+        # "auto" is the solver policy's choice for this objective (zbound.solvers.SolverPolicy)
+        policy = SolverPolicy(precision=self.precision)
+        result = policy.solve(model, x0, solver=self.solver, constraints=constraints,
+                              tol=float(self.tol), max_iter=int(self.max_iter), order=self.order,
+                              callback=callback)
+        if self.verbose >= 1:
+            print(f"[BoundLogisticRegression] {result!r}")
+        if not result.converged:
+            warnings.warn(
+                f"BoundLogisticRegression (solver={result.method!r}) did not converge in "
+                f"max_iter={self.max_iter} iterations ({result.message}); increase max_iter, "
+                "raise tol, or standardize the features." + scaling_hint(X, sw_given),
+                ConvergenceWarning,
+                stacklevel=STACKLEVEL)
+        self._set_solution(result, k, X.shape[1], center, exact_center)
+        self._fitted_classes = classes
+        self.solver_result_ = result
+        return self
+
+    def _inputs(self, X, y, sample_weight):
+        """Validated inputs: (X, class indices, classes, the weights' sum holder, the sample
+        weights times the class weights or None for unit weights)."""
         if _is_dask_array(X):
             X, y_idx, classes, sw, sw_given, present = self._dask_inputs(X, y, sample_weight)
             if present.size < 2:
                 raise ValueError("BoundLogisticRegression needs samples of at least 2 classes "
                                  f"with positive sample_weight; got {present.size}")
-        else:
-            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
-                                 order="C", y_numeric=False)
-            check_class_targets(y)
-            sw_given = check_sample_weight(sample_weight, X.shape[0])
-            classes, y_idx = label_indices(y)
-            per_sample = self._class_weights(classes, y_idx, sw_given)
-            if per_sample is not None:
-                with np.errstate(over="ignore"):
-                    sw_given = per_sample if sw_given is None else sw_given * per_sample
-                    total = float(sw_given.sum())
-                if not np.isfinite(total):
-                    raise ValueError("class_weight x sample_weight sums beyond float64's "
-                                     "range; rescale the class weights")
-            check_weighted_classes("BoundLogisticRegression", classes, y_idx, sw_given)
-            if sw_given is not None:
-                check_penalty_against_weights(float(self.C), sw_given)
-            # unit weights: no (t,) array of ones
-            sw = np.array([float(X.shape[0])]) if sw_given is None else sw_given
-        self.classes_ = classes
-        n_classes = classes.size
+            return X, y_idx, classes, sw, sw_given
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             order="C", y_numeric=False)
+        check_class_targets(y)
+        sw_given = check_sample_weight(sample_weight, X.shape[0])
+        classes, y_idx = label_indices(y)
+        per_sample = self._class_weights(classes, y_idx, sw_given)
+        if per_sample is not None:
+            with np.errstate(over="ignore"):
+                sw_given = per_sample if sw_given is None else sw_given * per_sample
+                total = float(sw_given.sum())
+            if not np.isfinite(total):
+                raise ValueError("class_weight x sample_weight sums beyond float64's "
+                                 "range; rescale the class weights")
+        check_weighted_classes("BoundLogisticRegression", classes, y_idx, sw_given)
+        if sw_given is not None:
+            check_penalty_against_weights(float(self.C), sw_given)
+        # unit weights: no (t,) array of ones
+        sw = np.array([float(X.shape[0])]) if sw_given is None else sw_given
+        return X, y_idx, classes, sw, sw_given
+
+    def _objective(self, X, y_idx, n_classes, sw, sw_given):
+        """The summed objective (the intercept an implicit column of ones, so X is never
+        copied; theta = vec([W, b]), b the last entry of each class) with its
+        intercept-centering weight; (model, center, whether the centering is exact)."""
         k = 1 if n_classes == 2 else n_classes
-        n_features = X.shape[1]
-
-        coef_box = _check_bound_pair("coef_bounds", self.coef_bounds, (k, n_features))
-        icpt_box = _check_bound_pair("intercept_bounds", self.intercept_bounds, (k,))
-
-        # The intercept is an implicit column of ones (SoftmaxLoss(fit_intercept=True)): X is
-        # never copied; theta = vec([W, b]), b the last entry of each class.
-        d = n_features + bool(self.fit_intercept)
+        d = X.shape[1] + bool(self.fit_intercept)
         pen = np.full((k, d), 1.0 / float(self.C))
         if self.fit_intercept:
             pen[:, -1] = 0.0
         center = 0.0
-        exact_center = self.fit_intercept and k > 1 and icpt_box is None
+        exact_center = self.fit_intercept and k > 1 and self.intercept_bounds is None
         if self.fit_intercept and k > 1:
             # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
             center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
@@ -441,77 +375,38 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
                       center, fit_intercept=bool(self.fit_intercept))
         if self.verbose >= 1 and hasattr(model, "passes"):
             print(f"[BoundLogisticRegression] dask: {model.loss!r}")
+        return model, center, exact_center
 
-        constraints = None
+    def _constraints(self, k: int, n_features: int) -> LinearConstraints | None:
+        """``coef_bounds`` and ``intercept_bounds`` as a box on theta (None without)."""
+        coef_box = _check_bound_pair("coef_bounds", self.coef_bounds, (k, n_features))
+        icpt_box = _check_bound_pair("intercept_bounds", self.intercept_bounds, (k,))
+        if coef_box is None and icpt_box is None:
+            return None
+        d = n_features + bool(self.fit_intercept)
+        lb = np.full((k, d), -np.inf)
+        ub = np.full((k, d), np.inf)
+        if coef_box is not None:
+            lb[:, :n_features], ub[:, :n_features] = coef_box
+        if icpt_box is not None:
+            lb[:, -1], ub[:, -1] = icpt_box
+        return LinearConstraints(lb=lb.ravel(), ub=ub.ravel())
+
+    def _start(self, classes, k: int, n_features: int, constraints) -> np.ndarray:
+        """Zero, or with ``warm_start`` the previous solution; projected onto the box."""
+        d = n_features + bool(self.fit_intercept)
         x0 = np.zeros(k * d)
-        if coef_box is not None or icpt_box is not None:
-            if k * d > MAX_QP_PARAMS and METHODS[solver].constraints == "linear" and \
-                    self.solver != "auto":
-                raise ValueError(
-                    f"bounds with solver {solver!r} solve a dense QP in all {k * d} parameters "
-                    f"every iteration (limit {MAX_QP_PARAMS}); use solver='lbfgs', which "
-                    "handles boxes without forming the matrix")
-
-            lb = np.full((k, d), -np.inf)
-            ub = np.full((k, d), np.inf)
-            if coef_box is not None:
-                lb[:, :n_features], ub[:, :n_features] = coef_box
-            if icpt_box is not None:
-                lb[:, -1], ub[:, -1] = icpt_box
-            constraints = LinearConstraints(lb=lb.ravel(), ub=ub.ravel())
         if self.warm_start and hasattr(self, "coef_"):
             x0 = self._warm_start_point(classes, k, n_features, d)
         if constraints is not None:
             x0 = np.clip(x0, constraints.lb, constraints.ub)
+        return x0
 
-        callback = None
-        if self.verbose >= 2:
-            counter = [0]
-
-            def callback(x, f):
-                counter[0] += 1
-                print(f"[BoundLogisticRegression] iter {counter[0]}: objective {f:.12g}")
-                return False
-
-        precision = self.precision
-        if self.solver == "auto":
-            # the library's automatic choice for this objective (zbound.solvers.choose_method:
-            # "lbfgs-precond" for large multiclass problems, "lbfgs-newton" for dense binary
-            # ones, else DEFAULT_METHOD); "auto" never copies X ("mixed-lean")
-            solver = _solvers.choose_method(
-                model, constraints, evaluation="mixed-lean" if precision == "auto" else precision)
-            if constraints is not None and k * d > MAX_QP_PARAMS and \
-                    METHODS[solver].constraints == "linear":
-                solver = "lbfgs"            # boxes without a dense QP in every parameter
-        if not _mixed(METHODS[solver]) and precision not in ("auto", "double") and \
-                self.solver != "auto":
-            raise ValueError(f"precision={self.precision!r} needs an L-BFGS solver "
-                             f"({', '.join(MethodNames(_mixed))}) or 'auto', got {solver!r}")
-        options = _method_options(model, solver, precision)
-        # "auto" under bounds with L-BFGS-B: half of max_iter for it, and where it crawls
-        # (standardized columns, yet badly conditioned) Newton steps with the exact box QP
-        # finish from where it stopped, within the other half
-        fallback = self.solver == "auto" and solver == "lbfgs" and constraints is not None \
-            and k * d <= MAX_QP_PARAMS and int(self.max_iter) >= 2
-        budget = int(self.max_iter) // 2 if fallback else int(self.max_iter)
-        result = minimize(model, x0, method=solver, constraints=constraints, tol=float(self.tol),
-                          max_iter=budget, order=self.order, callback=callback, **options)
-        if fallback and not result.converged and result.status.name == "MAX_ITER":
-            solver = _solvers.DEFAULT_METHOD
-            result = _chained(result, minimize(
-                model, result.x, method=solver, constraints=constraints, tol=float(self.tol),
-                max_iter=int(self.max_iter) - result.nit, order=self.order,
-                callback=callback))
-        if self.verbose >= 1:
-            print(f"[BoundLogisticRegression] {result!r}")
-        if not result.converged:
-            warnings.warn(
-                f"BoundLogisticRegression (solver={solver!r}) did not converge in "
-                f"max_iter={self.max_iter} iterations ({result.message}); increase max_iter, "
-                "raise tol, or standardize the features." + scaling_hint(X, sw_given),
-                ConvergenceWarning,
-                stacklevel=STACKLEVEL)
-
+    def _set_solution(self, result, k: int, n_features: int, center: float,
+                      exact_center: bool) -> None:
+        """``coef_``, ``intercept_`` (the sum-zero representative), ``objective_`` and
+        ``n_iter_`` from the solver's result."""
+        d = n_features + bool(self.fit_intercept)
         W = result.x.reshape(k, d)
         self.coef_ = np.ascontiguousarray(W[:, :n_features])
         if self.fit_intercept:
@@ -526,9 +421,6 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         shift = float(W[:, -1].sum()) if self.fit_intercept and k > 1 else 0.0
         self.objective_ = float(result.fun) - 0.5 * center * shift * shift
         self.n_iter_ = np.array([result.nit], dtype=np.int32)
-        self._fitted_classes = classes
-        self.solver_result_ = result
-        return self
 
     def _dask_inputs(self, X, y, sample_weight):
         """The fit's inputs for a dask array X (y and sample_weight dask or NumPy): labels

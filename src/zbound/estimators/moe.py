@@ -32,6 +32,7 @@ from zbound.estimators._params import (
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.moe.em import MSTEPS
 from zbound.moe.model import EXPERTS, GatedMixture, MixtureLikelihood, MoEProblem
+from zbound.solvers import SolverPolicy
 from zbound.solvers.base import MethodNames, solver_class
 from zbound.utils.linalg import column_units
 from zbound.utils.validation import (
@@ -76,14 +77,6 @@ def expert_for(y) -> str:
     return "linear" if np.asarray(y).dtype.kind in "fc" else "logistic"
 
 
-def method_for(expert: str) -> str:
-    """What ``solver="auto"`` runs: "lbfgs" for logistic experts (an EM iteration is k + 1
-    weighted logistic fits, and L-BFGS on the marginal likelihood needs far fewer passes),
-    "em" for linear ones (the M-step is closed form; the guide's mixtures page has the
-    measurements)."""
-    return "lbfgs" if expert == "logistic" else "em"
-
-
 #: the default ``tol`` of each kind of stopping rule (``tol=None``)
 DEFAULT_TOL = {"gradient": 1e-4, "decrease": 1e-7}
 #: largest |y| of linear experts: the noise variances are in y's units squared
@@ -95,7 +88,6 @@ def _single_logistic(problem: MoEProblem) -> np.ndarray:
     weights), by the solver ``BoundLogisticRegression`` runs on this shape, to its default
     tol: a start, perturbed before use, needs no tighter fit (an exact M-step with every
     responsibility on one expert would also fit the gate and the empty experts)."""
-    from zbound.estimators.logistic import auto_fit
     from zbound.models.loss import SoftmaxLoss
     from zbound.models.objective import Objective
     from zbound.models.penalty import L2Penalty
@@ -105,7 +97,8 @@ def _single_logistic(problem: MoEProblem) -> np.ndarray:
     loss = SoftmaxLoss(problem.Xb, problem.y, problem.n_classes, problem.v,
                        reference_class=True)
     with np.errstate(over="ignore", under="ignore"):
-        _, result = auto_fit(Objective(loss, L2Penalty(pen)), np.zeros(size), 1e-4, 1000)
+        result = SolverPolicy().solve(Objective(loss, L2Penalty(pen)), np.zeros(size), tol=1e-4,
+                                      max_iter=1000)
     return result.x.reshape(problem.m, problem.p)
 
 
@@ -136,7 +129,8 @@ class MixtureOfExperts(RenamedParameters, BaseEstimator):
         of y.
     solver : {"auto", "em", "squarem", "lbfgs", "gradient-em", "gd", "adam"}, default "auto"
         "auto": "lbfgs" (quasi-Newton on the marginal likelihood) for logistic experts, "em"
-        for linear ones (:func:`method_for`). The choice is ``solver_``. "squarem": EM
+        for linear ones (:meth:`zbound.solvers.SolverPolicy.mixture`). The choice is
+        ``solver_``. "squarem": EM
         accelerated by SQUAREM, monotone; with linear experts faster than "em" where EM
         crawls, but it may settle in another local optimum; with logistic experts it can
         speed into experts collapsing onto no data, whose M-steps are slow.
@@ -269,7 +263,7 @@ class MixtureOfExperts(RenamedParameters, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=not logistic)
         self.expert_ = expert
         solver = self._param("solver")
-        self.solver_ = method_for(expert) if solver == "auto" else solver
+        self.solver_ = SolverPolicy.mixture(expert) if solver == "auto" else solver
         # the objective weighs rows over the weights' sum: their scale is free
         sw = relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         if sw is not None and not sw.sum() > 0:

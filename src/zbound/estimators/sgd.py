@@ -40,7 +40,7 @@ from zbound.estimators._params import (
 )
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
-from zbound.solvers import solver_class
+from zbound.solvers import SolverPolicy, solver_class
 from zbound.solvers.base import MethodNames
 from zbound.solvers.result import Recorder, Result, Status
 from zbound.solvers.stochastic import KRON_MAX_WIDTH
@@ -61,9 +61,6 @@ _SCHEDULES = ("constant", "inverse")
 # lowrank_rule where the method takes them)
 _OPTIONS = {"lr": "learning_rate", "schedule": "schedule", "decay": "decay",
             "batch_size": "batch_size", "refresh": "refresh"}
-#: method="auto" takes Boehning's curvature for three or more classes up to this many columns
-#: (its (d, d) factor), SPFB's Alg. 1 curvature otherwise
-AUTO_BOEHNING_MAX_D = 2048
 #: batch_size="auto": an epoch of at least this many updates, batches of 100 to 1000 rows
 AUTO_UPDATES_PER_EPOCH = 10
 #: partial_fit: a chunk of fewer rows takes that fraction of a step and of the schedule's
@@ -82,19 +79,6 @@ AUTO_EPOCHS = 100
 #: PCG iterations of an SPFB step on designs wider than KRON_MAX_WIDTH (Jacobi-preconditioned
 #: there): a truncated solve of a thin batch's curvature is enough
 WIDE_CG_MAXITER = 5
-
-
-def auto_method(n_classes: int, n_features: int) -> str:
-    """What ``method="auto"`` runs: "sbm-boehning" for three or more classes (one (d, d)
-    factor per update where SPFB's Alg. 1 curvature costs n (n - 1) / 2 Gram products and a
-    (p, p) factor), up to ``AUTO_BOEHNING_MAX_D`` columns; "spfb" for two classes (the
-    Jaakkola-Jordan curvature of one weight vector is one weighted Gram, as cheap as
-    Boehning's and tight where the model is confident) and for wider data.
-
-    """
-    if n_classes > 2 and n_features + 1 <= AUTO_BOEHNING_MAX_D:
-        return "sbm-boehning"
-    return "spfb"
 
 
 def auto_batch_size(n_rows: int) -> int:
@@ -143,8 +127,8 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         their Alg. 4 (low-rank, ``rank``, ``lowrank_rule``); "sbm": mini-batch bound
         majorization with a constant step; "sbm-boehning": bound steps with Boehning's
         fixed curvature (the running mean of the batches' Gram matrices). "auto"
-        (:func:`auto_method`): "sbm-boehning" for three or more classes up to 2047 features,
-        else "spfb". The choice is ``solver_``.
+        (:meth:`zbound.solvers.SolverPolicy.stochastic`): "sbm-boehning" for three or more
+        classes up to 2047 features, else "spfb". The choice is ``solver_``.
     learning_rate : float > 0, default 1.0
         The initial step eta_0; 1 is the majorizer's own step.
     schedule : {"auto", "constant", "inverse"}, default "auto"
@@ -280,7 +264,7 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         its own batch, and its state carries over), with no new one configured."""
         method = self._param("solver")
         if method == "auto":
-            method = auto_method(n_classes, n_features)
+            method = SolverPolicy.stochastic(n_classes, n_features)
         cls = solver_class(method)
         opts = {name: self._param(param) for name, param in _OPTIONS.items()}
         if opts["schedule"] == "auto":
@@ -502,12 +486,11 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         sum_j s_j log-loss_j + (alpha sum_j s_j) / 2 ||W||^2), to its stopping rule. Sets
         ``solver_result_``; returns the minimizer and J there (the mean form, from the summed
         form's value: no second pass over the rows)."""
-        from zbound.estimators.logistic import auto_fit
-
         total = float(X.shape[0]) if sw is None else float(sw.sum())
         model = self._objective(X, y_idx.astype(np.intp, copy=False), sw, total)
         with np.errstate(over="ignore", under="ignore"):
-            _, result = auto_fit(model, theta, self.finish_tol, FINISH_MAX_ITER)
+            result = SolverPolicy().solve(model, theta, tol=self.finish_tol,
+                                          max_iter=FINISH_MAX_ITER)
         mean = _without_centering(model, result.x, result.fun) / total
         # reported in the mean form, as objective_ (the centering term is zero at the minimizer)
         self.solver_result_ = dataclasses.replace(

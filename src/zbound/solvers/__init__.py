@@ -35,47 +35,13 @@ from zbound.solvers.baselines import (
 )
 from zbound.solvers.latent_em import LatentEM, LatentJointEM
 from zbound.solvers.majorization import BoundMM, NewtonBound, Squarem
+from zbound.solvers.policy import DEFAULT_METHOD, SolverPolicy, choose_method
 from zbound.solvers.quasi_newton import LBFGSBound, LBFGSNewton, PreconditionedLBFGS
 from zbound.solvers.result import Result, Status, Trace
 from zbound.solvers.sample_space import SampleBound, SampleNewton  # noqa: F401
 from zbound.solvers.stochastic import LSPFB, SBM, SPFB, ShermanMorrisonSBM  # noqa: F401
 
-DEFAULT_METHOD = "newton-bound"
 _UNSET = object()
-
-
-def choose_method(model, constraints: LinearConstraints | None = None, *,
-                  evaluation: str = "auto", **options) -> str:
-    """The method :func:`minimize` runs when none is named.
-
-    - "lbfgs-precond" (L-BFGS whose initial inverse Hessian is the fixed, shrunk Boehning
-      bound curvature; :class:`~zbound.solvers.quasi_newton.PreconditionedLBFGS`) for
-      unconstrained softmax / logistic objectives whose preconditioner is cheap (d small
-      against t): multiclass from 10^5 rows x parameters, two classes from 10^6 where float32
-      evaluation applies (``evaluation`` "auto" or "mixed"; they finish with Newton steps);
-    - "lbfgs-newton" (:class:`~zbound.solvers.quasi_newton.LBFGSNewton`: L-BFGS, then Newton
-      steps once its evaluations cost about four Newton steps) for two classes in float64 on
-      dense X (from 10^6 rows x parameters only with columns in comparable units), and for
-      several classes on dense X with d large against t;
-    - under box constraints alone, SciPy's L-BFGS-B ("lbfgs") for softmax objectives of at
-      least 100 parameters on standardized dense columns
-      (:func:`~zbound.solvers.quasi_newton.auto_box_method`);
-    - :data:`DEFAULT_METHOD` ("newton-bound") for everything else: other constraints, method
-      options given, two classes on sparse X or large and in raw units, d large against t on
-      sparse X, small multiclass problems, other models.
-
-    The thresholds are measured; the guide's "Choosing an estimator and a solver" page
-    explains them and the performance pages hold the measurements.
-    """
-    from zbound.solvers.quasi_newton import auto_box_method, auto_method
-
-    if options:
-        return DEFAULT_METHOD
-    if constraints is not None:
-        if not isinstance(constraints, LinearConstraints):
-            return DEFAULT_METHOD           # which rejects them by name
-        return auto_box_method(model, constraints, DEFAULT_METHOD)
-    return auto_method(model, DEFAULT_METHOD, evaluation)
 
 
 def minimize(model, x0, method=_UNSET, constraints: LinearConstraints | None = _UNSET,
@@ -151,7 +117,7 @@ def solve_maxent(model, method=DEFAULT_METHOD, tol: float = 1e-10, max_iter: int
     return sol
 
 
-__all__ = ["minimize", "choose_method", "solve_maxent", "METHODS", "MethodInfo",
+__all__ = ["minimize", "choose_method", "SolverPolicy", "solve_maxent", "METHODS", "MethodInfo",
            "DEFAULT_METHOD",
            "LinearConstraints", "Result", "Status", "Trace", "Solver", "State",
            "CountedModel", "register", "unregister", "solver_class", "configure", "MethodNames",

@@ -454,7 +454,7 @@ class LBFGSBound(Solver):
     def mixed(self, model) -> bool:
         """Whether the early iterations evaluate in float32 (``evaluation``; "auto": "mixed"
         for a model with a float32 form, ``single_precision()``, from ``AUTO_MIN_WORK`` rows
-        x parameters of work per gradient upwards, the size from which ``auto_method`` picks
+        x parameters of work per gradient upwards, the size from which the solver policy picks
         this method)."""
         rule = self.opts["evaluation"]
         if rule == "double":
@@ -868,18 +868,10 @@ class LBFGSNewton(LBFGSBound):
     options = {**LBFGSBound.options, "newton_after": "auto"}
 
 
-#: :func:`auto_method` picks "lbfgs-precond" for two classes (float32 first) from this much
-#: work per gradient (rows x parameters) upwards, and the float32 phase of ``evaluation=
-#: "auto"`` starts there; smaller problems keep the default.
+#: "lbfgs-precond" evaluates in float32 first (``evaluation="auto"``) from this much work per
+#: gradient (rows x parameters); :class:`zbound.solvers.SolverPolicy` picks it for two
+#: classes from there
 AUTO_MIN_WORK = 1_000_000
-#: ... and for three or more classes from this much. Measured (one BLAS thread, 2-core AMD
-#: EPYC, 2026-11-27, default tol, C = 0.01 / 1 / 100): digits (1347 x 650 work 8.8e5) took
-#: 0.86 / 0.72 / 0.54x newton-bound's time, a 3000 x 20, 5-class problem (3.2e5) 0.52 / 0.42 /
-#: 0.43x; below, newton-bound's few dense steps win: iris (2.2e3) 1.25-2.1x, wine (7.5e3)
-#: 1.3-1.8x, 500 x 10 with 3 classes (1.7e4) 1.1x.
-AUTO_PRECOND_MIN_WORK = 100_000
-#: ... and while its 2 x memory curvature pairs take at most this many bytes.
-AUTO_MAX_PAIR_BYTES = 64 * 2**20
 
 
 def gradient_work(model) -> int:
@@ -889,125 +881,8 @@ def gradient_work(model) -> int:
     return int(getattr(loss, "n_samples", 0)) * int(model.n_params)
 
 
-#: :func:`_binary_float64`: from ``AUTO_MIN_WORK`` rows x parameters, two classes keep
-#: newton-bound where the columns' root mean squares span more than this factor (features in
-#: raw units, where L-BFGS crawls and Newton, scale-invariant, does not: Adult's raw columns
-#: span 4e7, newton-bound 0.13 s against 1.0 s for L-BFGS then Newton)
-UNITS_SPREAD = 100.0
-
-
-#: Two classes on dense X with a Hessian of at most this much work (rows x parameters^2)
-#: take Newton steps from the start: below it an iteration of either method is mostly fixed
-#: per-call cost, and Newton needs half the iterations or fewer. Measured (one BLAS thread,
-#: 2-core AMD EPYC, 2026-11-28; synthetic 100-4000 rows x 5-60 columns, C = 0.01 / 1 / 100;
-#: newton-bound's time over L-BFGS then Newton's at tol 1e-4): 0.48-0.99x up to 1.0e6 (one
-#: cell 1.10x), 0.82-2.0x from 1.9e6, 1.6-2.4x from 3.8e6
-NEWTON_FIRST_WORK = 1_000_000
-
-
-def _binary_float64(model, loss, default: str) -> str:
-    """Two classes in float64 on dense X in memory: ``default`` (Newton from the start) for a
-    Hessian of at most ``NEWTON_FIRST_WORK`` rows x parameters^2; else "lbfgs-newton" (L-BFGS,
-    then Newton steps past :func:`newton_switch` evaluations); from ``AUTO_MIN_WORK`` rows x
-    parameters only on columns in comparable units (``UNITS_SPREAD``) or with fewer rows
-    than columns, else ``default``. (500 x 5000 with columns spanning 1e4: newton-bound
-    3.1-8.3x lbfgs's time to its objective, L-BFGS then Newton 0.90-1.13x; 300 x 3000:
-    0.96-5.5x against 0.72-0.82x; 2026-11-28.) Sparse X keeps ``default`` (truncated
-    Newton with PCG, no (d, d) Hessian), as do row blocks on Dask workers.
-
-    Measured (one BLAS thread, 2-core AMD EPYC, 2026-11-28, time to scikit-learn's lbfgs
-    objective as a multiple of its time, C = 0.01 / 1 / 100): on synthetic 5000 x 30,
-    2000 x 100, 10 000 x 50 and 500 x 200 problems newton-bound took 1.2-3.9x, L-BFGS then
-    Newton 0.85-1.01x; on scaled breast_cancer at C = 100 0.57x and 0.61x (plain L-BFGS 2.3x:
-    131 iterations); at C = 1 on 20 000 x 200, 50 000 x 100 and 100 000 x 20 newton-bound
-    1.99 / 1.66 / 1.47x, L-BFGS then Newton 0.95 / 0.95 / 1.14x; on scaled Adult (32 561 x
-    108) 0.71x and 0.91x. With the faster binary rows and :func:`newton_price`'s streamed
-    price, the last four are 0.94 / 0.86 / 0.58x and 0.73x."""
-    from zbound.utils.linalg import column_scale
-
-    X = getattr(loss, "X", None)
-    if not (isinstance(X, np.ndarray) and _has_hessian(model)):
-        return default
-    if X.shape[0] * int(model.n_params) ** 2 <= NEWTON_FIRST_WORK:
-        return default
-    if gradient_work(model) < AUTO_MIN_WORK or X.shape[0] < X.shape[1]:
-        # fewer rows than columns: a Newton step is a truncated CG solve behind a Woodbury
-        # preconditioner (rows^3 / 3 + rows^2 d flops a step), in any units; L-BFGS first
-        return "lbfgs-newton"
-    scale = column_scale(X)                 # one pass over X; 1 for an all-zero column
-    if scale.size and float(scale.max()) > UNITS_SPREAD * float(scale.min()):
-        return default
-    return "lbfgs-newton"
-
-
-#: :func:`auto_box_method`: box-constrained softmax objectives of at least this many
-#: parameters on standardized dense columns run SciPy's L-BFGS-B ("lbfgs")
-BOX_LBFGS_MIN_PARAMS = 100
-
-
-def auto_box_method(model, constraints, default: str) -> str:
-    """The method ``minimize`` runs under ``constraints`` when none is named: SciPy's
-    L-BFGS-B ("lbfgs", which takes boxes) for a softmax / logistic objective with box
-    constraints only, at least ``BOX_LBFGS_MIN_PARAMS`` parameters and sparse rows or dense
-    columns near standardized (:func:`zbound.utils.validation.scaling_hint` has nothing to
-    say); else ``default`` (newton-bound: a dense Hessian and an exact box QP per step,
-    scale-invariant). Sparse tf-idf rows 1000 x 2000 / 2000 x 1000, 2 classes: 11 / 20 ms
-    against 539 / 127 ms.
-    Measured (one BLAS thread, 2-core AMD EPYC, 2026-11-28, nonnegative coefficients, whole
-    fit at tol 1e-4, C = 0.01 / 1 / 100): scaled digits (650 parameters) L-BFGS-B 16 / 44 /
-    116 ms against newton-bound 196 / 338 / 550 ms; 2000 x 100 x 10 12 / 35 / 116 against
-    313 / 665 / 1241 ms; 3000 x 20 x 5 5.4 / 12 / 14 against 8.9 / 14 / 16 ms. On raw columns
-    L-BFGS-B crawls: raw wine and digits stopped at 1000 iterations 0.05-216% above the
-    optimum newton-bound reached in 6-15 steps; raw breast_cancer took 9-21 ms against 2."""
-    import scipy.sparse as sp
-
-    from zbound.utils.validation import scaling_hint
-
-    loss, _ = loss_and_penalties(model)
-    X = getattr(loss, "X", None)
-    if constraints.has_general or int(model.n_params) < BOX_LBFGS_MIN_PARAMS or \
-            not (isinstance(X, np.ndarray) or sp.issparse(X)) or \
-            not supports(loss, FixedCurvature) or scaling_hint(X):
-        return default
-    return "lbfgs"
-
-
-def auto_method(model, default: str, evaluation: str = "auto") -> str:
-    """The method ``minimize`` runs when none is named (no constraints, no method options):
-    "lbfgs-precond" for a softmax objective whose bound preconditioner is cheap
-    (:func:`preconditioner_fits`): multiclass (k >= 2 weight vectors) from
-    ``AUTO_PRECOND_MIN_WORK`` rows x parameters, binary (one weight vector) from
-    ``AUTO_MIN_WORK`` when it evaluates in float32 from a copy of X first (``evaluation``
-    "auto" or "mixed", and a model with a float32 form), finishing with Newton steps; else
-    ``default`` (binary in float64, or from row blocks, "mixed-lean", which save nothing on
-    binary rows: one (d, d) Hessian block makes Newton cheap from the start; d large against
-    t: the preconditioner costs more than it saves; small problems; other models)."""
-    loss, _ = loss_and_penalties(model)
-    k = getattr(loss, "k", 0)
-    if k < 1 or not supports(loss, FixedCurvature):
-        return default
-    if k == 1 and (evaluation not in ("auto", "mixed") or not has_single_form(model)):
-        return _binary_float64(model, loss, default)
-    p = int(model.n_params)
-    if gradient_work(model) < (AUTO_MIN_WORK if k == 1 else AUTO_PRECOND_MIN_WORK):
-        return _binary_float64(model, loss, default) if k == 1 else default
-    if 2 * _AUTO_MEMORY[0] * p * 8 > AUTO_MAX_PAIR_BYTES:     # at its fewest pairs
-        return default
-    if preconditioner_fits(model):
-        return "lbfgs-precond"
-    # d large against the rows, dense: L-BFGS, then truncated Newton once its iterations cost
-    # about four Newton steps (:func:`blocks_newton_price`). Newton alone paid a Woodbury or
-    # block preconditioner every step: 3-9x lbfgs's time on 150 x 5000 x 3 to 1000 x 2000 x 4
-    # synthetic problems, where L-BFGS takes 0.4-0.8x; on raw SRBCT Newton stays ahead at
-    # tight targets, and takes over there
-    return "lbfgs-newton" if _blocks_newton_price(model) is not None else default
-
-
 __all__ = ["LBFGSBound", "LBFGSNewton", "PreconditionedLBFGS", "NEWTON_CACHE_BYTES", "NEWTON_RENT",
-           "NEWTON_FIRST_WORK", "PRECOND_TAIL_EVALS", "precond_tail_switch",
-           "BOX_LBFGS_MIN_PARAMS", "auto_box_method",
-           "newton_price", "newton_switch", "blocks_newton_price",
-           "BoundPreconditioner", "bound_preconditioner",
-           "preconditioner_cost", "preconditioner_fits", "auto_method", "gradient_work",
-           "AUTO_MIN_WORK", "AUTO_PRECOND_MIN_WORK", "UNITS_SPREAD",
+           "PRECOND_TAIL_EVALS", "precond_tail_switch", "newton_price", "newton_switch",
+           "blocks_newton_price", "BoundPreconditioner", "bound_preconditioner",
+           "preconditioner_cost", "preconditioner_fits", "gradient_work", "AUTO_MIN_WORK",
            "two_loop"]
