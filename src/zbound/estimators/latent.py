@@ -17,6 +17,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -241,10 +242,8 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         X = validate_data(self, X, dtype=np.float64, reset=False)
         S = finite_prediction(
             lambda: np.einsum("kmd,td->tkm", self.coef_, X) + self.intercept_[None])
-        mx = S.max(axis=2)                                          # (t, K), per class
-        lc = np.log(np.exp(S - mx[:, :, None]).sum(axis=2)) + mx
-        m2 = lc.max(axis=1, keepdims=True)
-        return lc - (m2 + np.log(np.exp(lc - m2).sum(axis=1, keepdims=True)))
+        lc = logsumexp(S, axis=2)                                   # (t, K), per class
+        return lc - logsumexp(lc, axis=1, keepdims=True)
 
 
     def predict_proba(self, X):

@@ -28,6 +28,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from zbound.constraints import LinearConstraints
+from zbound.distributed import is_dask_array
 from zbound.estimators._params import (
     STACKLEVEL,
     LabelCheckedClassifier,
@@ -58,14 +59,6 @@ _ORDERS = ("descending", "ascending", "given")
 # Relative weight of the intercept-centering term when intercept bounds are given (see
 # logistic_objective).
 _WEAK_CENTER = 1e-8
-
-
-def _is_dask_array(x) -> bool:
-    """Whether x is a dask array, without importing dask when it is absent."""
-    import sys
-
-    da = sys.modules.get("dask.array")
-    return da is not None and isinstance(x, da.Array)
 
 
 def _known_chunks(x):
@@ -327,7 +320,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     def _inputs(self, X, y, sample_weight):
         """Validated inputs: (X, class indices, classes, the weights' sum holder, the sample
         weights times the class weights or None for unit weights)."""
-        if _is_dask_array(X):
+        if is_dask_array(X):
             X, y_idx, classes, sw, sw_given, present = self._dask_inputs(X, y, sample_weight)
             if present.size < 2:
                 raise ValueError("BoundLogisticRegression needs samples of at least 2 classes "
@@ -367,7 +360,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         if self.fit_intercept and k > 1:
             # eigenvalue of the rank-one term = the typical intercept curvature sum(s) / k
             center = float(sw.sum()) / k**2 * (1.0 if exact_center else _WEAK_CENTER)
-        if _is_dask_array(X):            # the chunk map runs on the Dask workers
+        if is_dask_array(X):            # the chunk map runs on the Dask workers
             from zbound.distributed import dask_logistic_objective as build
         else:
             build = logistic_objective
@@ -439,7 +432,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
             raise ValueError("X has no rows")
         X = X.astype(np.float64)
         rows = (X.chunks[0],)
-        yd = _known_chunks(y) if _is_dask_array(y) else da.from_array(np.asarray(y),
+        yd = _known_chunks(y) if is_dask_array(y) else da.from_array(np.asarray(y),
                                                                        chunks=rows)
         if yd.ndim != 1 or yd.shape[0] != t:
             raise ValueError(f"y must have shape ({t},) to match X, got {yd.shape}")
@@ -453,7 +446,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
                               name=_dask_name("label-index"))
         if sample_weight is None:
             swd = None
-        elif _is_dask_array(sample_weight):
+        elif is_dask_array(sample_weight):
             swd = _known_chunks(sample_weight)
             if swd.ndim != 1 or swd.shape[0] != t:
                 raise ValueError(f"sample_weight must have shape ({t},) to match X, got "
@@ -526,7 +519,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     def decision_function(self, X):
         """Scores: (t,) for two classes (log-odds of ``classes_[1]``), else (t, n_classes).
         A dask array X gives a lazy dask array (as do the predict methods)."""
-        if _is_dask_array(X):
+        if is_dask_array(X):
             return self._dask_map("decision_function", X)
         check_is_fitted(self)
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
@@ -536,7 +529,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
 
     def predict_proba(self, X):
         """Class probabilities (t, n_classes), columns in the order of ``classes_``."""
-        if _is_dask_array(X):
+        if is_dask_array(X):
             return self._dask_map("predict_proba", X)
         scores = self.decision_function(X)
         if scores.ndim == 1:
@@ -546,7 +539,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
 
     def predict_log_proba(self, X):
         """Log class probabilities (t, n_classes), computed stably in log space."""
-        if _is_dask_array(X):
+        if is_dask_array(X):
             return self._dask_map("predict_log_proba", X)
         scores = self.decision_function(X)
         if scores.ndim == 1:
@@ -555,7 +548,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
 
     def predict(self, X):
         """Most probable label per row of X."""
-        if _is_dask_array(X):
+        if is_dask_array(X):
             return self._dask_map("predict", X)
         scores = self.decision_function(X)
         idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)

@@ -33,6 +33,7 @@ denominator alone. Minimizing it is a step of Alg. 2 (``minimize(model, x0, meth
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import logsumexp
 
 from zbound.bounds.curvature import KroneckerCurvature
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
@@ -241,11 +242,8 @@ class LatentSoftmaxLoss(ChunkedLoss):
         ST = self.scores(theta, X)
         K, M = self.n_classes, self.n_components
         S3 = ST.reshape(K, M, -1)
-        mx = S3.max(axis=1)                                         # (K, t), per class
-        lse_class = np.log(np.exp(S3 - mx[:, None, :]).sum(axis=1)) + mx
-        m2 = lse_class.max(axis=0)
-        lse_all = m2 + np.log(np.exp(lse_class - m2).sum(axis=0))
-        return (lse_class - lse_all).T
+        lse_class = logsumexp(S3, axis=1)                          # (K, t), per class
+        return (lse_class - logsumexp(lse_class, axis=0)).T
 
     def pair_mass(self, theta: np.ndarray) -> np.ndarray:
         """(n_classes, n_components): sum over the rows of each class of the responsibilities

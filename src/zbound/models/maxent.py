@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.special import logsumexp
 
 from zbound.bounds.curvature import DenseCurvature
 from zbound.bounds.enumerate import quadratic_bound
@@ -103,9 +104,8 @@ class MaxEnt:
     # -- Model protocol (dual objective log Z(beta)) -----------------------------------------
     def _log_p(self, beta: np.ndarray) -> tuple[float, np.ndarray]:
         a = self.log_prior + self.features @ beta
-        m = np.max(a)
         with np.errstate(under="ignore"):
-            lse = float(m + np.log(np.sum(np.exp(a - m))))
+            lse = float(logsumexp(a))
         return lse, a - lse
 
     def log_p(self, beta: np.ndarray) -> np.ndarray:
