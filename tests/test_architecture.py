@@ -5,6 +5,7 @@ import of the submodule ``pkg.sub``; imports inside functions count too."""
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -150,3 +151,15 @@ def test_estimators_ask_the_solver_policy_not_each_other():
                     t not in ("zbound.estimators._params",) and _is_module(t):
                 crossing.append(f"{mod} -> {t}")
     assert not crossing, crossing
+
+
+def test_library_comments_carry_no_timings_or_dates():
+    """Measurements live in bench records, where they have a machine and a date; library code
+    says why, not how fast it was once (such lines go stale)."""
+    src = Path(__file__).resolve().parents[1] / "src" / "zbound"
+    pattern = re.compile(r"\b20\d\d-[01]\d-[0-3]\d\b|\b\d+(\.\d+)? ?(ms|us)\b|"
+                         r"\b\d+\.\d+ s\b|\b\d+(\.\d+)?x (faster|slower)\b")
+    hits = [f"{p.relative_to(src)}:{i}" for p in src.rglob("*.py")
+            if "bench" not in p.relative_to(src).parts and p.name != "cli.py"
+            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, hits

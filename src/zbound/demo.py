@@ -11,7 +11,7 @@
 
 Timing rules, for every time the demo prints: one BLAS thread (``threadpool_limits(1)``: these
 problems are small, and on a 2-core machine extra BLAS threads only add synchronization, which
-once made scikit-learn's lbfgs look 10x slower than it is); the compared methods alternate over
+can make a peer look many times slower than it is); the compared methods alternate over
 the repeats (A B A B ...); medians are reported; time ratios are printed as measured, whichever
 side wins. The machine (CPU count, platform) and the BLAS thread count are printed with them.
 

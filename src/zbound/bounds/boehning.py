@@ -105,8 +105,8 @@ class BoundPreconditioner:
                 ed = e * self.one_diag
                 self.sm = (ed, (w * self.k) / (1.0 + w * self.k * float(e @ ed)))
         # Small d: the inverses explicitly, so that an application is one GEMM (the packed
-        # solve's transposes and calls cost more than its flops there: 28 us against about
-        # 8 us on digits, d = 65, per application, once per iteration)
+        # solve's transposes and calls cost several times its flops there, once per
+        # iteration)
         # B^{-1} v = V M_perp^{-1} + 1 (m Q), m the class mean of V, Q = M_1^{-1} - M_perp^{-1}
         # (one weight vector: v M_1^{-1})
         self.explicit = self.d <= _EXPLICIT_MAX_D if explicit is None else bool(explicit)

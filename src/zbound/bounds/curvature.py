@@ -475,9 +475,8 @@ def weighted_grams(X: np.ndarray, C: np.ndarray, intercept: bool = False) -> np.
 
     One batched product while the (m, d, t) operand is tiny (the Table 3 sizes, where a
     Python loop over pairs would cost more than the arithmetic), else one GEMM per column
-    and chunk of rows into one reused weighted chunk: no (m, d, t) operand (digits' 45
-    class pairs: 20.6 -> 14.1 ms and 31 MB -> 0.7 MB; 3000 x 20, 10 pairs: 5 MB of
-    temporaries -> 0.5 MB; adult, 32561 x 109: 28 MB -> 1 MB).
+    and chunk of rows into one reused weighted chunk: no (m, d, t) operand, so the
+    temporaries stay at one chunk whatever the rows and pairs.
     """
     m = C.shape[1]
     dx = X.shape[1]
@@ -779,8 +778,8 @@ class SoftmaxCurvature(KroneckerCurvature):
     def _matvec_one(self, V: np.ndarray) -> np.ndarray:
         """One weight vector (binary with a reference class), dense X: X^T (w p (1 - p) * X v)
         one block of rows at a time, so that the block is still in cache for the second
-        product. Both products are matrix-vector (memory-bound): on Adult (32561 x 108) one
-        pass over X instead of two, 3.0 ms against 4.5 ms (one thread, a loaded machine)."""
+        product. Both products are matrix-vector (memory-bound): one pass over X instead of
+        two."""
         X, P, wts = self.X, self.P[:, 0], self.weights
         w, b = self._split(V)
         w = w[0]

@@ -65,12 +65,9 @@ WOODBURY_MAX_PRODUCTS = 100
 #: too large), CG is preconditioned by D^(1/2), not D: halfway between Jacobi and none.
 #: Tf-idf rows over Zipf columns leave the rare columns a diagonal near the ridge 1/C, so
 #: plain Jacobi stretches the first CG directions of a truncated Newton step along them; the
-#: step then overshoots. Newton-CG fits to newton-cg's objective, one thread (20 000 x
-#: 30 000, 5 classes, C = 100): Jacobi 1.72 s, 257 products, 5 of 12 steps backtracked;
-#: none 0.99 s; D^(1/4) 0.50 s; D^(1/2) 0.35-0.61 s, 80 products; D^(3/4) 1.24 s. Over
-#: 2 to 20 classes, 1 000 to 100 000 rows and C = 1 / 100 it was the fastest of the four in
-#: every shape but one (within 10% there); 100 000 x 100 000 binary at C = 100: 0.99 s ->
-#: 0.32 s.
+#: step then overshoots and backtracks. Against no preconditioner, Jacobi and the powers
+#: 1/4 and 3/4, the square root took the fewest products on tf-idf shapes of 2 to 20 classes,
+#: 1 000 to 100 000 rows and C = 1 / 100, in every shape but one (within 10% there).
 SPARSE_JACOBI_POWER = 0.5
 
 
@@ -81,12 +78,12 @@ def block_preconditioner_kind(rows: int, b: int, m: int, budget: int = MAX_BLOCK
     (:func:`block_budget`): "woodbury" when rows < b, its m (rows, rows) systems fit and
     their setup costs at most ``WOODBURY_MAX_PRODUCTS`` products (``stored``: the data's
     stored entries, rows x b when dense or not given; setup m (rows^2 b + rows^3) instead of
-    m (rows b^2 + b^3), and no (b, b) array: SRBCT, 66 rows and b = 2309, 12 s and 600 MB ->
-    10 ms), "dense" when the m (b, b) blocks fit, else "jacobi" (b entries per block). Sparse
-    text data, 5000 x 8000 with 10 classes: the Woodbury form would hold 10 systems of 5000 x
-    5000 (2 GB); the budget is 32 MB. Sparse 1000 x 10 000 tf-idf rows with 36 000 stored
-    entries, 2 classes: the setup (3.3e8 flops) would cost 4 600 products; Jacobi CG took
-    the fit from 40 ms to 6 ms."""
+    m (rows b^2 + b^3), and no (b, b) array: on gene-expression shapes, 66 rows and b = 2309,
+    three orders of magnitude less time and memory), "dense" when the m (b, b) blocks fit,
+    else "jacobi" (b entries per block). Sparse text data, 5000 x 8000 with 10 classes: the
+    Woodbury form would hold 10 systems of 5000 x 5000 (2 GB) against a budget of 32 MB.
+    Sparse 1000 x 10 000 tf-idf rows with 36 000 stored entries, 2 classes: the setup
+    (3.3e8 flops) would cost 4 600 products, far more than Jacobi CG's whole fit."""
     stored = rows * b if stored is None else stored
     if rows < b and m * rows * rows <= budget and \
             m * rows ** 3 / 3.0 <= WOODBURY_MAX_PRODUCTS * 4.0 * m * stored:
@@ -143,8 +140,8 @@ def woodbury_block_jacobi(factors, extra: np.ndarray):
         G.flat[:: G.shape[0] + 1] += 1.0
         K[a] = G
     # Cholesky factors in place (K[a].T is Fortran-ordered: LAPACK works on K's memory), used
-    # by potrs in every application: a third of the flops of an explicit inverse (Text, two
-    # 1350 x 1350 systems: 2.1 s -> about 0.3 s) and no second (m, T, T) array.
+    # by potrs in every application: a third of the flops of an explicit inverse and no
+    # second (m, T, T) array.
     if not np.isfinite(K).all():
         return None
     # K_a = I + PSD: every pivot is at least 1, so with finite entries potrf cannot meet a
@@ -370,8 +367,8 @@ def _design_rows(factors, b: int):
 def gram_eigenbasis(factors) -> np.ndarray:
     """Eigenvectors (b, b) of the unweighted Gram matrix G = sum_k Xa_k^T Xa_k of a curvature's
     dense ``block_factors`` (two (b, b) arrays at the peak, one kept)."""
-    # LAPACK syevr (G is its workspace, the eigenvectors a second (b, b) array): 0.35 s for
-    # b = 785 on one thread, where syev, which would overwrite G, took 1.9 s
+    # LAPACK syevr (G is its workspace, the eigenvectors a second (b, b) array): several
+    # times faster than syev, which would overwrite G and save that array
     _, Q = scipy.linalg.eigh(factor_gram(factors), overwrite_a=True, check_finite=False)
     return Q
 

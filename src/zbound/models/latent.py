@@ -163,8 +163,8 @@ class LatentSoftmaxLoss(ChunkedLoss):
     # The value and gradient allocate one array of the scores' size, transformed in place:
     # a zero (pairs, rows) R, its difference with P and a copy of the scores beside them put
     # four such arrays through the allocator per call, and at a megabyte each (40 pairs x 3000
-    # rows) glibc returned them to the system and took them back with page faults at every
-    # evaluation (906 a call; 3.6 -> 1.1 ms).
+    # rows) glibc returns them to the system and takes them back with page faults at every
+    # evaluation, which cost more than the arithmetic.
     def _value(self, theta, c):
         X, sw, own = c
         ST = self.scores(theta, X)

@@ -60,10 +60,8 @@ _MAX_ROWS_TIMES_MAGNITUDE = 1e150
 _MAX_SINGLE_ROWS_TIMES_MAGNITUDE = 1e30
 #: SingleSoftmaxLoss without a copy of X converts row blocks of about this many bytes (float32),
 #: or of half the size of one (k, t) float64 array of the evaluation if that is larger (a block
-#: that size does not raise the fit's peak, which those arrays set), up to the second size:
-#: synthetic 50 000 x 50 x 10 to 1e-8, 189 ms with 512 KB blocks, 169 ms with 1 MB and 164 ms
-#: with 2 MB at the same peak (4 MB: 271 ms, past the caches); KMNIST 2000 x 785 keeps 512 KB (1 MB
-#: raised its peak 20%)
+#: that size does not raise the fit's peak, which those arrays set), up to the second size
+#: (beyond it the blocks fall out of the caches)
 _SINGLE_BLOCK_BYTES = 1 << 19
 _SINGLE_MAX_BLOCK_BYTES = 1 << 21
 _SINGLE_MIN_BLOCK_ROWS = 64
@@ -322,7 +320,7 @@ class SoftmaxLoss(ChunkedLoss):
             sgn = np.ones(y.shape[0], dtype=dtype)
             sgn[y == 1] = -1.0
             return sgn
-        # intp: NumPy's fancy indexing converts other index types on every call (5x slower)
+        # intp: NumPy's fancy indexing converts other index types on every call (slower)
         at = y.astype(np.intp)
         at *= y.shape[0]
         at += np.arange(y.shape[0])
@@ -388,8 +386,8 @@ class SoftmaxLoss(ChunkedLoss):
         accurate to the last digit: one exp and one logarithm per row, a third of the time
         of logaddexp and expit, which run scalar. In float32, log1p(e) = log(u) e / (u - 1)
         (exact to a few roundings; e itself where u rounds to 1): NumPy's float32 log1p is
-        scalar without AVX-512 (3.5x its log there), where float64's costs about its log
-        (8 us per 8192 rows with AVX-512, 33 us without, 2026-11-28). Blocks of
+        scalar without AVX-512 (several times its log there), where float64's costs about its
+        log. Blocks of
         ``_BINARY_BLOCK`` rows keep the temporaries in cache and the peak memory at the
         losses and the scores (the fit's peak on adult is a few such arrays)."""
         one = s.dtype.type(1.0)
@@ -421,7 +419,7 @@ class SoftmaxLoss(ChunkedLoss):
                     Pb = P[a:a + _BINARY_BLOCK]
                     np.maximum(e, sb >= 0, out=Pb)      # 1 where s >= 0, else e <= 1
                     Pb /= u
-                # 1 where z >= 0, else e (a maximum: copyto with a random mask is 3x slower)
+                # 1 where z >= 0, else e (a maximum: copyto with a random mask is slower)
                 np.maximum(e, z >= 0, out=e)
                 np.divide(e, u, out=sb)                 # expit(z)
                 sb *= gb                                # R = p - y
@@ -546,8 +544,8 @@ class SoftmaxLoss(ChunkedLoss):
     def _value_grad_dense_hessian(self, theta, c):
         """Two classes on dense rows: the Hessian sum_j s_j p_j (1 - p_j) xa_j xa_j^T as one
         weighted Gram matrix (:func:`~zbound.bounds.curvature.weighted_grams`), with no
-        curvature operator between (scaled breast_cancer, 426 x 31, with the penalty: 80 ->
-        62 us for the value, gradient and dense Hessian); else the operator's dense form."""
+        curvature operator between (on small problems the operator costs a good part of the
+        evaluation); else the operator's dense form."""
         X, sw = c.X, c.sw
         if not (self.free and self.k == 1) or sp.issparse(X) or X.dtype != np.float64:
             return super()._value_grad_dense_hessian(theta, c)
@@ -584,7 +582,7 @@ class SoftmaxLoss(ChunkedLoss):
             else:
                 f = float(sw @ loss)
                 r *= sw
-            if fi:      # np.append would cost ~8 us of the step's ~100 at this size
+            if fi:      # np.append would cost a tenth of the step at this size
                 g = np.empty(X.shape[1] + 1)
                 np.matmul(r, X, out=g[:-1])
                 g[-1] = r.sum()
@@ -746,7 +744,7 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         self.blocked = X32 is None
         # float32 numbers per row: d (dense) or the stored entries per row (CSR: with d in
         # their place a block of a wide sparse X held a few rows, hundreds of blocks per
-        # evaluation, 5x slower than float64 on 30000 x 2000 at 1% density)
+        # evaluation, several times slower than float64)
         per_row = (loss.X.nnz / max(1, loss.n_samples)) if sp.issparse(loss.X) else self.d
         self.block_rows = int(block_rows) if block_rows else \
             max(_SINGLE_MIN_BLOCK_ROWS, int(single_block_bytes(loss) // (4 * max(1.0, per_row))))

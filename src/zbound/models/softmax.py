@@ -1,7 +1,8 @@
 """Class-major softmax kernels shared by the softmax models.
 
 Scores are kept as S^T of shape (n_classes, t): reductions over the classes run across
-contiguous rows (for two classes 5x faster than a row-wise reduction over a (t, 2) array), and
+contiguous rows (for two classes several times faster than a row-wise reduction over a
+(t, 2) array), and
 P^T X gives the gradient in vec(W) order without a copy.
 """
 
@@ -24,8 +25,8 @@ def class_major_scores(X, W: np.ndarray, intercept: bool = False) -> np.ndarray:
     k = W.shape[0]
     if 1 < k <= SCORE_GEMV_ROWS:
         # one matrix-vector product per row of W: OpenBLAS runs W X^T with two or three rows
-        # of W at 0.33-0.87x the time this way (one thread, AVX-512 and AVX2 kernels alike,
-        # 150 x 5000 to 100 000 x 20; 2026-11-28); from four rows on the product is as fast
+        # of W faster this way (AVX-512 and AVX2 kernels alike); from four rows on the
+        # product is as fast
         out = np.empty((k, X.shape[0]), dtype=np.result_type(X, W))
         for i in range(k):
             np.dot(X, W[i], out=out[i])
@@ -63,10 +64,8 @@ def class_major_product(R: np.ndarray, X, intercept: bool = False) -> np.ndarray
     if R.shape[0] < 2 or t < 2 * step:
         return R @ X
     # summed over row blocks of about PRODUCT_BLOCK_BYTES: OpenBLAS's AVX-512 kernels run
-    # this product (a few rows of R against many of X) at 0.5-0.8x the time blocked than
-    # whole (15 000 x 51, 7 classes: 448 -> 330 us; 100 000 x 21, 7 classes: 2.7 -> 1.4 ms;
-    # 50 000 x 51, 10 classes: 3.3 -> 1.6 ms), its AVX2 kernels at 0.94-1.12x (one thread,
-    # 2026-11-28)
+    # this product (a few rows of R against many of X) faster blocked than whole, its AVX2
+    # kernels about as fast
     out = R[:, :step] @ X[:step]
     for a in range(step, t, step):
         out += R[:, a:a + step] @ X[a:a + step]

@@ -45,8 +45,8 @@ INNER_SOLVERS = ("auto", "cholesky", "cg")
 # (a softmax curvature product costs O(t n d + t n^2)).
 AUTO_CG_THRESHOLD = 300
 # The same switch for an exact bound step (plain Alg. 2, SQUAREM): the step is solved to 1e-8 and
-# the pair-block assembly is GEMM-bound; on digits (p = 620) one bound step took 23 ms with dense
-# Cholesky against 42 ms with block-Jacobi PCG.
+# the pair-block assembly is GEMM-bound, so dense Cholesky stays faster than block-Jacobi PCG
+# further up (digits, p = 620, takes it).
 AUTO_CG_THRESHOLD_BOUND = 1000
 #: The stationarity test does not stop a run whose last iteration lowered the objective by
 #: more than this fraction of it (see :meth:`Solver.stop_status`).
@@ -485,8 +485,8 @@ class Solver:
         # a small gradient right after a step that lowered the objective by over
         # STILL_MOVING_RTOL of it is not trusted: with many parameters over sparse columns
         # every gradient entry can be small far from the optimum (20 000 x 30 000 tf-idf
-        # rows, 20 classes: ||g||_inf <= 1e-4 |f| held at 3.7x the optimum, right after a
-        # step that had lowered f by 42%)
+        # rows, 20 classes: ||g||_inf <= 1e-4 |f| held at several times the optimum, right
+        # after a step that had lowered f by almost half)
         moving = state.f_prev is not None and state.f_prev - f > STILL_MOVING_RTOL * scale
         # at the start point, before any step, the test is absolute (scale 1): relative to
         # abs(f) it passed at once far from the optimum, where a quadratic penalty makes f

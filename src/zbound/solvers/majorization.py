@@ -381,8 +381,8 @@ class NewtonBound(_MMBase):
     the quadratic model predicts that the step crosses ``target``, the value alone is tested
     first). Otherwise backtrack along the Newton direction with values only (up to
     ``backtracks`` = 4 Armijo trials, safeguarded quadratic interpolation: on near-separable,
-    badly scaled digits at C = 10 the bound alone took 621 safeguard steps and 4.4 s, with
-    backtracking first 37 iterations and 1.25 s); if that fails too, build the Alg. 1 bound
+    badly scaled data the bound alone takes many short safeguard steps); if that fails too,
+    build the Alg. 1 bound
     at theta and use it as a line search along the Newton direction, s* = argmin_s of the
     majorizer J + s g.d + s^2/2 d.C d (``fallback = "direction"``, default), or take the
     bound's own minimizer (``fallback = "step"``, the plain Alg. 2 step). Both surely descend;
@@ -411,8 +411,7 @@ class NewtonBound(_MMBase):
         if direction.auto:
             direction.by_shape(H)
         # a dense factorization at every step: the model's dense Hessian where it forms one
-        # without the operator (two classes on dense rows: 426 x 31, an evaluation in the
-        # loop 85 -> 75 us)
+        # without the operator (two classes on dense rows: a cheaper evaluation)
         dense = direction.inner == "cholesky" and supports(model, DenseHessian)
         return NewtonBoundState(x, f, g, H=H, g0=max(_norm(g), 1e-300), inner=inner,
                                 direction=direction, dense=dense)

@@ -778,12 +778,8 @@ def newton_price(d: int, nbytes: int = 0) -> float:
     """One Newton step's cost in L-BFGS iterations, for one weight vector of ``d`` parameters
     over a dense X of ``nbytes``. In cache an iteration is cheap against the Hessian's d^2 work
     per row: 2 + d / 16. Streamed from memory an iteration costs two passes over X, and
-    Newton's Hessian about one more: 2 + d / 100. Measured (one BLAS thread, 2-core AMD EPYC,
-    2026-11-28; Newton step over L-BFGS iteration): in cache 2.5 at d = 11 over 20 000 rows,
-    2.3 at 31 over 569, 4.0 at 31 over 5000, 5.1 at 51 over 20 000, 9.6 at 101 over 2000, 9.2 at
-    101 over 10 000, 14 at 201 over 500; streamed 0.8-1.3 at d = 21 over 80 000-100 000 rows,
-    1.4-1.7 at 51 over 60 000-200 000, 1.8-2.2 at 101 over 30 000-50 000, 3.3 on scaled Adult
-    (d = 109, 32 561 rows), 1.8-1.9 at 201 over 15 000-20 000."""
+    Newton's Hessian about one more: 2 + d / 100 (both fitted to the ratio measured on
+    problems of d = 11-201 over 500-200 000 rows)."""
     if nbytes > NEWTON_CACHE_BYTES:
         return 2.0 + d / 100.0
     return 2.0 + d / 16.0
@@ -797,10 +793,8 @@ def blocks_newton_price(rows: int, b: int, n: int) -> float:
     against a gradient's 4 rows b n: with fewer rows than columns the Woodbury form,
     (rows n)^3 / 3 for the whole Hessian up to 1500 rows x classes, n rows^3 / 3 by classes
     beyond, and rows^2 b for X E^-1 X^T; else n dense class blocks, n (rows b^2 + b^3 / 3),
-    about every other step. Measured against this (one BLAS thread, 2-core AMD EPYC,
-    2026-11-28; Newton step over L-BFGS iteration): 6.8 at 63 x 2308 x 4 (price 9.3), about
-    27 at 200 x 2000 x 5 (54), 35 at 1000 x 2000 x 4 (104): high, which keeps L-BFGS longer
-    on the well-conditioned problems where it wins."""
+    about every other step. It prices a step above what is measured (by up to 3x), which keeps
+    L-BFGS longer on the well-conditioned problems where it wins."""
     T, b, n = float(rows), float(b), float(n)
     grad = 4.0 * T * b * n
     if T < b:
@@ -827,10 +821,8 @@ def _blocks_newton_price(model) -> float | None:
 #: :func:`precond_tail_switch`: preconditioned L-BFGS on several weight vectors hands over to
 #: Newton steps after at least this many evaluations. It converges well before on every
 #: suite problem (scaled digits at C = 100, its longest: 124 iterations); past it the run is
-#: in a crawling tail. Measured (one BLAS thread, 2-core AMD EPYC, 2026-11-28, raw digits,
-#: pixel values 0-16, whole fit with / without the handover): C = 1 153 / 195 ms (194 / 603
-#: iterations), C = 100 367 / 349 ms, C = 1000 139 ms converged / 366 ms stopped by
-#: max_iter = 1000; at 100 evaluations scaled digits at C = 100 went 43 -> 58 ms.
+#: in a crawling tail (raw digits at C = 1000 stopped at max_iter without the handover; at 100
+#: evaluations the handover came too early for scaled digits at C = 100).
 PRECOND_TAIL_EVALS = 200
 
 

@@ -314,8 +314,7 @@ def cache_block_rows(d: int) -> int:
     """Rows of a dense (rows, d) float64 block of about 1 MB (a typical L2 cache), at least 256:
     two matrix-vector products over the same rows (X v, then X^T r) run block by block, so
     that the second finds the block still in cache (memory-bound products read X once instead
-    of twice). Adult, 32561 x 109, one thread, one Hessian product: 3.0 ms with 1 MB blocks,
-    3.6 with 512 KB, 3.3 with 4 MB, 4.5 unblocked."""
+    of twice; 1 MB blocks were the fastest of 512 KB to 4 MB and unblocked)."""
     return max(256, (1 << 20) // (8 * max(int(d), 1)))
 
 
@@ -373,9 +372,8 @@ def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
     ones implicit; w = 1 without ``weights``), accumulated in float32 by ssyrk on float32
     copies of row blocks of about 512 KB into ``acc`` (a Fortran-ordered float32 (b, b)
     array, its lower triangle; new when None), which is returned. For preconditioners'
-    metrics: a third of the time of float64 products where d is large (KMNIST 2000 x 785,
-    one thread: 11 ms against 35 ms; adult, d = 109: 9.5 ms against 10.5 ms for X^T X) and
-    no copy of X; :func:`mirror_lower` completes the result."""
+    metrics: a third of the time of float64 products where d is large, and no copy of X;
+    :func:`mirror_lower` completes the result."""
     from scipy.linalg.blas import ssyrk
 
     dx = X.shape[1]

@@ -21,7 +21,7 @@ _CONTROLLER = None
 
 def blas_threads(limit: int | None):
     """Context limiting BLAS/LAPACK threads to ``limit`` (None: leave them as configured).
-    Libraries are discovered once per process (slow); the switch costs ~15 us."""
+    Libraries are discovered once per process (slow); the switch itself is cheap."""
     global _CONTROLLER
     if limit is None:
         return nullcontext()

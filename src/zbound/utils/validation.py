@@ -115,8 +115,8 @@ def validate_data(estimator, X="no_validation", y="no_validation", reset: bool =
     ``n_features_in_`` (and, with ``reset``, the absence of ``feature_names_in_``) set as
     scikit-learn sets them. Every other input, and every input that fails a check, goes
     through scikit-learn's own ``validate_data``, which converts it or raises its own error.
-    On a 426 x 30 fit scikit-learn's checks cost about 0.18 ms, a tenth of the fit
-    (2026-11-29); the fast path about 0.02 ms. Options other than ``dtype=np.float64``,
+    (On a small fit scikit-learn's checks cost about a tenth of the fit, the fast path a
+    tenth of that.) Options other than ``dtype=np.float64``,
     ``order``, ``accept_sparse`` and ``y_numeric`` always take scikit-learn's path."""
     from sklearn.utils.validation import validate_data as sk_validate_data
 
@@ -156,9 +156,9 @@ def check_reg(reg) -> float:
 def label_indices(y) -> tuple[np.ndarray, np.ndarray]:
     """(classes, indices): the sorted distinct labels of ``y`` and each label's position
     among them, as ``np.unique(y, return_inverse=True)`` gives them (intp indices). NumPy's
-    ``return_inverse`` sorts all of y (13.6 ms for 10^5 binary int64 labels, 2026-11-28, half
-    of a whole 100 000 x 20 fit); the distinct labels by hashing, then labels 0..k-1 used as
-    they are and others found by binary search, take 0.5-2 ms."""
+    ``return_inverse`` sorts all of y (up to half of a whole binary fit); here the distinct
+    labels come by hashing, then labels 0..k-1 are used as they are and others found by
+    binary search."""
     y = np.asarray(y)
     if y.dtype.kind not in "iufbUS":            # objects: NumPy's sort-based encoding
         classes, idx = np.unique(y, return_inverse=True)
@@ -243,8 +243,7 @@ def check_class_targets(y) -> None:
     """scikit-learn's ``check_classification_targets`` for the labels of a classifier's fit:
     a ValueError for a continuous or multi-output y. One-dimensional integer or boolean
     labels always pass (binary or multiclass), so they skip its type inference, which costs
-    0.1 ms on any y (2026-11-28, a tenth of a small fit; NumPy arrays only, other inputs go
-    through it)."""
+    about a tenth of a small fit (NumPy arrays only; other inputs go through it)."""
     if isinstance(y, np.ndarray) and y.ndim == 1 and y.dtype.kind in "iub":
         return
     from sklearn.utils.multiclass import check_classification_targets

@@ -25,7 +25,7 @@ Modules, one job each:
 - :mod:`.chambolle_pock`: the solver, :func:`solve_quantum` returning a :class:`CPSolution`;
 - :mod:`.newton`: the damped Newton polish of the dual (n <= 128);
 - :mod:`.diagonal_newton`: Newton with temperature continuation on the diagonal dual, the
-  solver for pair-only feature sets such as (1, x) when n > 128 (d = 1000 in ~25 s);
+  solver for pair-only feature sets such as (1, x) when n > 128;
 - :mod:`.zero_temperature`: the eps = 0 SDP (:func:`zero_temperature_bound`);
 - :mod:`.kprime`: the constraints of K' for CVXPY;
 - :mod:`.blas`: limiting BLAS threads while solving;
