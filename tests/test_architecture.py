@@ -163,3 +163,13 @@ def test_library_comments_carry_no_timings_or_dates():
             if "bench" not in p.relative_to(src).parts and p.name != "cli.py"
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert not hits, hits
+
+
+def test_one_backtracking_loop():
+    """Solvers step back along a direction through zbound.solvers.linesearch only: no loop of
+    its own that halves or shrinks a step length."""
+    src = Path(__file__).resolve().parents[1] / "src" / "zbound"
+    pattern = re.compile(r"\b(s|t|step|alpha|eta)\s*\*=\s*0\.5\b|interpolated_step\(")
+    hits = [f"{p.relative_to(src)}:{i}" for p in src.rglob("*.py") if p.name != "linesearch.py"
+            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, hits

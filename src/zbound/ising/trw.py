@@ -53,6 +53,7 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, mini
 from sklearn.exceptions import ConvergenceWarning
 
 from zbound.ising.model import IsingModel, check_scale, relative_gap
+from zbound.solvers.linesearch import armijo_search
 
 _S = np.array([-1.0, 1.0])
 _MACH = np.finfo(np.float64).eps
@@ -533,25 +534,27 @@ def trw_bound(
             if fw_gap <= rho_tol * max(1.0, abs(value)):
                 break
             saved = solver.logm.copy()
-            step = 2.0 / (k + 3)
-            accepted = False
-            for _ in range(6):
+            its = []
+
+            def trial(step, tree=tree, dec=dec, saved=saved, its=its):
+                # messages warm-started from the accepted rho's at every trial
                 c_dec = dec.with_tree(tree, step)
-                cand = c_dec.rho
                 solver.logm = saved.copy()
-                c_conv, c_its, c_D, c_B, c_gap = solver.run(cand, damping, tol, inner, c_dec,
-                                                            check_every)
-                total_its += c_its
-                if c_D < D:
-                    c_value, c_mi, c_bs, c_bst = solver.value(cand)
-                    rho_v, dec, value, mi, bs, bst = cand, c_dec, c_value, c_mi, c_bs, c_bst
-                    D, B, gap, conv = c_D, c_B, c_gap, c_conv
-                    accepted = True
-                    break
-                step *= 0.5
-            if not accepted:
+                c_conv, c_its, c_D, c_B, c_gap = solver.run(c_dec.rho, damping, tol, inner,
+                                                            c_dec, check_every)
+                its.append(c_its)
+                return c_D, (c_dec, c_conv, c_B, c_gap)
+
+            # a step is kept where the certified bound decreases (halving, at most 6 trials)
+            found = armijo_search(trial, D, -1.0, 2.0 / (k + 3), shrink="halve", trials=6,
+                                  accept=lambda step, c_D, D=D: c_D < D)
+            total_its += sum(its)
+            if found is None:
                 solver.logm = saved
                 break
+            _, D, (dec, conv, B, gap) = found
+            rho_v = dec.rho
+            value, mi, bs, bst = solver.value(rho_v)
             steps += 1
     bound = float(eps * (D - d * np.log(2.0)))
     primal = float(eps * (B - d * np.log(2.0)))

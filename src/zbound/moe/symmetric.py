@@ -39,6 +39,7 @@ from scipy.special import expit, log_expit
 
 from zbound.moe.model import SoftLabelSoftmaxLoss
 from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.linesearch import armijo_search
 from zbound.solvers.result import Result
 from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
@@ -133,13 +134,12 @@ class _Symmetric:
             if np.max(np.abs(g)) <= tol:
                 break
             step = np.linalg.solve(H, g)
-            s = 1.0
-            while s > 1e-10:
-                f_new = self.md_objective(x - s * step, theta_t)[0]
-                if f_new <= f - 1e-4 * s * float(g @ step):
-                    break
-                s *= 0.5
-            x = x - s * step
+            found = armijo_search(
+                lambda s, x=x, step=step: (self.md_objective(x - s * step, theta_t)[0], None),
+                f, -float(g @ step), 1.0, shrink="halve", min_step=1e-10)
+            if found is None:
+                break
+            x = x - found[0] * step
         return x
 
     def missing_information(self, theta):

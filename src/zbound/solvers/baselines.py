@@ -22,9 +22,8 @@ from typing import Any
 import numpy as np
 import scipy.optimize
 
-from zbound.solvers._linesearch import ARMIJO as _ARMIJO
-from zbound.solvers._linesearch import interpolated_step
 from zbound.solvers.base import MethodInfo, Solver, State, little_left, register
+from zbound.solvers.linesearch import armijo_search
 from zbound.solvers.result import Recorder, Result, Status
 from zbound.utils.linalg import cholesky_solve, jacobi
 from zbound.utils.validation import POSITIVE_INT
@@ -258,15 +257,12 @@ class Newton(Solver):
             d = -g
             gd = -gn * gn
         f_new, g_new, H_new = model.value_grad_hessian(x + d)
-        step = 1.0
-        ok = f_new <= f + _ARMIJO * gd
-        while not ok and step > 1e-12:
-            step *= 0.5
-            f_new = model.value(x + step * d)
-            ok = f_new <= f + _ARMIJO * step * gd
-        if not ok:
+        found = armijo_search(lambda t: (model.value(x + t * d), None), f, gd, 1.0,
+                              shrink="halve", min_step=1e-12, first=(f_new, None))
+        if found is None:
             state.status = Status.LINE_SEARCH_FAILED
             return
+        step = found[0]
         x_new = x + step * d
         if step != 1.0:
             f_new, g_new, H_new = model.value_grad_hessian(x_new)
@@ -300,14 +296,15 @@ class SteepestDescent(Solver):
 
     def update(self, model, state):
         f, g, x = state.f, state.g, state.x
-        gg = float(g @ g)
-        step = state.step
-        for _ in range(60):
-            x_new = x - step * g
-            f_new, g_new = model.value_and_grad(x_new)
-            if f_new <= f - _ARMIJO * step * gg:
-                state.step = 2.0 * step
-                self.accept(model, state, x_new, f_new, g_new)
-                return
-            step = interpolated_step(step, f, f_new, -gg)
-        state.status = Status.LINE_SEARCH_FAILED
+
+        def trial(t):
+            f_t, g_t = model.value_and_grad(x - t * g)
+            return f_t, g_t
+
+        found = armijo_search(trial, f, -float(g @ g), state.step, trials=60)
+        if found is None:
+            state.status = Status.LINE_SEARCH_FAILED
+            return
+        step, f_new, g_new = found
+        state.step = 2.0 * step
+        self.accept(model, state, x - step * g, f_new, g_new)

@@ -31,9 +31,9 @@ from sklearn.utils._param_validation import StrOptions
 from zbound.bounds.curvature import DenseCurvature
 from zbound.bounds.policy import PreconditionerPolicy, block_shape
 from zbound.models.base import DenseHessian, LowRankMajorizer, supports
-from zbound.solvers._linesearch import ARMIJO as _ARMIJO
-from zbound.solvers._linesearch import backtrack
 from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.linesearch import ARMIJO as _ARMIJO
+from zbound.solvers.linesearch import backtrack
 from zbound.solvers.result import Status
 from zbound.utils.linalg import ridged_cholesky_solve
 from zbound.utils.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, Choices, Number

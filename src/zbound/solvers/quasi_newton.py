@@ -77,9 +77,9 @@ from zbound.models.boehning import (  # noqa: F401  (re-exported)
     preconditioner_cost,
     preconditioner_fits,
 )
-from zbound.solvers._linesearch import ARMIJO as _ARMIJO
-from zbound.solvers._linesearch import backtrack
 from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, little_left, register
+from zbound.solvers.linesearch import ARMIJO as _ARMIJO
+from zbound.solvers.linesearch import backtrack
 from zbound.solvers.result import Status
 from zbound.utils.validation import NON_NEGATIVE, NON_NEGATIVE_INT, POSITIVE_INT, Choices
 

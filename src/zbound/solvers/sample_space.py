@@ -51,10 +51,11 @@ import scipy.sparse as sp
 
 from zbound.models.base import SoftmaxData, supports
 from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.linesearch import ARMIJO as _ARMIJO
+from zbound.solvers.linesearch import armijo_search
 from zbound.solvers.result import Status
 from zbound.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT
 
-_ARMIJO = 1e-4
 #: "auto" uses the dense Cholesky path (K = X X^T formed once) for dense X while t m is at most
 #: this; otherwise matrix-free CG in sample space.
 DIRECT_MAX = 3000
@@ -442,22 +443,26 @@ class _SampleSpace(Solver):
         # on f: the full step is taken if f does not rise by more than its rounding.
         noise = 1e-13 * max(1.0, abs(f)) if (armijo and -gd <= 1e-13 * max(1.0, abs(f))) \
             else None
-        s = 1.0
-        for _ in range(self.opts["backtracks"] + 1):
+
+        def trial(s):
             Zs = Z_new if s == 1.0 else Z + s * dZ
             f_loss, P, S, Rs = self._eval(model, ex, Zs)
             n_s = max(nrm2 + 2.0 * s * dtd + s * s * dd, 0.0)
-            fs = f_loss + 0.5 * reg * n_s
+            return f_loss + 0.5 * reg * n_s, (Zs, Rs, P, S, n_s)
+
+        def accept(s, fs):
             if armijo:
-                ok = fs <= f + _ARMIJO * s * gd or (noise is not None and fs <= f + noise)
-            else:
-                ok = fs <= f
-            if ok:
-                As = A_new if s == 1.0 else (1.0 - s) * A + s * A_new
-                return {"c": (1.0 - s) * c, "A": As, "Z": Zs, "R": Rs, "P": P, "S": S,
-                        "nrm2": n_s, "f": fs}
-            s *= 0.5
-        return None
+                return fs <= f + _ARMIJO * s * gd or (noise is not None and fs <= f + noise)
+            return fs <= f
+
+        found = armijo_search(trial, f, gd, 1.0, shrink="halve",
+                              trials=self.opts["backtracks"] + 1, accept=accept)
+        if found is None:
+            return None
+        s, fs, (Zs, Rs, P, S, n_s) = found
+        As = A_new if s == 1.0 else (1.0 - s) * A + s * A_new
+        return {"c": (1.0 - s) * c, "A": As, "Z": Zs, "R": Rs, "P": P, "S": S, "nrm2": n_s,
+                "f": fs}
 
     def update(self, model, state):
         ex = state.work

@@ -44,6 +44,7 @@ from scipy.linalg.blas import dsyrk, ssyrk
 from zbound.ising.features import FeatureSet
 from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import dual_value, feasible_primal, primal_value
+from zbound.solvers.linesearch import armijo_search
 from zbound.utils.linalg import cholesky_solve
 
 CONTINUATION_FACTOR = 4.0   # eps_{k+1} = eps_k / 4
@@ -196,19 +197,17 @@ class DiagonalDualNewton:
             if not slope < 0:
                 return w, steps, False
             t = min(1.0, STEP_CAP / max((n / eps) * float(np.abs(delta).max()), 1e-300))
-            while t > 1e-10:
-                trial = self._evaluate(w + t * delta, eps)
-                if trial.D <= ev.D + 1e-4 * t * slope:
-                    break
-                # minimizer of the quadratic through D(0), D'(0) and D(t), kept in [t/10, t/2]
-                curv = 2.0 * (trial.D - ev.D - slope * t)
-                tq = -slope * t * t / curv if curv > 0 else 0.5 * t
-                t = min(max(tq, 0.1 * t), 0.5 * t)
-            else:
+
+            def trial(t, w=w, delta=delta):
+                point = self._evaluate(w + t * delta, eps)
+                return point.D, point
+
+            found = armijo_search(trial, ev.D, slope, t, min_step=1e-10)
+            if found is None:
                 return w, steps, False
+            t, _, ev = found
             w = w + t * delta
             w -= w.mean()
-            ev = trial
             steps += 1
 
     def solve(self, tol: float, max_steps: int = 200, w0: np.ndarray | None = None,

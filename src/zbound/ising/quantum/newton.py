@@ -18,6 +18,7 @@ import scipy.linalg.lapack
 from zbound.ising.features import FeatureSet
 from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import feasible_primal, primal_value
+from zbound.solvers.linesearch import armijo_search
 from zbound.utils.linalg import psd_solve
 
 # Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis
@@ -145,16 +146,15 @@ class DualNewton:
                 dW = self._basis_matrix(delta)
             if not np.isfinite(dW).all():
                 break
-            t = 1.0
-            while t > 1e-10:
+            def trial(t, W=W, dW=dW):
                 with np.errstate(over="ignore", invalid="ignore"):
-                    trial = W + t * dW
-                D_new, Sig_new, g_new, _ = self.evaluate(trial, False)
-                if D_new <= D + 1e-4 * t * slope:
-                    break
-                t *= 0.5
-            else:
+                    point = W + t * dW
+                return self.evaluate(point, False)[0], None
+
+            found = armijo_search(trial, D, slope, 1.0, shrink="halve", min_step=1e-10)
+            if found is None:
                 break
+            t = found[0]
             W = W + t * dW
             D, Sigma, g, H = self.evaluate(W, True)
         S, s = feasible_primal(Sigma, self.features)

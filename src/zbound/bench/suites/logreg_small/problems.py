@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from zbound.bench.suites.logreg_small.config import REL_TARGET, START_SCALE, Config
+from zbound.solvers.linesearch import armijo_search
 
 #: Design-matrix columns (features + bias) of the Table 3 sets in the paper.
 PAPER_DIMS = {"bupa": 7, "wine": 14, "spect": 23, "ionosphere": 34, "hepatitis": 20}
@@ -121,17 +122,14 @@ def reference_optimum(model) -> dict[str, Any]:
         if np.max(np.abs(g)) <= 1e-13 * max(1.0, abs(f)):
             break
         step = scipy.linalg.solve(H.to_dense(), g, assume_a="pos")
-        t, improved = 1.0, False
-        while t > 1e-8:
-            trial = theta - t * step
-            if model.value(trial) <= f:
-                improved = True
-                break
-            t *= 0.5
-        if not improved:
+        found = armijo_search(lambda t, theta=theta, step=step: (model.value(theta - t * step),
+                                                                 None),
+                              f, -float(g @ step), 1.0, shrink="halve", min_step=1e-8,
+                              accept=lambda t, v, f=f: v <= f)
+        if found is None:
             break
         f_prev = f
-        theta = trial
+        theta = theta - found[0] * step
         f, g, H = model.value_grad_hessian(theta)
         newton_steps += 1
         if f_prev - f <= 1e-16 * abs(f):
