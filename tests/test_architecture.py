@@ -173,3 +173,13 @@ def test_one_backtracking_loop():
     hits = [f"{p.relative_to(src)}:{i}" for p in src.rglob("*.py") if p.name != "linesearch.py"
             for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
     assert not hits, hits
+
+
+def test_one_squarem():
+    """Every SQUAREM cycle extrapolates through zbound.solvers.majorization.squarem_extrapolate:
+    the steplength and the extrapolation x0 - 2 alpha r + alpha^2 v are written once."""
+    src = Path(__file__).resolve().parents[1] / "src" / "zbound"
+    pattern = re.compile(r"alpha \* alpha\) \* v|squarem_steplength\(")
+    hits = sorted({str(p.relative_to(src)) for p in src.rglob("*.py")
+                   for line in p.read_text().splitlines() if pattern.search(line)})
+    assert hits == ["solvers/majorization.py"], hits

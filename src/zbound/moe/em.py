@@ -37,7 +37,7 @@ from zbound.models.penalty import L2Penalty
 from zbound.moe.diagnostics import collapsed_experts
 from zbound.moe.model import MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
 from zbound.solvers.base import MethodInfo, MethodNames, Solver, State, register
-from zbound.solvers.majorization import NewtonBound, SquaremCounts, squarem_steplength
+from zbound.solvers.majorization import NewtonBound, SquaremCounts, squarem_extrapolate
 from zbound.solvers.result import Result, Status
 from zbound.utils.linalg import weighted_ridge_solve
 from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
@@ -347,23 +347,15 @@ class MixtureSquarem(MixtureEM):
             state.status = status
             return
         x2 = state.mstep(x1, state.R)                                  # x2 = F(x1)
-        r = x1 - x0
-        v = x2 - x1
-        v -= r
-        alpha_max = state.alpha_max
-        alpha, clipped = squarem_steplength(r, v, alpha_max)
         state.cycles += 1
-        if alpha < -1.0:
-            x_ext = x0 - (2.0 * alpha) * r + (alpha * alpha) * v
-            out = self._e_step(model, x_ext) if np.isfinite(x_ext).all() else None
-            if out is not None and out[0] <= f1:
-                if clipped:
-                    state.alpha_max = alpha_max * self.opts["step_factor"]
-                self.move(model, state, x_ext, out)
-                state.extrapolations_accepted += 1
-                return
-        elif clipped:
-            state.alpha_max = alpha_max * self.opts["step_factor"]
+        found, state.alpha_max = squarem_extrapolate(
+            x0, x1, x2, f1, lambda x: self._e_step(model, x), state.alpha_max,
+            step_factor=self.opts["step_factor"])
+        if found is not None:
+            x_ext, f_ext, R_ext = found
+            self.move(model, state, x_ext, (f_ext, R_ext))
+            state.extrapolations_accepted += 1
+            return
         self.move(model, state, x2)                                    # the plain EM step
 
     def result_info(self, state):

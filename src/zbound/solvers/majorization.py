@@ -221,6 +221,42 @@ def squarem_steplength(r: np.ndarray, v: np.ndarray, alpha_max: float) -> tuple[
     return max(-alpha_max, min(-1.0, raw)), clipped
 
 
+def squarem_extrapolate(x0: np.ndarray, x1: np.ndarray, x2: np.ndarray, f1: float, evaluate,
+                        alpha_max: float, *, step_factor: float, max_backtracks: int = 0,
+                        project=None, may_evaluate=None):
+    """The extrapolation of one SQUAREM cycle (Varadhan & Roland 2008, steplength S3), monotone,
+    for any fixed-point map F with a merit function: x1 = F(x0), x2 = F(x1), f1 the merit at
+    x1. With r = x1 - x0 and v = x2 - 2 x1 + x0, alpha = :func:`squarem_steplength` and
+    x' = x0 - 2 alpha r + alpha^2 v (``project``: onto the feasible set). ``evaluate(x')``
+    returns ``(merit, payload)``, or None where x' is not usable; x' is accepted when its merit
+    is <= f1. Otherwise alpha moves halfway to -1, up to ``max_backtracks`` times (while
+    ``may_evaluate()`` allows another evaluation). alpha_max grows by ``step_factor`` when the
+    clip binds and the first extrapolation is accepted, or alpha is -1 (the SQUAREM package's
+    adaptive step bound).
+
+    Returns ``((x', merit, payload) or None, alpha_max)``: None means the caller takes the
+    plain step x2, which the map's own monotonicity makes a descent.
+    """
+    r = x1 - x0
+    v = x2 - x1
+    v -= r
+    alpha, clipped = squarem_steplength(r, v, alpha_max)
+    if alpha == -1.0:
+        return None, alpha_max * step_factor if clipped else alpha_max
+    for attempt in range(max_backtracks + 1):
+        x_ext = x0 - (2.0 * alpha) * r + (alpha * alpha) * v
+        if project is not None:
+            x_ext = project(x_ext)
+        out = evaluate(x_ext) if np.isfinite(x_ext).all() else None
+        if out is not None and out[0] <= f1:
+            grown = alpha_max * step_factor if attempt == 0 and clipped else alpha_max
+            return (x_ext, *out), grown
+        alpha = 0.5 * (alpha - 1.0)
+        if may_evaluate is not None and not may_evaluate():
+            break
+    return None, alpha_max
+
+
 @register
 class Squarem(_MMBase):
     """SQUAREM-accelerated Alg. 2 (Varadhan & Roland 2008, S3 steplength), monotone.
@@ -263,34 +299,24 @@ class Squarem(_MMBase):
         if status is not None:
             state.status = status
             return
-        r = d0
-        v = d1 - d0
-        alpha_max = state.alpha_max
-        alpha, clipped = squarem_steplength(r, v, alpha_max)
         state.cycles += 1
-        f1 = state.f
-        if alpha == -1.0 and clipped:
-            state.alpha_max = alpha_max * self.opts["step_factor"]
-        for attempt in range(self.opts["max_backtracks"] + 1):
-            if alpha == -1.0:
-                break
-            x_ext = x0 - 2.0 * alpha * r + (alpha * alpha) * v
-            if cons is not None and cons.violation(x_ext) > 0.0:
-                x_ext = cons.project(x_ext)
-            if not np.isfinite(x_ext).all():
-                alpha = 0.5 * (alpha - 1.0)
-                continue
-            maj_ext = model.majorizer(x_ext, self.order)
-            if maj_ext.value <= f1:
-                if attempt == 0 and clipped:
-                    state.alpha_max = alpha_max * self.opts["step_factor"]
-                state.maj = maj_ext
-                self.accept(model, state, x_ext, maj_ext.value, maj_ext.grad)
-                state.extrapolations_accepted += 1
-                return
-            alpha = 0.5 * (alpha - 1.0)
-            if model.n_bound >= self.max_iter:
-                break
+
+        def project(x):
+            return cons.project(x) if cons is not None and cons.violation(x) > 0.0 else x
+
+        def evaluate(x):
+            maj = model.majorizer(x, self.order)
+            return maj.value, maj
+
+        found, state.alpha_max = squarem_extrapolate(
+            x0, x1, x1 + d1, state.f, evaluate, state.alpha_max,
+            step_factor=self.opts["step_factor"], max_backtracks=self.opts["max_backtracks"],
+            project=project, may_evaluate=lambda: model.n_bound < self.max_iter)
+        if found is not None:
+            x_ext, _, state.maj = found
+            self.accept(model, state, x_ext, state.maj.value, state.maj.grad)
+            state.extrapolations_accepted += 1
+            return
         self.advance(model, state, x1 + d1)             # the plain MM step: surely descends
 
     def result_info(self, state):
