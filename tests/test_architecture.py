@@ -183,3 +183,17 @@ def test_one_squarem():
     hits = sorted({str(p.relative_to(src)) for p in src.rglob("*.py")
                    for line in p.read_text().splitlines() if pattern.search(line)})
     assert hits == ["solvers/majorization.py"], hits
+
+
+def test_counted_models_are_never_unwrapped_nor_counted_by_hand():
+    """Solvers ask a CountedModel what its model can do, and report work done outside the
+    model's methods with CountedModel.count; they never reach for the wrapped model or poke
+    its counters."""
+    src = Path(__file__).resolve().parents[1] / "src" / "zbound"
+    pattern = re.compile(r'getattr\(model, "model"|\bmodel\.model\b|'
+                         r"\bmodel\.n_(value|value_and_grad|value_grad_hessian|hessian|bound)"
+                         r"\s*\+=")
+    hits = [f"{p.relative_to(src)}:{i}" for p in src.rglob("*.py")
+            if p.relative_to(src).as_posix() != "solvers/base.py"
+            for i, line in enumerate(p.read_text().splitlines(), 1) if pattern.search(line)]
+    assert not hits, hits

@@ -173,3 +173,34 @@ def test_a_small_gradient_right_after_a_large_decrease_does_not_stop_a_run():
     f = res.trace.objective
     assert res.status is Status.STATIONARY
     assert len(f) < 2 or f[-2] - f[-1] <= STILL_MOVING_RTOL * max(1.0, abs(f[-1]))
+
+
+def test_counted_model_counts_what_the_model_has():
+    from zbound.solvers import CountedModel
+    from zbound.solvers.base import model_name
+
+    class NoHessian:
+        n_params = 2
+
+        def value(self, x):
+            return float(x @ x)
+
+        def value_and_grad(self, x):
+            return float(x @ x), 2 * x
+
+        def majorizer(self, x, order="descending"):
+            raise NotImplementedError
+
+    plain = CountedModel(NoHessian())
+    assert not hasattr(plain, "hessian") and not hasattr(plain, "value_grad_hessian")
+    assert model_name(plain) == model_name(NoHessian()) == "NoHessian"
+    counted = CountedModel(logistic_problem(1))
+    x = np.zeros(counted.n_params)
+    counted.value_grad_hessian(x)
+    counted.hessian(x)
+    counted.count("value", 3)
+    counted.count("bound")
+    assert counted.counts == {"value": 3, "value_and_grad": 0, "value_grad_hessian": 1,
+                              "hessian": 1, "bound": 1}
+    with pytest.raises(ValueError, match="unknown evaluation kind"):
+        counted.count("gradient")

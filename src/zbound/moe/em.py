@@ -251,7 +251,7 @@ class MixtureEM(Solver):
         m = MStep(model, o["mstep"], o["mstep_tol"], o["mstep_max_iter"], o["inner_steps"],
                   o["inner_lr"], o["mstep_options"])
         f, R = e_step(model, x)
-        model.n_value += 1
+        model.count("value")
         return MixtureEMState(x, f, None, R=R, mstep=m,
                               iterates=[x.copy()] if o["keep_iterates"] else None)
 
@@ -263,7 +263,7 @@ class MixtureEM(Solver):
         gives the objective and the responsibilities of the next M-step."""
         if evaluated is None:
             evaluated = e_step(model, theta)
-            model.n_value += 1
+            model.count("value")
         f, state.R = evaluated
         if state.iterates is not None:
             state.iterates.append(theta.copy())
@@ -332,7 +332,7 @@ class MixtureSquarem(MixtureEM):
         except FloatingPointError:
             return None
         finally:
-            model.n_value += 1
+            model.count("value")
         return (f, R) if math.isfinite(f) else None
 
     def update(self, model, state):

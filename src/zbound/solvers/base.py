@@ -205,15 +205,24 @@ METHODS: Mapping[str, MethodInfo] = _Methods()
 class CountedModel:
     """The model as a solver sees it: every call counted by kind ("bound" = majorizer).
 
-    The protocol's methods are counted here; every other attribute is the model's own (its
-    capabilities, e.g. ``lowrank_majorizer`` (counted as a bound),
-    ``value_grad_dense_hessian`` (counted as ``value_grad_hessian``), ``single_precision``,
-    ``loss``, ``penalties``), so a solver asks the counted model what it can do exactly as it
-    would ask the model, and never unwraps it.
+    The protocol's methods are counted here, and only those the model has (a model without
+    ``hessian`` has none here either); every other attribute is the model's own (its
+    capabilities, e.g. ``lowrank_majorizer`` (counted as a bound), ``value_grad_dense_hessian``
+    (counted as ``value_grad_hessian``), ``single_precision``, ``loss``, ``penalties``), so a
+    solver asks the counted model what it can do exactly as it would ask the model, and never
+    unwraps it. Work a solver does in its own algebra instead of through the model (an E-step
+    from the model's parts, an objective value in a reduced space) it reports with
+    :meth:`count`.
     """
 
     __slots__ = ("model", "n_params", "n_value", "n_value_and_grad", "n_value_grad_hessian",
                  "n_hessian", "n_bound")
+
+    #: counted methods: the counter each call adds to
+    COUNTED = {"value": "n_value", "value_and_grad": "n_value_and_grad",
+               "value_grad_hessian": "n_value_grad_hessian", "hessian": "n_hessian",
+               "majorizer": "n_bound", "lowrank_majorizer": "n_bound",
+               "value_grad_dense_hessian": "n_value_grad_hessian"}
 
     def __init__(self, model):
         self.model = model
@@ -229,33 +238,34 @@ class CountedModel:
         self.n_value_and_grad += 1
         return self.model.value_and_grad(x)
 
-    def value_grad_hessian(self, x):
-        self.n_value_grad_hessian += 1
-        return self.model.value_grad_hessian(x)
-
-    def hessian(self, x):
-        self.n_hessian += 1
-        return self.model.hessian(x)
-
     def majorizer(self, x, order="descending"):
         self.n_bound += 1
         return self.model.majorizer(x, order)
+
+    def count(self, kind: str, n: int = 1) -> None:
+        """Record ``n`` evaluations of ``kind`` ("value", "value_and_grad",
+        "value_grad_hessian", "hessian" or "bound") made without the model's methods."""
+        counter = {"bound": "n_bound"}.get(kind, self.COUNTED.get(kind))
+        if counter is None:
+            raise ValueError(f"unknown evaluation kind {kind!r}")
+        setattr(self, counter, getattr(self, counter) + int(n))
+
+    @property
+    def model_name(self) -> str:
+        """The class name of the model counted (for messages)."""
+        return type(self.model).__name__
 
     def __getattr__(self, name):
         # only reached for names that are not the counter's own
         if name.startswith("__") or name == "model":
             raise AttributeError(name)
         attr = getattr(self.model, name)
-        if name == "lowrank_majorizer" and callable(attr):
-            def lowrank_majorizer(*args, **kwargs):
-                self.n_bound += 1
+        counter = self.COUNTED.get(name)
+        if counter is not None and callable(attr):
+            def counted(*args, **kwargs):
+                setattr(self, counter, getattr(self, counter) + 1)
                 return attr(*args, **kwargs)
-            return lowrank_majorizer
-        if name == "value_grad_dense_hessian" and callable(attr):
-            def value_grad_dense_hessian(x):
-                self.n_value_grad_hessian += 1
-                return attr(x)
-            return value_grad_dense_hessian
+            return counted
         return attr
 
     @property
@@ -268,6 +278,11 @@ class CountedModel:
         return {"value": self.n_value, "value_and_grad": self.n_value_and_grad,
                 "value_grad_hessian": self.n_value_grad_hessian, "hessian": self.n_hessian,
                 "bound": self.n_bound}
+
+
+def model_name(model) -> str:
+    """The class name of ``model``, counted or not (for messages)."""
+    return model.model_name if isinstance(model, CountedModel) else type(model).__name__
 
 
 @dataclass

@@ -31,7 +31,7 @@ from sklearn.utils._param_validation import StrOptions
 from zbound.bounds.curvature import DenseCurvature
 from zbound.bounds.policy import PreconditionerPolicy, block_shape
 from zbound.models.base import DenseHessian, LowRankMajorizer, supports
-from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.base import MethodInfo, Solver, State, model_name, register
 from zbound.solvers.linesearch import ARMIJO as _ARMIJO
 from zbound.solvers.linesearch import backtrack
 from zbound.solvers.result import Status
@@ -199,7 +199,7 @@ class BoundMM(_MMBase):
         if rank is None:
             return model.majorizer(x, self.order)
         if not supports(model, LowRankMajorizer):
-            name = type(getattr(model, "model", model)).__name__
+            name = model_name(model)
             raise TypeError(f"method 'bound' with rank={rank} needs model.lowrank_majorizer(), "
                             f"which {name} does not have")
         return model.lowrank_majorizer(x, self.order, rank=int(rank),

@@ -77,7 +77,15 @@ from zbound.models.boehning import (  # noqa: F401  (re-exported)
     preconditioner_cost,
     preconditioner_fits,
 )
-from zbound.solvers.base import CountedModel, MethodInfo, Solver, State, little_left, register
+from zbound.solvers.base import (
+    CountedModel,
+    MethodInfo,
+    Solver,
+    State,
+    little_left,
+    model_name,
+    register,
+)
 from zbound.solvers.linesearch import ARMIJO as _ARMIJO
 from zbound.solvers.linesearch import backtrack
 from zbound.solvers.result import Status
@@ -342,14 +350,13 @@ class LBFGSState(State):
 
 def _has_hessian(model) -> bool:
     """Whether the model (inside a :class:`CountedModel` too) can take Newton steps."""
-    return callable(getattr(getattr(model, "model", model), "value_grad_hessian", None))
+    return callable(getattr(model, "value_grad_hessian", None))
 
 
 def _single_vector_newton(model) -> bool:
     """A model whose loss has a single weight vector (binary logistic regression: its Hessian
     is one (d, d) block, where Newton converges in a few steps) and a Hessian to take them."""
-    inner = getattr(model, "model", model)
-    return getattr(getattr(inner, "loss", inner), "k", 0) == 1 and _has_hessian(model)
+    return getattr(getattr(model, "loss", model), "k", 0) == 1 and _has_hessian(model)
 
 
 @register
@@ -437,9 +444,8 @@ class LBFGSBound(Solver):
             price = _blocks_newton_price(model)
             return None if price is None else int(math.ceil(NEWTON_RENT * price))
         if not _has_hessian(model):
-            inner = getattr(model, "model", model)
             raise ValueError(f"newton_after={rule!r} needs a model with value_grad_hessian(), "
-                             f"which {type(inner).__name__} does not have")
+                             f"which {model_name(model)} does not have")
         return int(rule)
 
     def memory_size(self, p: int) -> int:
@@ -459,11 +465,10 @@ class LBFGSBound(Solver):
         rule = self.opts["evaluation"]
         if rule == "double":
             return False
-        inner = getattr(model, "model", model)
-        if not has_single_form(inner):
+        if not has_single_form(model):
             if rule in ("mixed", "mixed-lean"):
                 raise ValueError(f"evaluation={rule!r} needs a model with a float32 form "
-                                 f"(single_precision()), which {type(inner).__name__} does "
+                                 f"(single_precision()), which {model_name(model)} does "
                                  "not have; use evaluation='auto' or 'double'")
             return False
         if rule == "auto":
@@ -474,10 +479,9 @@ class LBFGSBound(Solver):
         """The float32 form of ``model`` counted on its own, or None (see :meth:`mixed`)."""
         if not self.mixed(model):
             return None
-        inner = getattr(model, "model", model)
         rule = self.opts["evaluation"]
-        fast = inner.single_precision(copy=False) if rule == "mixed-lean" else \
-            inner.single_precision()
+        fast = model.single_precision(copy=False) if rule == "mixed-lean" else \
+            model.single_precision()
         if fast is None:
             if rule in ("mixed", "mixed-lean"):
                 warnings.warn(f"evaluation={rule!r}: X does not fit float32's range; "

@@ -50,7 +50,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from zbound.models.base import SoftmaxData, supports
-from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.base import MethodInfo, Solver, State, model_name, register
 from zbound.solvers.linesearch import ARMIJO as _ARMIJO
 from zbound.solvers.linesearch import armijo_search
 from zbound.solvers.result import Status
@@ -242,7 +242,7 @@ def _check_model(model):
     reg/2 ||theta||^2; TypeError/ValueError otherwise."""
     loss = getattr(model, "loss", None)
     if loss is None or not supports(loss, SoftmaxData):
-        name = type(getattr(model, "model", model)).__name__
+        name = model_name(model)
         raise TypeError("the sample-space methods need a softmax regression objective "
                         "(zbound.models.multinomial.MultinomialLogistic, or an Objective over a "
                         f"SoftmaxLoss), got {name}")
@@ -277,7 +277,7 @@ class _SampleSpace(Solver):
         R[ex.rows, ex.yfree] -= 1.0
         if ex.sw is not None:
             R *= ex.sw[:, None]
-        model.n_value += 1
+        model.count("value")
         return loss, P, S, R
 
     def _materialize(self, model, ex, c: float, A: np.ndarray, R: np.ndarray):
@@ -299,7 +299,7 @@ class _SampleSpace(Solver):
             theta += c * ex.theta0
             g += (reg * c) * ex.theta0
         ex.XtR = B2 - reg * B1
-        model.n_value_and_grad += 1
+        model.count("value_and_grad")
         return theta, g
 
     def init(self, model, x):
@@ -331,7 +331,7 @@ class _SampleSpace(Solver):
         # gradient at theta_0 (not in the span): U r + reg theta_0
         XtR = design.t_product(R, complete)
         g = np.ascontiguousarray(XtR.T).ravel() + reg * x
-        model.n_value_and_grad += 1
+        model.count("value_and_grad")
         ex.c, ex.A, ex.Z, ex.R, ex.P, ex.S, ex.nrm2 = 1.0, np.zeros((t, k)), Z0, R, P, S, n0
         ex.g0, ex.XtR, ex.GR = max(math.sqrt(float(g @ g)), 1e-300), XtR, None
         return SampleSpaceState(x, f, g, work=ex)
@@ -345,13 +345,13 @@ class _SampleSpace(Solver):
             A = -Pf[:, :, None] * Pf[:, None, :]
             idx = np.arange(Pf.shape[1])
             A[:, idx, idx] += Pf
-            model.n_hessian += 1
+            model.count("hessian")
         else:
             from zbound.bounds.multinomial import label_bound
 
             _, _, B = label_bound(ex.S, self.order)
             A = np.ascontiguousarray(B[:, free:, free:])
-            model.n_bound += 1
+            model.count("bound")
         sw = ex.sw
         if sw is not None:
             A = A * sw[:, None, None]

@@ -310,11 +310,10 @@ class StochasticSolver(Solver):
     def run(self, model, x0):
         """Minimize ``model`` (an Objective over T rows) by epochs of shuffled mini-batches."""
         model, x = self.prepare(model, x0)
-        inner = model.model
-        T = inner.loss.n_samples
+        T = model.loss.n_samples
         rs = self.opts["random_state"]
         rng = None if rs is None else np.random.default_rng(rs)
-        state = self.init(inner, x)
+        state = self.init(model, x)
         recorder = Recorder()
         state.recorder = recorder
         f, g = model.value_and_grad(state.x)
@@ -332,7 +331,7 @@ class StochasticSolver(Solver):
             if state.status is not Status.RUNNING:
                 break
             for rows in iterate_batches(T, bs, rng):
-                self.update(batch_objective(inner, rows, T), state)
+                self.update(batch_objective(model, rows, T), state)
                 if state.status is not Status.RUNNING:
                     break
             if state.status is not Status.RUNNING:
