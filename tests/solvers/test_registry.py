@@ -160,3 +160,20 @@ def test_every_option_has_a_constraint_that_names_it(name):
     for option in cls.options:
         with pytest.raises(ValueError, match=f"'{option}' parameter of method '{name}'"):
             cls(**{option: object()})
+
+
+def test_the_registry_does_not_depend_on_import_order():
+    """The mixtures' methods are registered in zbound.moe; the registry holds them whatever
+    was imported first (a fresh interpreter that imports only zbound.solvers)."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from zbound.solvers import METHODS, solver_class; "
+            "names = sorted(METHODS); assert 'zbound.moe' in sys.modules; "
+            "assert 'moe-em' in names and 'moe-lbfgs' in names, names; "
+            "print(len(names), solver_class('moe-squarem').__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    from zbound.solvers import METHODS
+
+    assert int(out.stdout.split()[0]) == len(METHODS)

@@ -108,6 +108,23 @@ class MethodInfo:
 
 
 _REGISTRY: dict[str, type[Solver]] = {}
+#: packages beyond ``zbound.solvers`` whose modules register methods (the mixtures' training
+#: methods). The registry imports them the first time it is read, so what it holds never
+#: depends on what a caller happened to import first (a plugin list, as entry points are).
+PROVIDERS = ("zbound.moe",)
+_providers_loaded = False
+
+
+def _registry() -> dict[str, type[Solver]]:
+    """The registry, with every provider's methods in it."""
+    global _providers_loaded
+    if not _providers_loaded:
+        _providers_loaded = True           # set first: the providers' imports read it
+        import importlib
+
+        for name in PROVIDERS:
+            importlib.import_module(name)
+    return _REGISTRY
 
 
 def register(cls: type[Solver]) -> type[Solver]:
@@ -129,10 +146,11 @@ def unregister(name: str) -> None:
 
 
 def solver_class(name: str) -> type[Solver]:
+    registry = _registry()
     try:
-        return _REGISTRY[name]
+        return registry[name]
     except (KeyError, TypeError):
-        raise ValueError(f"unknown method {name!r}; choose one of {sorted(_REGISTRY)}") from None
+        raise ValueError(f"unknown method {name!r}; choose one of {sorted(registry)}") from None
 
 
 def configure(method, **settings) -> Solver:
@@ -144,8 +162,8 @@ def configure(method, **settings) -> Solver:
         return method(**settings)
     if isinstance(method, str):
         return solver_class(method)(**settings)
-    raise ValueError(f"unknown method {method!r}; choose one of {sorted(_REGISTRY)} or pass "
-                     "a zbound.solvers.Solver")
+    raise ValueError(f"unknown method {method!r}; choose one of {sorted(_registry())} or "
+                     "pass a zbound.solvers.Solver")
 
 
 class MethodNames(Set):
@@ -163,14 +181,14 @@ class MethodNames(Set):
         return frozenset(it)
 
     def _names(self) -> list[str]:
-        return [*self.also, *sorted(k for k, v in _REGISTRY.items() if self.keep(v.info))]
+        return [*self.also, *sorted(k for k, v in _registry().items() if self.keep(v.info))]
 
     def __contains__(self, name) -> bool:
         if not isinstance(name, str):
             return False
         if name in self.also:
             return True
-        cls = _REGISTRY.get(name)
+        cls = _registry().get(name)
         return cls is not None and bool(self.keep(cls.info))
 
     def __iter__(self):
@@ -187,16 +205,16 @@ class _Methods(Mapping):
     """Read-only view name -> :class:`MethodInfo` of the registered methods."""
 
     def __getitem__(self, name):
-        return _REGISTRY[name].info
+        return _registry()[name].info
 
     def __iter__(self):
-        return iter(_REGISTRY)
+        return iter(_registry())
 
     def __len__(self):
-        return len(_REGISTRY)
+        return len(_registry())
 
     def __repr__(self):
-        return f"METHODS({sorted(_REGISTRY)})"
+        return f"METHODS({sorted(_registry())})"
 
 
 METHODS: Mapping[str, MethodInfo] = _Methods()
