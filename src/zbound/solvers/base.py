@@ -457,6 +457,15 @@ class Solver:
         """One iteration: move ``state`` (through :meth:`accept`) or set a failure status."""
         raise NotImplementedError
 
+    def start(self, model: CountedModel, x: np.ndarray) -> State:
+        """:meth:`run`'s first state (default: :meth:`init`)."""
+        return self.init(model, x)
+
+    def iterate(self, model: CountedModel, state: State) -> None:
+        """One iteration of :meth:`run` (default: :meth:`update`; the stochastic methods run
+        an epoch of mini-batch updates here)."""
+        self.update(model, state)
+
     def stationarity(self, model: CountedModel, state: State) -> float:
         """The stationarity measure at ``state.x`` (default: ||g||_inf)."""
         return float(np.max(np.abs(state.g)))
@@ -564,7 +573,7 @@ class Solver:
         """Minimize ``model`` from ``x0``; returns :class:`Result`."""
         recorder = Recorder()
         model, x = self.prepare(model, x0)
-        state = self.init(model, x)
+        state = self.start(model, x)
         del x       # the state holds the iterate; the first one need not outlive it
         state.recorder = recorder
         self.record(model, state)
@@ -573,7 +582,7 @@ class Solver:
             self.check(model, state)
             if state.status is not Status.RUNNING:
                 break
-            self.update(model, state)
+            self.iterate(model, state)
             if state.status is not Status.RUNNING:
                 break
             if callback is not None and callback(state.x, state.f):

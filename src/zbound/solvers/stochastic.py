@@ -54,7 +54,7 @@ from zbound.models.base import Batchable, Majorizer, SoftmaxData, loss_and_penal
 from zbound.models.objective import Objective
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.first_order import SGD, Adam, TorchRule, torch_available
-from zbound.solvers.result import Recorder, Status
+from zbound.solvers.result import Status
 from zbound.utils.linalg import (
     factor_solve,
     jacobi,
@@ -105,6 +105,7 @@ class StochasticState(State):
     rule of :mod:`zbound.solvers.first_order`)."""
 
     t: int = 0
+    epochs: tuple | None = None
     clock: float = 0.0
     step_weight: float = 1.0
     updates: int = 0
@@ -306,44 +307,36 @@ class StochasticSolver(Solver):
     def apply_step(self, state, x, d):
         return x - self.current_step(state) * d
 
-    # -- the epoch loop -------------------------------------------------------------------------
-    def run(self, model, x0):
-        """Minimize ``model`` (an Objective over T rows) by epochs of shuffled mini-batches."""
-        model, x = self.prepare(model, x0)
-        T = model.loss.n_samples
-        rs = self.opts["random_state"]
-        rng = None if rs is None else np.random.default_rng(rs)
+    # -- epochs: what ``run`` iterates (the loop and its stopping tests are Solver.run's) -------
+    def start(self, model, x):
+        """``run``'s state: the stream's (:meth:`init`) at x, with the full objective's value
+        and gradient there and the epochs' shuffling (``random_state``) and batch size."""
         state = self.init(model, x)
-        recorder = Recorder()
-        state.recorder = recorder
+        state.f, state.g = model.value_and_grad(state.x)
+        rs = self.opts["random_state"]
+        state.epochs = (None if rs is None else np.random.default_rng(rs),
+                        model.loss.n_samples, int(self.opts["batch_size"]))
+        return state
+
+    def iterate(self, model, state):
+        """One epoch: a step on every mini-batch of a shuffled pass over the rows, then the
+        full objective's value and gradient at the new iterate."""
+        rng, T, bs = state.epochs
+        for rows in iterate_batches(T, bs, rng):
+            self.update(batch_objective(model, rows, T), state)
+            if state.status is not Status.RUNNING:
+                return
         f, g = model.value_and_grad(state.x)
-        state.f, state.g = f, g
-        self.record(model, state)
-        bs = int(self.opts["batch_size"])
-        while True:
-            if self.target is not None and state.f <= self.target:
-                state.status = Status.TARGET
-            elif state.g is not None and np.max(np.abs(state.g)) <= self.tol * max(1.0,
-                                                                                   abs(state.f)):
-                state.status = Status.STATIONARY
-            elif state.nit >= self.max_iter:
-                state.status = Status.MAX_ITER
-            if state.status is not Status.RUNNING:
-                break
-            for rows in iterate_batches(T, bs, rng):
-                self.update(batch_objective(model, rows, T), state)
-                if state.status is not Status.RUNNING:
-                    break
-            if state.status is not Status.RUNNING:
-                break
-            f, g = model.value_and_grad(state.x)
-            state.f_prev, state.f, state.g = state.f, f, g
-            state.nit += 1
-            self.record(model, state)
-            if self.callback is not None and self.callback(state.x, state.f):
-                state.status = Status.CALLBACK
-                break
-        return self.result(model, state)
+        self.accept(model, state, state.x, f, g)
+
+    def stop_status(self, state, stat):
+        """The epochs' tests: ``target``, then the gradient's inf-norm <= tol * max(1, |f|);
+        no objective-change test (a stochastic epoch may raise f)."""
+        if self.target is not None and state.f <= self.target:
+            return Status.TARGET
+        if stat <= self.tol * max(1.0, abs(state.f)):
+            return Status.STATIONARY
+        return None
 
     def result_info(self, state):
         return {"updates": state.updates}
