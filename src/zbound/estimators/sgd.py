@@ -88,6 +88,18 @@ def auto_batch_size(n_rows: int) -> int:
     return int(min(1000, max(100, -(-n_rows // AUTO_UPDATES_PER_EPOCH))))
 
 
+@dataclasses.dataclass
+class _EpochRun:
+    """What the epochs of ``fit`` reached: their trace, their count, the objective at the
+    start and at the end, and whether ``tol`` stopped them."""
+
+    recorder: Recorder
+    epochs: int = 0
+    f_start: float = 0.0
+    f: float = 0.0
+    settled: bool = False
+
+
 class StepsDiverged(ValueError):
     """The stochastic steps left float64's range: the step size is too large for the data."""
 
@@ -361,38 +373,54 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
     @fit_method
     def fit(self, X, y, sample_weight=None):
         """Fit by epochs of shuffled mini-batches from zero (at most ``max_iter``; see
-        ``tol``). Returns self."""
+        ``tol``), then by the full-batch finish (``finish_tol``). Returns self."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
         check_class_targets(y)
         sw = relative_weights(check_sample_weight(sample_weight, X.shape[0]))
         classes, y_idx = label_indices(y)
         check_weighted_classes("BoundSGDClassifier", classes, y_idx, sw)
+        y_idx = y_idx.astype(np.intp, copy=False)
         self.classes_ = classes
+        bs = auto_batch_size(X.shape[0]) if self.batch_size == "auto" else int(self.batch_size)
+        solver, self.solver_ = self._solver(classes.size, X.shape[1], -(-X.shape[0] // bs), bs)
+        state = solver.init(None, self._fit_start(classes, X.shape[1]))
+        run = self._run_epochs(solver, state, X, y_idx, sw, bs)
+        finished = self._conclude(run, state, X, y_idx, sw, bs)
+        self._sgd_solver, self._sgd_state = solver, state
+        self.n_epochs_ = run.epochs
+        self._fit_classes = classes
+        self.n_iter_ = run.epochs + (0 if self.finish_tol is None else
+                                     int(self.solver_result_.nit))
+        self.t_ = int(state.t)
+        self.objective_ = finished if finished is not None else \
+            self._mean_objective(X, y_idx, sw)
+        return self
+
+    def _fit_start(self, classes, n_features: int) -> np.ndarray:
+        """Zero, or with ``warm_start`` the fitted weights (same classes and features)."""
         k = 1 if classes.size == 2 else classes.size
-        p = k * (X.shape[1] + bool(self.fit_intercept))
+        p = k * (n_features + bool(self.fit_intercept))
+        if self.warm_start and hasattr(self, "coef_") and self._theta().size == p and \
+                np.array_equal(getattr(self, "_fit_classes", []), classes):
+            return self._theta()
+        return np.zeros(p)
+
+    def _run_epochs(self, solver, state, X, y_idx, sw, bs: int) -> _EpochRun:
+        """Epochs of shuffled mini-batch steps, stopped by ``tol`` / ``n_iter_no_change``
+        (scikit-learn's rule) or ``max_iter``; a divergence raises StepsDiverged, or with the
+        finish warns and restarts it from zero."""
         T = X.shape[0]
-        bs = auto_batch_size(T) if self.batch_size == "auto" else int(self.batch_size)
-        solver, self.solver_ = self._solver(classes.size, X.shape[1], -(-T // bs), bs)
-        x0 = np.zeros(p)
-        if self.warm_start and hasattr(self, "coef_") and \
-                self._theta().size == p and np.array_equal(getattr(self, "_fit_classes", []),
-                                                           classes):
-            x0 = self._theta()
-        state = solver.init(None, x0)
-        recorder = Recorder()
+        run = _EpochRun(Recorder())
         max_iter = self._epochs()
-        f_start = 0.0
-        if max_iter:
-            # the stopping rule's objective weighs rows as the steps do (weights over their
-            # sum: a row of weight 2 and a repeated row stop the fit at the same epoch)
-            full = self._objective(X, y_idx.astype(np.intp),
-                                   np.full(T, 1.0 / T) if sw is None else sw / sw.sum())
-            rng = None if self.random_state is None else \
-                np.random.default_rng(self.random_state)
-            f_start = full.value(state.x)
-            recorder.record(f_start, np.nan, 0)
-        f_prev = f = f_start
-        epochs = stalled = 0
+        if not max_iter:
+            return run
+        # the stopping rule's objective weighs rows as the steps do (weights over their sum:
+        # a row of weight 2 and a repeated row stop the fit at the same epoch)
+        full = self._objective(X, y_idx, np.full(T, 1.0 / T) if sw is None else sw / sw.sum())
+        rng = None if self.random_state is None else np.random.default_rng(self.random_state)
+        run.f = run.f_start = full.value(state.x)
+        run.recorder.record(run.f, np.nan, 0)
+        f_prev, stalled = run.f, 0
         for _ in range(max_iter):
             order = np.arange(T) if rng is None else rng.permutation(T)
             try:
@@ -401,78 +429,74 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
                     wr = None if sw is None else sw[rows]
                     if wr is not None and not wr.any():
                         continue
-                    self._step(solver, state, X[rows], y_idx[rows].astype(np.intp), wr)
+                    self._step(solver, state, X[rows], y_idx[rows], wr)
                 with np.errstate(over="ignore", invalid="ignore"):
-                    f = full.value(state.x)
-                if not np.isfinite(f):
-                    raise StepsDiverged(f"BoundSGDClassifier: the objective became {f} after "
-                                        f"epoch {epochs + 1}; learning_rate={self._rate} "
-                                        "is too large for this data")
+                    run.f = full.value(state.x)
+                if not np.isfinite(run.f):
+                    raise StepsDiverged(f"BoundSGDClassifier: the objective became {run.f} "
+                                        f"after epoch {run.epochs + 1}; learning_rate="
+                                        f"{self._rate} is too large for this data")
             except StepsDiverged:
                 if self.finish_tol is None:
                     raise
-                # the full-batch finish starts from zero instead (below); it converges
-                f = np.inf
+                # the full-batch finish starts from zero instead; it converges
+                run.f = np.inf
                 state.x = np.zeros_like(state.x)
-                epochs += 1
+                run.epochs += 1
                 warnings.warn(f"BoundSGDClassifier: the stochastic steps diverged in epoch "
-                              f"{epochs} (learning_rate={self._rate} too large?); the "
+                              f"{run.epochs} (learning_rate={self._rate} too large?); the "
                               "full-batch finish starts from zero", ConvergenceWarning,
-                              stacklevel=STACKLEVEL)
-                break
-            epochs += 1
-            recorder.record(f, np.nan, epochs)
+                              stacklevel=STACKLEVEL + 1)
+                return run
+            run.epochs += 1
+            run.recorder.record(run.f, np.nan, run.epochs)
             if self.verbose:
-                print(f"[BoundSGDClassifier] epoch {epochs}: objective {f:.10g}")
+                print(f"[BoundSGDClassifier] epoch {run.epochs}: objective {run.f:.10g}")
             if self.tol is not None:
-                stalled = stalled + 1 if f_prev - f <= self.tol * max(1.0, abs(f)) else 0
+                stalled = stalled + 1 if f_prev - run.f <= self.tol * max(1.0, abs(run.f)) \
+                    else 0
                 if stalled >= int(self.n_iter_no_change):
-                    break
-            f_prev = f
+                    run.settled = True
+                    return run
+            f_prev = run.f
+        return run
+
+    def _conclude(self, run: _EpochRun, state, X, y_idx, sw, bs: int) -> float | None:
+        """The fit's end: the full-batch finish (``finish_tol``), or the epochs' own result
+        with their warnings; sets the weights and ``solver_result_``; returns J at the
+        finish's minimizer (None without a finish)."""
         self.solver_result_ = None
-        finished = None                     # J at the finish's minimizer
-        settled = self.tol is not None and stalled >= int(self.n_iter_no_change)
-        if self.finish_tol is not None:
-            # from the better of the epochs' end and the zero start: where the epochs ended
-            # above it (noise where the optimum is near zero, or a step far too large) the
-            # finish still converges, and far out the objective's own scale would make the
-            # stationarity test's tol * abs(J) loose enough to pass at once
-            start = np.zeros_like(state.x) if f > f_start else state.x
-            theta, finished = self._finish(X, y_idx, sw, start)
-            self._set_theta(theta)
-        elif f > f_start:
-            warnings.warn(f"BoundSGDClassifier: the objective rose from {f_start:.6g} at the "
-                          f"zero start to {f:.6g} after {epochs} epochs: the steps diverged "
-                          f"(learning_rate={self._rate} too large?)", ConvergenceWarning,
-                          stacklevel=STACKLEVEL)
-        elif self.tol is not None and stalled < int(self.n_iter_no_change):
-            warnings.warn(f"BoundSGDClassifier: max_iter={max_iter} epochs reached before "
-                          f"the objective settled (tol={self.tol}); increase max_iter",
-                          ConvergenceWarning, stacklevel=STACKLEVEL)
         if self.finish_tol is None:
+            if run.f > run.f_start:
+                warnings.warn(f"BoundSGDClassifier: the objective rose from {run.f_start:.6g} "
+                              f"at the zero start to {run.f:.6g} after {run.epochs} epochs: "
+                              f"the steps diverged (learning_rate={self._rate} too large?)",
+                              ConvergenceWarning, stacklevel=STACKLEVEL + 1)
+            elif self.tol is not None and not run.settled:
+                warnings.warn(f"BoundSGDClassifier: max_iter={self._epochs()} epochs reached "
+                              f"before the objective settled (tol={self.tol}); increase "
+                              "max_iter", ConvergenceWarning, stacklevel=STACKLEVEL + 1)
             self._set_theta(state.x)
-            status = Status.FTOL if settled else Status.MAX_ITER
+            status = Status.FTOL if run.settled else Status.MAX_ITER
             self.solver_result_ = Result(
-                x=state.x.copy(), fun=f, converged=settled, message=status.message,
-                nit=epochs, n_evals=epochs, method=self.solver_, trace=recorder.trace(),
-                status=status)
-        else:
-            state.x = self._theta()          # partial_fit goes on from the finished point
-            if not epochs:
-                # no pass ran (wide data): the stream's step schedule goes on as after one
-                # epoch of updates, which the finish stands for; from the schedule's start,
-                # the first chunk took a full step to its own bound's minimizer and forgot the
-                # fitted rows (their accuracy 0.955 -> 0.552 after four 500-row chunks)
-                state.clock = float(-(-T // bs))
-        self._sgd_solver, self._sgd_state = solver, state
-        self.n_epochs_ = epochs
-        self._fit_classes = classes
-        self.n_iter_ = epochs + (0 if self.finish_tol is None else
-                                 int(self.solver_result_.nit))
-        self.t_ = int(state.t)
-        self.objective_ = finished if finished is not None else \
-            self._mean_objective(X, y_idx.astype(np.intp, copy=False), sw)
-        return self
+                x=state.x.copy(), fun=run.f, converged=run.settled, message=status.message,
+                nit=run.epochs, n_evals=run.epochs, method=self.solver_,
+                trace=run.recorder.trace(), status=status)
+            return None
+        # from the better of the epochs' end and the zero start: where the epochs ended above
+        # it (noise where the optimum is near zero, or a step far too large) the finish still
+        # converges, and far out the objective's own scale would make the stationarity
+        # test's tol * abs(J) loose enough to pass at once
+        start = np.zeros_like(state.x) if run.f > run.f_start else state.x
+        theta, finished = self._finish(X, y_idx, sw, start)
+        self._set_theta(theta)
+        state.x = self._theta()              # partial_fit goes on from the finished point
+        if not run.epochs:
+            # no pass ran: the stream's step schedule goes on as after one epoch of updates,
+            # which the finish stands for; from the schedule's start, the first chunk would
+            # take a full step to its own bound's minimizer and forget the fitted rows
+            state.clock = float(-(-X.shape[0] // bs))
+        return finished
 
     def _epochs(self) -> int:
         """Most epochs of ``fit``: ``max_iter``, "auto" resolved."""
@@ -501,7 +525,7 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         if not result.converged:
             warnings.warn(f"BoundSGDClassifier: the full-batch finish ({result.method}) did "
                           f"not converge in {FINISH_MAX_ITER} iterations ({result.message})",
-                          ConvergenceWarning, stacklevel=STACKLEVEL + 1)
+                          ConvergenceWarning, stacklevel=STACKLEVEL + 2)
         return result.x, mean
 
     @fit_method
