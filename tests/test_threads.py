@@ -61,6 +61,7 @@ def test_work_counts_rows_columns_and_classes():
     lambda: BoundLogisticRegression(max_iter=1),
     lambda: LatentLogisticRegression(max_iter=1, random_state=0),
     lambda: MixtureOfExperts(n_components=2, expert="logistic", max_iter=1, random_state=0),
+    lambda: BoundSGDClassifier(finish_tol=None, max_iter=1, random_state=0),
 ])
 def test_fit_warnings_name_the_callers_line(make):
     rng = np.random.default_rng(1)
