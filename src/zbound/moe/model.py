@@ -211,46 +211,58 @@ class MoEProblem:
         self.v = sw / sw.sum()
         self.reg = reg
         if expert == "linear":
-            y = y.astype(np.float64)
-            if not np.isfinite(y).all():
-                raise ValueError("y contains NaN or inf")
-            self.y = y
-            ybar = float(self.v @ y)
-            self.y_var = max(float(self.v @ (y - ybar) ** 2), 1e-300)
-            if noise is not None:
-                noise = float(noise)
-                if not (np.isfinite(noise) and noise > 0):
-                    raise ValueError(f"a fixed noise variance must be finite and > 0, got "
-                                     f"{noise}")
-            self.noise = noise
-            self.min_variance = float(min_variance) * self.y_var
-            # the ceiling: an expert flatter than 1e6 times y's mean square explains nothing,
-            # and its variance times the squared units of y must stay in float64's range
-            self.max_variance = MAX_RELATIVE_VARIANCE * max(float(self.v @ y ** 2), 1e-300)
-            self.n_classes = None
-            self.m = 1
+            self._linear_targets(y, noise, min_variance)
         else:
-            if y.dtype.kind not in "iu":
-                raise TypeError(f"y must hold integer class indices for logistic experts, got "
-                                f"dtype {y.dtype}")
-            C = int(y.max()) + 1 if n_classes is None else int(n_classes)
-            if C < 2:
-                raise ValueError("logistic experts need at least 2 classes")
-            if y.min() < 0 or y.max() >= C:
-                raise ValueError(f"class indices must lie in [0, {C}), got "
-                                 f"[{y.min()}, {y.max()}]")
-            self.y = y.astype(np.intp)
-            self.n_classes = C
-            self.m = C - 1
-            self.noise = None
-            self.Y = np.zeros((n, C))
-            self.Y[np.arange(n), self.y] = 1.0
+            self._class_targets(y, n_classes)
         self._label_index = None            # logistic: (rows with y > 0, flat (y - 1, row))
         self.n_gate = (self.k - 1) * self.p
         self.n_coef = self.k * self.m * self.p
         self.fit_var = expert == "linear" and self.noise is None
         self.n_params = self.n_gate + self.n_coef + (self.k if self.fit_var else 0)
-        # the units of the columns of Xb (the ones column: 1)
+        self._penalty_layout(reg, units)
+
+    def _linear_targets(self, y, noise, min_variance) -> None:
+        """Real targets of Gaussian experts, the fixed noise variance (or None) and the
+        variances' floor and ceiling, in units of y's spread and mean square."""
+        y = y.astype(np.float64)
+        if not np.isfinite(y).all():
+            raise ValueError("y contains NaN or inf")
+        self.y = y
+        ybar = float(self.v @ y)
+        self.y_var = max(float(self.v @ (y - ybar) ** 2), 1e-300)
+        if noise is not None:
+            noise = float(noise)
+            if not (np.isfinite(noise) and noise > 0):
+                raise ValueError(f"a fixed noise variance must be finite and > 0, got {noise}")
+        self.noise = noise
+        self.min_variance = float(min_variance) * self.y_var
+        # the ceiling: an expert flatter than 1e6 times y's mean square explains nothing, and
+        # its variance times the squared units of y must stay in float64's range
+        self.max_variance = MAX_RELATIVE_VARIANCE * max(float(self.v @ y ** 2), 1e-300)
+        self.n_classes = None
+        self.m = 1
+
+    def _class_targets(self, y, n_classes) -> None:
+        """Class indices of logistic experts and their one-hot rows."""
+        if y.dtype.kind not in "iu":
+            raise TypeError(f"y must hold integer class indices for logistic experts, got "
+                            f"dtype {y.dtype}")
+        C = int(y.max()) + 1 if n_classes is None else int(n_classes)
+        if C < 2:
+            raise ValueError("logistic experts need at least 2 classes")
+        if y.min() < 0 or y.max() >= C:
+            raise ValueError(f"class indices must lie in [0, {C}), got [{y.min()}, {y.max()}]")
+        n = y.shape[0]
+        self.y = y.astype(np.intp)
+        self.n_classes = C
+        self.m = C - 1
+        self.noise = None
+        self.Y = np.zeros((n, C))
+        self.Y[np.arange(n), self.y] = 1.0
+
+    def _penalty_layout(self, reg: float, units) -> None:
+        """The units of the columns of Xb (the ones column: 1) and the L2 strengths per column
+        (0 on the intercept) and over the flat vector (0 on log variances)."""
         u = np.ones(self.p)
         if units is not None:
             units = np.asarray(units, dtype=np.float64)
@@ -259,8 +271,6 @@ class MoEProblem:
                 raise ValueError(f"units must be ({self.n_features},) finite and > 0")
             u[: self.n_features] = units
         self.units = u
-        # L2 strengths per column of Xb (0 on the intercept) and over the flat vector (0 on
-        # log variances)
         ridge = reg / u**2
         if self.fit_intercept:
             ridge[-1] = 0.0

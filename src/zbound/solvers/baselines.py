@@ -65,6 +65,36 @@ class _ScipyMethod(Solver):
     def _hessian(self, model, p: int) -> dict:
         return {}
 
+    def _scipy_options(self, model, p: int) -> tuple[dict, dict]:
+        """SciPy's ``options`` and further keyword arguments (bounds, Hessian) for this run."""
+        kwargs = {}
+        if self.scipy_method == "L-BFGS-B":
+            options = {"maxiter": self.max_iter, "gtol": self.tol, "ftol": self.ftol,
+                       "maxfun": max(15000, 20 * self.max_iter)}
+            cons = self.constraints
+            if cons is not None:
+                kwargs["bounds"] = scipy.optimize.Bounds(cons.lb, cons.ub)
+        elif self.scipy_method == "Newton-CG":
+            # SciPy's Newton-CG stops on the step size (xtol); the target is checked in the
+            # callback.
+            options = {"maxiter": self.max_iter, "xtol": 1e-12}
+            kwargs.update(self._hessian(model, p))
+        else:
+            options = {"maxiter": self.max_iter, "gtol": self.tol, "norm": np.inf}
+        return options, kwargs
+
+    def _status(self, res, fun, x_out, f_out) -> tuple[Status, str | None]:
+        """The status of a run SciPy ended itself (no test of the callback stopped it)."""
+        if res.success:
+            return Status.STATIONARY, str(res.message)
+        # precision loss near the optimum counts as converged when the gradient is small
+        g_chk = fun.g if np.array_equal(fun.x, x_out) else fun(x_out)[1]
+        if float(np.max(np.abs(g_chk))) <= max(self.tol, 1e-5) * max(1.0, abs(f_out)):
+            return Status.STATIONARY, f"{res.message} (gradient small: converged)"
+        if "iteration" in str(res.message).lower():
+            return Status.MAX_ITER, None
+        return Status.FAILED, str(res.message)
+
     def run(self, model, x0) -> Result:
         model, x = self.prepare(model, x0)
         fun = _Cached(model)
@@ -76,7 +106,6 @@ class _ScipyMethod(Solver):
         # callback; SciPy's own gtol (fixed for the run) is its floor, tol x max(1, |f0|) only
         # when it cannot be lower. (Scaling by the start's f let a poor random start, f0 = 50
         # against 0.5 at the optimum, stop a mixture's fit 7% above its optimum as converged.)
-        gtol = self.tol
 
         prev = {"x": fun.x, "g": fun.g}       # the last iterate's (x, g) (never mutated)
 
@@ -115,42 +144,17 @@ class _ScipyMethod(Solver):
             if gk is not None:
                 prev["x"], prev["g"] = fun.x, fun.g
 
-        kwargs = {}
-        if self.scipy_method == "L-BFGS-B":
-            options = {"maxiter": self.max_iter, "gtol": gtol, "ftol": self.ftol,
-                       "maxfun": max(15000, 20 * self.max_iter)}
-            cons = self.constraints
-            if cons is not None:
-                kwargs["bounds"] = scipy.optimize.Bounds(cons.lb, cons.ub)
-        elif self.scipy_method == "Newton-CG":
-            # SciPy's Newton-CG stops on the step size (xtol); the target is checked in the
-            # callback.
-            options = {"maxiter": self.max_iter, "xtol": 1e-12}
-            kwargs.update(self._hessian(model, x.shape[0]))
-        else:
-            options = {"maxiter": self.max_iter, "gtol": gtol, "norm": np.inf}
+        options, kwargs = self._scipy_options(model, x.shape[0])
         if self.max_iter == 0 or (self.target is not None and f0 <= self.target):
             state.status = Status.TARGET if self.max_iter else Status.MAX_ITER
             return self.result(model, state)
         res = scipy.optimize.minimize(fun, x, jac=True, method=self.scipy_method,
                                       callback=callback, options=options, **kwargs)
-        status = reason["status"]
         x_out = np.asarray(res.x, dtype=np.float64)
         f_out = float(res.fun)
-        message = None
+        status, message = reason["status"], None
         if status is None:
-            if res.success:
-                status, message = Status.STATIONARY, str(res.message)
-            else:
-                # precision loss near the optimum counts as converged when the gradient is small
-                g_chk = fun.g if np.array_equal(fun.x, x_out) else fun(x_out)[1]
-                if float(np.max(np.abs(g_chk))) <= max(self.tol, 1e-5) * max(1.0, abs(f_out)):
-                    status, message = (Status.STATIONARY,
-                                       f"{res.message} (gradient small: converged)")
-                elif "iteration" in str(res.message).lower():
-                    status = Status.MAX_ITER
-                else:
-                    status, message = Status.FAILED, str(res.message)
+            status, message = self._status(res, fun, x_out, f_out)
         g_out = fun.g if fun.x is not None and np.array_equal(fun.x, x_out) else None
         if len(rec) == 1 or rec.last_objective != f_out:
             rec.record(f_out, float(np.linalg.norm(g_out)) if g_out is not None else math.nan,
