@@ -80,6 +80,64 @@ def logdet_entropy_bound(moments: np.ndarray) -> float:
     return 0.5 * logdet + d * LOGDET_CONSTANT
 
 
+def _relaxation(cp, model: IsingModel, c: float, pairwise: bool):
+    """The log-det relaxation of ``model`` with its parameters divided by ``c`` (the problem
+    is homogeneous); (CVXPY problem, the moment matrix variable)."""
+    d, eps = model.d, model.epsilon
+    h_s, J_s, eps_s = model.h / c, model.J / c, eps / c
+    S = cp.Variable((d + 1, d + 1), symmetric=True)
+    mu = S[0, 1:]
+    iu, ju = np.triu_indices(d, 1)
+    energy = h_s @ mu
+    pair = None
+    if len(iu):
+        # vectorized selection of the upper triangle of S[1:, 1:] (column-major vec)
+        pair = cp.vec(S[1:, 1:], order="F")[ju * d + iu]
+        energy = energy + J_s[iu, ju] @ pair
+    cons = [S >> 0, cp.diag(S) == 1]
+    if pairwise and len(iu):
+        mi, mj = mu[iu], mu[ju]
+        for a in (-1.0, 1.0):
+            for b in (-1.0, 1.0):
+                cons.append(1 + a * mi + b * mj + a * b * pair >= 0)
+    shift = np.diag(np.r_[0.0, np.full(d, 1.0 / 3.0)])
+    objective = energy + eps_s * 0.5 * cp.log_det(S + shift) if eps > 0 else energy
+    return cp.Problem(cp.Maximize(objective), cons), S
+
+
+def _solve(cp, problem, S, solvers: list[str], verbose: bool):
+    """``problem`` by the first of ``solvers`` that reports an optimal, finite value (else the
+    first "optimal inaccurate" one); ((value, S, status) or None, solver used, failures)."""
+    status, used = "not solved", solvers[0]
+    fallback = None
+    failures: list[str] = []
+    for name in solvers:
+        used = name
+        try:
+            with warnings.catch_warnings():
+                # an inaccurate solve is reported through ``status``
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                problem.solve(solver=name, verbose=verbose, **_SOLVER_OPTIONS.get(name, {}))
+            status = problem.status
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # noqa: BLE001 - Clarabel panics raise a BaseException
+            # (pyo3 PanicException); any solver failure becomes a reported status
+            status = f"solver error: {type(exc).__name__}: {str(exc)[:200]}"
+            failures.append(f"{name}: {status}")
+            continue
+        if S.value is None or problem.value is None or not np.isfinite(problem.value):
+            failures.append(f"{name}: status {status!r} without a finite value")
+            continue
+        if status == cp.OPTIMAL:
+            return (problem.value, S.value, status), used, failures
+        if status == cp.OPTIMAL_INACCURATE and fallback is None:
+            fallback = (problem.value, S.value.copy(), status, name)
+    if fallback is not None:
+        return fallback[:3], fallback[3], failures
+    return None, used, failures or [str(status)]
+
+
 def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = True,
                  verbose: bool = False) -> LogDetResult:
     """Jordan-Wainwright log-det upper bound on Phi_eps(f) (formula in the module docstring).
@@ -105,69 +163,19 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
     # solvers fail, even panic, with coefficients near 1e300) and the value multiplied back.
     big = float(max(np.abs(model.h).max(), np.abs(model.J).max()))
     c = big if big > _RESCALE_ABOVE else 1.0
-    h_s, J_s, eps_s = model.h / c, model.J / c, eps / c
-    S = cp.Variable((d + 1, d + 1), symmetric=True)
-    mu = S[0, 1:]
-    iu, ju = np.triu_indices(d, 1)
-    energy = h_s @ mu
-    pair = None
-    if len(iu):
-        # vectorized selection of the upper triangle of S[1:, 1:] (column-major vec)
-        pair = cp.vec(S[1:, 1:], order="F")[ju * d + iu]
-        energy = energy + J_s[iu, ju] @ pair
-    cons = [S >> 0, cp.diag(S) == 1]
-    if pairwise and len(iu):
-        mi, mj = mu[iu], mu[ju]
-        for a in (-1.0, 1.0):
-            for b in (-1.0, 1.0):
-                cons.append(1 + a * mi + b * mj + a * b * pair >= 0)
-    shift = np.diag(np.r_[0.0, np.full(d, 1.0 / 3.0)])
+    problem, S = _relaxation(cp, model, c, pairwise)
     const = eps * (d * LOGDET_CONSTANT - d * np.log(2.0))
-    if eps > 0:
-        objective = energy + eps_s * 0.5 * cp.log_det(S + shift)
-    else:
-        objective = energy
-    problem = cp.Problem(cp.Maximize(objective), cons)
     if solver:
         solvers = [solver.upper()]
     else:
         # Clarabel (interior point) is the more accurate; SCS is several times faster for d > 24
         solvers = ["CLARABEL", "SCS"] if d <= 24 else ["SCS", "CLARABEL"]
-    status, used = "not solved", solvers[0]
-    fallback = None
-    failures: list[str] = []
     start = time.perf_counter()
-    for name in solvers:
-        used = name
-        try:
-            with warnings.catch_warnings():
-                # an inaccurate solve is reported through ``status``
-                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-                problem.solve(solver=name, verbose=verbose, **_SOLVER_OPTIONS.get(name, {}))
-            status = problem.status
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # noqa: BLE001 - Clarabel panics raise a BaseException
-            # (pyo3 PanicException); any solver failure becomes a reported status
-            status = f"solver error: {type(exc).__name__}: {str(exc)[:200]}"
-            failures.append(f"{name}: {status}")
-            continue
-        if S.value is None or problem.value is None or not np.isfinite(problem.value):
-            failures.append(f"{name}: status {status!r} without a finite value")
-            continue
-        if status == cp.OPTIMAL:
-            fallback = None
-            break
-        if status == cp.OPTIMAL_INACCURATE and fallback is None:
-            fallback = (problem.value, S.value.copy(), status, name)
+    solved, used, failures = _solve(cp, problem, S, solvers, verbose)
     seconds = time.perf_counter() - start
-    if status == cp.OPTIMAL and S.value is not None:
-        value, Sv = problem.value, S.value
-    elif fallback is not None:
-        value, Sv, status, used = fallback
-    else:
-        reason = "; ".join(failures) if failures else str(status)
-        return LogDetResult(None, None, None, f"failed: {reason}", used, seconds)
+    if solved is None:
+        return LogDetResult(None, None, None, f"failed: {'; '.join(failures)}", used, seconds)
+    value, Sv, status = solved
     value = c * value + const
     if not np.isfinite(value):
         return LogDetResult(None, None, None,
