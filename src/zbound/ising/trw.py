@@ -455,6 +455,85 @@ _RHO_START_GAP = 1e-3
 _RHO_INNER_ITER = 1000
 
 
+def _start_rho(d: int, edges: np.ndarray, rho):
+    """The starting edge weights and their spanning-tree decomposition: "uniform" (2/d, the
+    complete graph's stars), "optimize" (an average of trees covering every edge) or an
+    explicit array; (decomposition or None without edges, rho)."""
+    m = edges.shape[0]
+    if isinstance(rho, str):
+        if rho == "uniform":
+            if m != d * (d - 1) // 2:
+                raise ValueError("rho='uniform' (2/d) is the spanning-tree point of the complete "
+                                 "graph only; the model has missing edges")
+            return (_star_decomposition(d, edges) if m else None), np.full(m, 2.0 / d)
+        if rho == "optimize":
+            if not m:
+                return None, np.zeros(0)
+            trees = np.array(_cover_trees(d, edges))
+            dec = _Decomposition(d, edges, trees, np.full(len(trees), 1.0 / len(trees)))
+            return dec, dec.rho
+        raise ValueError(f"rho must be 'optimize', 'uniform' or an array, got {rho!r}")
+    rho_v = _check_rho(d, edges, rho)
+    if not m:
+        return None, rho_v
+    dec = _decompose(d, edges, rho_v)
+    return dec, dec.rho
+
+
+@dataclass
+class _Run:
+    """Where TRW stands: the decomposition and weights, whether the messages converged, the
+    certificate D, the TRW objective B at the beliefs and their relative gap, the objective's
+    value, mutual informations and beliefs at rho, the sweeps so far and the rho steps taken."""
+
+    dec: object
+    rho: np.ndarray
+    conv: bool
+    D: float
+    B: float
+    gap: float
+    value: float
+    mi: np.ndarray
+    bs: np.ndarray
+    bst: np.ndarray
+    its: int
+    steps: int = 0
+
+
+def _optimize_rho(solver, run: _Run, d, edges, damping, tol, inner, rho_steps, rho_tol,
+                  check_every) -> None:
+    """Conditional-gradient steps on rho over the spanning-tree polytope (the linear step a
+    maximum-weight spanning tree of the mutual informations), each kept where the certified
+    bound decreases (halving, at most 6 trials, messages warm-started); updates ``run``."""
+    for k in range(rho_steps):
+        tree = max_weight_spanning_forest(d, edges, run.mi)
+        # gap of the linearization: <grad, rho - tree> = <mi, tree - rho>
+        fw_gap = float(np.dot(run.mi, tree - run.rho))
+        if fw_gap <= rho_tol * max(1.0, abs(run.value)):
+            return
+        saved = solver.logm.copy()
+        its = []
+
+        def trial(step, tree=tree, dec=run.dec, saved=saved, its=its):
+            c_dec = dec.with_tree(tree, step)
+            solver.logm = saved.copy()
+            c_conv, c_its, c_D, c_B, c_gap = solver.run(c_dec.rho, damping, tol, inner, c_dec,
+                                                        check_every)
+            its.append(c_its)
+            return c_D, (c_dec, c_conv, c_B, c_gap)
+
+        found = armijo_search(trial, run.D, -1.0, 2.0 / (k + 3), shrink="halve", trials=6,
+                              accept=lambda step, c_D, D=run.D: c_D < D)
+        run.its += sum(its)
+        if found is None:
+            solver.logm = saved
+            return
+        _, run.D, (run.dec, run.conv, run.B, run.gap) = found
+        run.rho = run.dec.rho
+        run.value, run.mi, run.bs, run.bst = solver.value(run.rho)
+        run.steps += 1
+
+
 def trw_bound(
     model: IsingModel,
     rho: str | np.ndarray = "optimize",
@@ -492,70 +571,19 @@ def trw_bound(
     d, eps = model.d, model.epsilon
     edges = model.edges()
     m = edges.shape[0]
-    optimize = isinstance(rho, str) and rho == "optimize"
-    if isinstance(rho, str):
-        if rho == "uniform":
-            if m != d * (d - 1) // 2:
-                raise ValueError("rho='uniform' (2/d) is the spanning-tree point of the complete "
-                                 "graph only; the model has missing edges")
-            dec = _star_decomposition(d, edges) if m else None
-            rho_v = np.full(m, 2.0 / d)
-        elif rho == "optimize":
-            if m:
-                trees = np.array(_cover_trees(d, edges))
-                dec = _Decomposition(d, edges, trees, np.full(len(trees), 1.0 / len(trees)))
-                rho_v = dec.rho
-            else:
-                dec, rho_v = None, np.zeros(0)
-        else:
-            raise ValueError(f"rho must be 'optimize', 'uniform' or an array, got {rho!r}")
-    else:
-        rho_v = _check_rho(d, edges, rho)
-        dec = _decompose(d, edges, rho_v) if m else None
-    if m:
-        rho_v = dec.rho if not isinstance(rho, str) or rho != "uniform" else rho_v
-
+    dec, rho_v = _start_rho(d, edges, rho)
     solver = _TRW(model, edges)
     conv, its, D, B, gap = solver.run(rho_v, damping, tol, max_iter, dec, check_every)
-    total_its = its
-    value, mi, bs, bst = solver.value(rho_v)
-    steps = 0
+    run = _Run(dec, rho_v, conv, D, B, gap, *solver.value(rho_v), its)
     # The conditional-gradient steps on rho use the beliefs' mutual informations only as a
     # direction, so they start once the messages are within _RHO_START_GAP of the TRW objective
     # (on dense Gaussian models the gap shrinks like 1 / sweeps and 1e-6 may take 10^5 sweeps);
     # a step is accepted when the certificate D, an upper bound at any messages, decreases.
-    if optimize and m and (conv or gap <= _RHO_START_GAP):
-        inner = min(max_iter, _RHO_INNER_ITER)
-        for k in range(rho_steps):
-            tree = max_weight_spanning_forest(d, edges, mi)
-            direction = tree - rho_v
-            # gap of the linearization: <grad, rho - tree> = <mi, tree - rho>
-            fw_gap = float(np.dot(mi, direction))
-            if fw_gap <= rho_tol * max(1.0, abs(value)):
-                break
-            saved = solver.logm.copy()
-            its = []
-
-            def trial(step, tree=tree, dec=dec, saved=saved, its=its):
-                # messages warm-started from the accepted rho's at every trial
-                c_dec = dec.with_tree(tree, step)
-                solver.logm = saved.copy()
-                c_conv, c_its, c_D, c_B, c_gap = solver.run(c_dec.rho, damping, tol, inner,
-                                                            c_dec, check_every)
-                its.append(c_its)
-                return c_D, (c_dec, c_conv, c_B, c_gap)
-
-            # a step is kept where the certified bound decreases (halving, at most 6 trials)
-            found = armijo_search(trial, D, -1.0, 2.0 / (k + 3), shrink="halve", trials=6,
-                                  accept=lambda step, c_D, D=D: c_D < D)
-            total_its += sum(its)
-            if found is None:
-                solver.logm = saved
-                break
-            _, D, (dec, conv, B, gap) = found
-            rho_v = dec.rho
-            value, mi, bs, bst = solver.value(rho_v)
-            steps += 1
+    if isinstance(rho, str) and rho == "optimize" and m and (conv or gap <= _RHO_START_GAP):
+        _optimize_rho(solver, run, d, edges, damping, tol, min(max_iter, _RHO_INNER_ITER),
+                      rho_steps, rho_tol, check_every)
+    conv, D, B, gap, rho_v = run.conv, run.D, run.B, run.gap, run.rho
+    bs, bst, total_its, steps = run.bs, run.bst, run.its, run.steps
     bound = float(eps * (D - d * np.log(2.0)))
     primal = float(eps * (B - d * np.log(2.0)))
     if not np.isfinite(bound):
