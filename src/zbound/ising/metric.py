@@ -106,6 +106,54 @@ def _objective(Sigma, F, eps):
     return float(np.vdot(Sigma, F) - eps * g.max()), g, lam, U
 
 
+class _Kelley:
+    """Kelley's cutting-plane model of a_eps^diag over K': the master problem's variables
+    (S, the epigraph s) and constraints, its cuts, and the best objective value seen."""
+
+    def __init__(self, cp, features: FeatureSet, F, eps: float, interior: float):
+        self.F, self.eps, self.interior = F, eps, interior
+        self.n, self.xc = features.n, features.xor_classes
+        self.S = cp.Variable((self.n, self.n), symmetric=True)
+        self.s = cp.Variable()
+        self.psd = self.S >> 0
+        self.base = [*k_prime_constraints(self.S, features), self.psd]
+        self.cuts: list = []
+        self.planes: list = []      # (val - <G, Sig>, G) of every cut, for the certificate
+        self.best_lower, self.best_sigma = -math.inf, None
+        self._cp = cp
+
+    def add_cut(self, Sig) -> None:
+        """A cut at (1 - interior) Sig + interior I (in K', log finite) from a supergradient of
+        the objective at an active diagonal entry."""
+        cp, n = self._cp, self.n
+        Sig = (1 - self.interior) * Sig + self.interior * np.eye(n)
+        val, g, lam, U = _objective(Sig, self.F, self.eps)
+        if val > self.best_lower:
+            self.best_lower, self.best_sigma = val, Sig
+        i = int(np.argmax(g))
+        u = U[i]
+        grad_g = U @ (_divided_differences(lam) * np.outer(u, u)) @ U.T
+        G = self.xc.project(self.F - self.eps * grad_g)  # only the V-part acts on K'
+        self.cuts.append(self.s <= val + cp.sum(cp.multiply(G, self.S - Sig)))
+        self.planes.append((val - float(np.vdot(G, Sig)), G))
+
+    def certified_upper(self) -> float:
+        """An upper value on the master problem from its dual, not from the solver's
+        objective (exact to the solver's tolerance only): for multipliers lam >= 0 of the cuts
+        summing to 1 and any W in V-perp, max_{S in K'} min_j cut_j(S) <= sum_j lam_j c_j +
+        n lambda_max(G_lam - W), W taken from the solver's PSD multiplier as in
+        zero_temperature_bound."""
+        lam = np.array([max(float(np.asarray(c.dual_value).ravel()[0]), 0.0)
+                        if c.dual_value is not None else 0.0 for c in self.cuts])
+        if not lam.sum() > 0 or self.psd.dual_value is None:
+            return math.inf
+        lam /= lam.sum()
+        const = float(sum(w * c for w, (c, _) in zip(lam, self.planes)))
+        G = sum(w * g for w, (_, g) in zip(lam, self.planes))
+        W = self.xc.project_perp(G + self.psd.dual_value)
+        return const + self.n * float(eigvalsh(np.asfortranarray(G - W))[-1])
+
+
 def metric_learning_bound(
     model,
     features: FeatureSet | None = None,
@@ -135,56 +183,20 @@ def metric_learning_bound(
         raise ValueError(f"interior must be in (0, 1), got {interior}")
     F = coefficient_matrix(model, features)
     n = features.n
-    xc = features.xor_classes
     quantum = quantum_bound(model, features, tol=quantum_tol)
 
-    S = cp.Variable((n, n), symmetric=True)
-    s = cp.Variable()
-    psd = S >> 0
-    base = [*k_prime_constraints(S, features), psd]
-    cuts: list = []
-    planes: list = []        # (val - <G, Sig>, G) of every cut, for the certificate
-    best_lower, best_sigma = -math.inf, None
+    kelley = _Kelley(cp, features, F, eps, interior)
+    S, s = kelley.S, kelley.s
     upper = math.inf
     history: list[tuple[float, float]] = []
-
-    def add_cut(Sig):
-        nonlocal best_lower, best_sigma
-        Sig = (1 - interior) * Sig + interior * np.eye(n)
-        val, g, lam, U = _objective(Sig, F, eps)
-        if val > best_lower:
-            best_lower, best_sigma = val, Sig
-        i = int(np.argmax(g))
-        u = U[i]
-        grad_g = U @ (_divided_differences(lam) * np.outer(u, u)) @ U.T
-        G = xc.project(F - eps * grad_g)  # only the V-part acts on K'
-        cuts.append(s <= val + cp.sum(cp.multiply(G, S - Sig)))
-        planes.append((val - float(np.vdot(G, Sig)), G))
-
-    def certified_upper():
-        """An upper value on the master problem from its dual, not from the solver's
-        objective (exact to the solver's tolerance only: 6e-6 below exact at f ~ 1600):
-        for multipliers lam >= 0 of the cuts summing to 1 and any W in V-perp,
-        max_{S in K'} min_j cut_j(S) <= sum_j lam_j c_j + n lambda_max(G_lam - W), W taken
-        from the solver's PSD multiplier as in zero_temperature_bound."""
-        lam = np.array([max(float(np.asarray(c.dual_value).ravel()[0]), 0.0)
-                        if c.dual_value is not None else 0.0 for c in cuts])
-        if not lam.sum() > 0 or psd.dual_value is None:
-            return math.inf
-        lam /= lam.sum()
-        const = float(sum(w * c for w, (c, _) in zip(lam, planes)))
-        G = sum(w * g for w, (_, g) in zip(lam, planes))
-        W = xc.project_perp(G + psd.dual_value)
-        return const + n * float(eigvalsh(np.asfortranarray(G - W))[-1])
-
-    add_cut(quantum.sigma)
-    add_cut(np.eye(n))
+    kelley.add_cut(quantum.sigma)
+    kelley.add_cut(np.eye(n))
     converged = False
     status = "max_iter reached"
     it = 0
     while it < max_iter:
         it += 1
-        prob = cp.Problem(cp.Maximize(s), [*base, *cuts])
+        prob = cp.Problem(cp.Maximize(s), [*kelley.base, *kelley.cuts])
         try:
             with warnings.catch_warnings():
                 warnings.filterwarnings("ignore", message="Solution may be inaccurate")
@@ -195,27 +207,27 @@ def metric_learning_bound(
         if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or S.value is None:
             status = f"master problem {prob.status}"
             break
-        cert = certified_upper()
+        cert = kelley.certified_upper()
         if math.isfinite(cert):
             upper = min(upper, cert)
-        history.append((upper, best_lower))
-        if relative_gap(upper, best_lower, eps) <= tol:
+        history.append((upper, kelley.best_lower))
+        if relative_gap(upper, kelley.best_lower, eps) <= tol:
             converged = True
             status = "converged"
             break
-        add_cut(0.5 * (S.value + S.value.T))
-    history.append((upper, best_lower))
+        kelley.add_cut(0.5 * (S.value + S.value.T))
+    history.append((upper, kelley.best_lower))
     bound = min(upper, quantum.bound)
     return MetricResult(
         bound=bound,
-        lower=best_lower,
+        lower=kelley.best_lower,
         kelley_upper=upper,
-        gap=relative_gap(bound, best_lower, eps),
+        gap=relative_gap(bound, kelley.best_lower, eps),
         iterations=it,
         converged=converged,
         status=status,
         seconds=time.perf_counter() - start,
-        sigma=best_sigma,
+        sigma=kelley.best_sigma,
         quantum=quantum,
         history=history,
     )
