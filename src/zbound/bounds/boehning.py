@@ -44,6 +44,8 @@ class BoundPreconditioner:
     def __init__(self, G: np.ndarray, k: int, n_classes: int, D: np.ndarray, w: float = 0.0,
                  e: np.ndarray | None = None, shrink: float = 1.0,
                  explicit: bool | None = None):
+        """Kept as one function: the shrink, the two factorizations in packed storage and the
+        explicit inverses build this object's arrays in sequence, in ``G``'s memory."""
         import scipy.linalg.lapack as lapack
 
         self.k, self.d = int(k), G.shape[0]

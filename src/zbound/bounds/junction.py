@@ -469,6 +469,10 @@ def chain_bound(node_features, edge_features, theta, node_log_prior=None,
     eps : the split rule's weight, (l + e)^T B (l + e) <= (1 + eps) l^T B l + (1 + 1/eps)
         e^T B e between the prefix means l and the edge features e
 
+    Kept as one function: every rule shares the forward recursion's arrays (log normalizers,
+    prefix means and curvatures per position, label and sequence); split into steps, each
+    would pass them all.
+
     Returns
     -------
     :class:`JunctionBound`; for a batch, ``log_z`` (b,), ``mean`` (b, d) and ``curvature``

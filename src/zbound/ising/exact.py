@@ -91,6 +91,10 @@ def enumerate_exact(model: IsingModel, moments: bool = True, batch_states: int =
 
     Cost O(2^d d) time and O(batch_states) memory; d <= 26. At eps = 0 the log-partition is
     max f and the moments are those of the uniform distribution over the maximizers.
+
+    Kept as one function: one pass over the batches accumulates Z, the moments and the
+    maximizers with a running shift; split into steps, the accumulators would travel between
+    them.
     """
     model = _check_model(model)
     d = model.d

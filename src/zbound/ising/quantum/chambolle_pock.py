@@ -100,6 +100,10 @@ def solve_quantum(
     n > NEWTON_MAX_N, ``polish`` means Newton with temperature continuation on the diagonal dual
     (:mod:`.diagonal_newton`, no CP iteration when it converges; CP continues from its dual
     point otherwise). Returns a :class:`CPSolution`.
+
+    Kept as one function: the iterations, the gap checks, the Newton polishes and their
+    fallbacks share the iterates, the best certificate and the counters, and the loop follows
+    the paper's Alg. 1 step by step.
     """
     n = features.n
     xc = features.xor_classes
