@@ -219,8 +219,9 @@ def estimator_comparison(console: Console) -> str:
             "one BLAS thread, the two fits alternating, median of "
             f"{REPEATS}. The \"faster\" column is the ratio of the medians, whichever side "
             "wins. With the default BLAS threads on a 2-core machine, scikit-learn's lbfgs "
-            "(SciPy's L-BFGS-B) spends most of a small fit in thread synchronization; that "
-            "made it look 10x or more slower on digits than it is, and is excluded here.")
+            "(SciPy's L-BFGS-B) spends most of a small fit in thread synchronization, which "
+            "can make it look many times slower on digits than it is; one thread excludes "
+            "that.")
     console.print(note)
     return md + "\n\n" + note
 
