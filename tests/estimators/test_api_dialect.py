@@ -149,3 +149,41 @@ def test_old_names_warn_and_work(cls):
         assert by_old.objective_ == pytest.approx(by_new.objective_, rel=1e-12)
         with pytest.raises(ValueError, match="same parameter"):
             cls(**{old: value, new: other}).fit(X, y)
+
+
+@pytest.mark.parametrize("cls, old, read_new", [
+    (BoundSGDClassifier, "method_", lambda e: e.solver_),
+    (BoundSGDClassifier, "finish_result_", lambda e: e.solver_result_),
+    (MixtureOfExperts, "method_", lambda e: e.solver_),
+    (MixtureOfExperts, "collapsed_experts_", lambda e: e.collapsed_components_),
+    (MixtureOfExperts, "objective_curve_", lambda e: e.solver_result_.trace.objective),
+    (ChainCRF, "status_", lambda e: e.solver_result_.status),
+    (ChainCRF, "history_", lambda e: list(e.solver_result_.trace.objective[1:])),
+], ids=lambda v: v if isinstance(v, str) else getattr(v, "__name__", ""))
+def test_old_attribute_names_warn_and_read_the_new(cls, old, read_new):
+    est = cls(**_quick(cls))
+    assert not hasattr(est, old)                       # unfitted: no attribute, no warning
+    X, y = _data(cls)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+    with pytest.warns(FutureWarning, match=f"{old} is named"):
+        value = getattr(est, old)
+    expected = read_new(est)
+    if isinstance(expected, np.ndarray | list):
+        np.testing.assert_array_equal(value, expected)
+    else:
+        assert value is expected or value == expected
+
+
+@pytest.mark.parametrize("cls", [BoundSGDClassifier, LatentLogisticRegression],
+                         ids=lambda c: c.__name__)
+def test_warm_start_starts_from_the_fit(cls):
+    X, y = _data(cls)
+    est = cls(random_state=0, warm_start=True).fit(X, y)
+    first = est.objective_
+    est.fit(X, y)
+    # the second run starts where the first ended: its trace opens at the fitted objective
+    assert est.solver_result_.trace.objective[0] == pytest.approx(first, rel=1e-9)
+    cold = cls(random_state=0).fit(X, y)
+    assert cold.solver_result_.trace.objective[0] > first

@@ -10,6 +10,7 @@ never from a table of its own); :func:`fit_method` checks them once, before any 
 from __future__ import annotations
 
 import inspect
+import operator
 import warnings
 from typing import ClassVar
 
@@ -20,7 +21,7 @@ from sklearn.utils.validation import check_is_fitted
 from zbound.utils.threads import limit_small_fits
 from zbound.utils.validation import check_score_labels
 
-#: ``stacklevel`` of a warning issued in the body of a method decorated by
+#: ``stacklevel`` of a warning raised in the body of a method decorated by
 #: :func:`fit_method`: the user's line is four frames up (three wrappers and the method).
 STACKLEVEL = 5
 
@@ -38,7 +39,7 @@ def renamed(*constraints) -> list:
 class RenamedParameters:
     """Parameters that have a new name: ``_renamed_parameters`` maps each old name to its new
     one. The old name stays in ``__init__`` with the default :data:`DEPRECATED` for one
-    release; given, it takes effect with a ``FutureWarning`` naming the new one (issued by
+    release; given, it takes effect with a ``FutureWarning`` naming the new one (raised by
     :func:`fit_method`). The estimator reads every renamed parameter through :meth:`_param`.
     """
 
@@ -72,16 +73,20 @@ class RenamedParameters:
                           f"removed in 0.2", FutureWarning, stacklevel=STACKLEVEL - 1)
 
 
-def renamed_attribute(old: str, new: str) -> property:
+def renamed_attribute(old: str, new: str, convert=None) -> property:
     """A fitted attribute's old name for one release: reading it warns (``FutureWarning``)
-    and returns the new one."""
+    and returns the new one. ``new`` may be a dotted path (``"solver_result_.status"``);
+    ``convert`` turns its value into the old attribute's form."""
+    first = new.split(".", 1)[0]
+    get_new = operator.attrgetter(new)
 
     def get(self):
-        if not hasattr(self, new):
+        if not hasattr(self, first):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {old!r}")
         warnings.warn(f"{type(self).__name__}.{old} is named {new}; {old} will be removed in "
                       "0.2", FutureWarning, stacklevel=2)
-        return getattr(self, new)
+        value = get_new(self)
+        return value if convert is None else convert(value)
 
     return property(get, doc=f"Old name of ``{new}`` (FutureWarning; removed in 0.2).")
 

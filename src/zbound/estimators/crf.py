@@ -30,7 +30,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.estimators._params import progress_printer
+from zbound.estimators._params import progress_printer, renamed_attribute
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
@@ -432,20 +432,6 @@ class ChainCRF(BaseEstimator):
                 tot += 1
         return hit / tot
 
-    @property
-    def history_(self) -> list:
-        """Old name of ``solver_result_.trace.objective`` (FutureWarning; removed in 0.2)."""
-        if not hasattr(self, "solver_result_"):
-            raise AttributeError("'ChainCRF' object has no attribute 'history_'")
-        warnings.warn("ChainCRF.history_ is solver_result_.trace.objective; history_ will be "
-                      "removed in 0.2", FutureWarning, stacklevel=2)
-        return list(self.solver_result_.trace.objective[1:])
-
-    @property
-    def status_(self):
-        """Old name of ``solver_result_.status`` (FutureWarning; removed in 0.2)."""
-        if not hasattr(self, "solver_result_"):
-            raise AttributeError("'ChainCRF' object has no attribute 'status_'")
-        warnings.warn("ChainCRF.status_ is solver_result_.status; status_ will be removed in "
-                      "0.2", FutureWarning, stacklevel=2)
-        return self.solver_result_.status
+    history_ = renamed_attribute("history_", "solver_result_.trace.objective",
+                                 convert=lambda objective: list(objective[1:]))
+    status_ = renamed_attribute("status_", "solver_result_.status")

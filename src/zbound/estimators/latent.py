@@ -114,7 +114,7 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     component_weights_ : (n_classes, n_components) share of each class's (weighted) training
         samples each component explains (responsibilities summed, rows sum to 1)
     collapsed_components_ : list of (class label, component) pairs whose share is below 1e-6
-        (a :class:`CollapsedComponentWarning` is issued when it is not empty)
+        (a :class:`CollapsedComponentWarning` is raised when it is not empty)
     objective_ : float, the objective at the fit (negative log-likelihood + penalty)
     n_iter_ : int, iterations of the kept fit
     converged_ : bool
@@ -263,11 +263,7 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=False,
                              reset=False)
         sw = check_sample_weight(sample_weight, X.shape[0])
-        classes = self.classes_
-        idx = np.searchsorted(classes, y)
-        if np.any(idx >= classes.size) or np.any(classes[np.minimum(idx, classes.size - 1)]
-                                                 != y):
-            raise ValueError("y has labels the model was not fitted on")
+        idx = self._class_indices(y)
         K, M = self._model_shape
         reg = 0.0 if np.isinf(self.C) else 1.0 / float(self.C)
         if K == 2:
@@ -284,9 +280,14 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
                       "is the minimized objective (negative log-likelihood plus penalty)",
                       FutureWarning, stacklevel=2)
         lp = self.predict_log_proba(X)
-        y = np.asarray(y)
-        idx = np.searchsorted(self.classes_, y)
-        if np.any(idx >= self.classes_.size) or np.any(self.classes_[np.minimum(
-                idx, self.classes_.size - 1)] != y):
-            raise ValueError("y has labels the model was not fitted on")
+        idx = self._class_indices(y)
         return float(lp[np.arange(lp.shape[0]), idx].sum())
+
+    def _class_indices(self, y) -> np.ndarray:
+        """The positions of y's labels in ``classes_``; a ValueError for any other label."""
+        y, classes = np.asarray(y), self.classes_
+        idx = np.searchsorted(classes, y)
+        if np.any(idx >= classes.size) or np.any(classes[np.minimum(idx, classes.size - 1)]
+                                                 != y):
+            raise ValueError("y has labels the model was not fitted on")
+        return idx

@@ -463,14 +463,7 @@ class MixtureOfExperts(RenamedParameters, BaseEstimator):
     method_ = renamed_attribute("method_", "solver_")
     collapsed_experts_ = renamed_attribute("collapsed_experts_", "collapsed_components_")
 
-    @property
-    def objective_curve_(self):
-        """Old name of ``solver_result_.trace.objective`` (FutureWarning; removed in 0.2)."""
-        if not hasattr(self, "solver_result_"):
-            raise AttributeError("'MixtureOfExperts' object has no attribute 'objective_curve_'")
-        warnings.warn("MixtureOfExperts.objective_curve_ is solver_result_.trace.objective; "
-                      "objective_curve_ will be removed in 0.2", FutureWarning, stacklevel=2)
-        return self.solver_result_.trace.objective
+    objective_curve_ = renamed_attribute("objective_curve_", "solver_result_.trace.objective")
 
 
 def _rms(y: np.ndarray, sample_weight) -> float:

@@ -380,15 +380,15 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         classes, y_idx = label_indices(y)
         check_weighted_classes("BoundSGDClassifier", classes, y_idx, sw)
         y_idx = y_idx.astype(np.intp, copy=False)
+        x0 = self._fit_start(classes, X.shape[1])      # before classes_ is replaced
         self.classes_ = classes
         bs = auto_batch_size(X.shape[0]) if self.batch_size == "auto" else int(self.batch_size)
         solver, self.solver_ = self._solver(classes.size, X.shape[1], -(-X.shape[0] // bs), bs)
-        state = solver.init(None, self._fit_start(classes, X.shape[1]))
+        state = solver.init(None, x0)
         run = self._run_epochs(solver, state, X, y_idx, sw, bs)
         finished = self._conclude(run, state, X, y_idx, sw, bs)
         self._sgd_solver, self._sgd_state = solver, state
         self.n_epochs_ = run.epochs
-        self._fit_classes = classes
         self.n_iter_ = run.epochs + (0 if self.finish_tol is None else
                                      int(self.solver_result_.nit))
         self.t_ = int(state.t)
@@ -401,7 +401,7 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         k = 1 if classes.size == 2 else classes.size
         p = k * (n_features + bool(self.fit_intercept))
         if self.warm_start and hasattr(self, "coef_") and self._theta().size == p and \
-                np.array_equal(getattr(self, "_fit_classes", []), classes):
+                np.array_equal(getattr(self, "classes_", []), classes):
             return self._theta()
         return np.zeros(p)
 
@@ -581,7 +581,6 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         self._set_theta(theta)
         self._sgd_solver, self._sgd_state = solver, state
         self.solver_ = method
-        self._fit_classes = all_classes
         self.t_ = int(state.t)
         if first:
             self.n_iter_ = self.n_epochs_ = 0

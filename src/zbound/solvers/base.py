@@ -263,7 +263,9 @@ class CountedModel:
     def count(self, kind: str, n: int = 1) -> None:
         """Record ``n`` evaluations of ``kind`` ("value", "value_and_grad",
         "value_grad_hessian", "hessian" or "bound") made without the model's methods."""
-        counter = {"bound": "n_bound"}.get(kind, self.COUNTED.get(kind))
+        counter = {"value": "n_value", "value_and_grad": "n_value_and_grad",
+                   "value_grad_hessian": "n_value_grad_hessian", "hessian": "n_hessian",
+                   "bound": "n_bound"}.get(kind)
         if counter is None:
             raise ValueError(f"unknown evaluation kind {kind!r}")
         setattr(self, counter, getattr(self, counter) + int(n))

@@ -63,8 +63,8 @@ def _work(X, y) -> int | None:
 def limit_small_fits(fit):
     """Decorator for an estimator's ``fit`` / ``partial_fit(X, y, ...)``: the call runs with
     one BLAS thread where its work is below :data:`SMALL_WORK` (see :func:`_work`). It adds
-    one frame: warnings issued in the decorated method use ``stacklevel=3`` to name the
-    user's line."""
+    one frame, which the estimators' ``STACKLEVEL`` counts so that warnings raised in the
+    decorated method name the user's line."""
     import functools
 
     @functools.wraps(fit)
