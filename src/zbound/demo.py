@@ -315,7 +315,7 @@ def ising_bounds(console: Console) -> str:
     def logdet(m):
         # the relaxation's optimal value bounds log Z; a solve that stops short is not certified
         res = logdet_bound(m)
-        return res.bound, res.converged, "" if res.converged else f" ({res.status})"
+        return res.bound, res.converged, "" if res.converged else f" ({res.message})"
 
     rows = []
     for d in (8, 12):

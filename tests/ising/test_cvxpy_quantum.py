@@ -22,7 +22,7 @@ def test_agrees_with_chambolle_pock(solver, feats):
     fs = default_features(4) if feats == "default" else edge_features(4, [(0, 1), (2, 3)])
     c = cvxpy_quantum_bound(model, fs, solver=solver)
     r = quantum_bound(model, fs, tol=1e-8, max_iter=50000)
-    assert c.status == "optimal" and c.bound is not None
+    assert c.message == "optimal" and c.bound is not None
     tol = 1e-5 if solver == "CLARABEL" else 1e-3
     assert c.bound == pytest.approx(r.bound, rel=tol)
     assert c.seconds > 0
@@ -37,7 +37,7 @@ def test_failure_reported_as_none():
     model = random_model(12, rng)
     c = cvxpy_quantum_bound(model, solver="SCS", time_limit=1e-3)
     assert c.bound is None
-    assert c.status != "optimal"
+    assert c.message != "optimal"
 
 
 def test_bad_inputs():

@@ -121,7 +121,7 @@ def test_trw_unconverged_value_is_still_certified_and_flagged():
     m = IsingModel(3 * rng.standard_normal(6), _sym(rng, 6, 3.0), 0.1)
     exact = enumerate_exact(m, moments=False).log_partition
     r, warned = _trw(m, rho="uniform", max_iter=3)
-    assert not r.converged and warned and "did not converge" in r.status
+    assert not r.converged and warned and "did not converge" in r.message
     assert not _below(r.bound, exact)
 
 
@@ -169,7 +169,7 @@ def test_logdet_huge_fields_and_couplings_do_not_escape():
     for m in (IsingModel(1e300 * h, J, 1.0), IsingModel(h, 1e307 * J / np.abs(J).max(), 1.0)):
         r = logdet_bound(m)
         if r.bound is None:
-            assert not r.converged and r.status.startswith("failed")
+            assert not r.converged and r.message.startswith("failed")
         else:
             assert np.isfinite(r.bound) and r.converged
 
@@ -195,7 +195,7 @@ def test_logdet_solver_panic_becomes_a_status(monkeypatch):
     m = IsingModel(np.ones(3), np.zeros((3, 3)), 1.0)
     r = logdet_bound(m)
     assert r.bound is None and not r.converged
-    assert "PanicException" in r.status and r.status.startswith("failed")
+    assert "PanicException" in r.message and r.message.startswith("failed")
 
 
 def test_logdet_keyboard_interrupt_is_not_swallowed(monkeypatch):
@@ -305,8 +305,8 @@ def test_property_trw_is_certified(regime):
     r, warned = _trw(m, rho=rho, max_iter=400, rho_steps=3)
     STATS["trw"] += 1
     STATS["trw_converged"] += int(r.converged)
-    assert not _below(r.bound, exact), (r.bound, exact, r.status)
-    assert r.converged or (warned and "did not converge" in r.status)
+    assert not _below(r.bound, exact), (r.bound, exact, r.message)
+    assert r.converged or (warned and "did not converge" in r.message)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -327,8 +327,8 @@ def test_property_trw_is_certified_many(regime, mode):
     exact = enumerate_exact(m, moments=False).log_partition
     rho = "uniform" if (regime[1] == "complete" and mode != "optimize") else "optimize"
     r, warned = _trw(m, rho=rho, max_iter=1000, rho_steps=5)
-    assert not _below(r.bound, exact), (r.bound, exact, r.status)
-    assert r.converged or (warned and "did not converge" in r.status)
+    assert not _below(r.bound, exact), (r.bound, exact, r.message)
+    assert r.converged or (warned and "did not converge" in r.message)
 
 
 @pytest.mark.slow

@@ -41,7 +41,7 @@ def test_independent_variables_match_the_separable_closed_form():
         res = minimize_scalar(lambda mu, h=h: -(h * mu + eps / 2 * np.log(4 / 3 - mu**2)),
                               bounds=(-1, 1), method="bounded", options={"xatol": 1e-12})
         total += -res.fun + eps * (LOGDET_CONSTANT - np.log(2))
-    assert r.status == "optimal"
+    assert r.message == "optimal"
     assert r.bound == pytest.approx(total, abs=1e-6)
     assert r.bound > enumerate_exact(m).log_partition
 
@@ -61,7 +61,7 @@ def test_logdet_upper_bounds_log_partition(d, setting, graph, seed, scale, eps):
     base = random_model(d, name, graph, coupling, w, random_state=seed)
     m = IsingModel(scale * base.h, scale * base.J, eps)
     r = logdet_bound(m)
-    assert r.bound is not None, r.status
+    assert r.bound is not None, r.message
     exact = enumerate_exact(m).log_partition
     assert r.bound >= exact
     assert np.all((r.marginals >= 0) & (r.marginals <= 1))

@@ -358,9 +358,9 @@ def test_solve_quantum_returns_a_solution_dataclass():
     assert (r.bound, r.primal, r.iterations, r.newton_steps) == (
         sol.bound, sol.primal, sol.iterations, sol.newton_steps)
     np.testing.assert_array_equal(r.sigma, sol.sigma)
-    assert r.converged and r.status == "converged"
+    assert r.converged and r.message == "converged"
     short = quantum_bound(model, fs, tol=1e-12, max_iter=3, polish=False)
-    assert not short.converged and short.status == "max_iter reached"
+    assert not short.converged and short.message == "max_iter reached"
     assert short.bound >= r.bound - 1e-9
 
 

@@ -9,8 +9,9 @@
   (:func:`logdet_bound`), and the CVXPY formulation of the quantum relaxation
   (:func:`cvxpy_quantum_bound`, the speed peer).
 
-Every result reports ``bound`` (the upper bound; for exact results the exact value),
-``converged`` (bool) and ``status`` (short string), and ``marginals`` always means P(x_i = 1)
+Every bound is a :class:`~zbound.ising.result.BoundResult`, a solver
+:class:`~zbound.solvers.Result` with ``bound`` and ``certified`` added (exact results report
+``bound``, the exact value, and ``converged``), and ``marginals`` always means P(x_i = 1)
 (``means`` is E[x_i] = 2 P(x_i = 1) - 1). CVXPY is imported only when a CVXPY-based function is
 called.
 """

@@ -20,6 +20,8 @@ import numpy as np
 from zbound.ising.features import FeatureSet, coefficient_matrix
 from zbound.ising.quantum.checks import resolve_features
 from zbound.ising.quantum.kprime import k_prime_constraints
+from zbound.ising.result import BoundResult
+from zbound.solvers.result import Status
 from zbound.utils.extras import require
 
 __all__ = ["CvxpyQuantumResult", "cvxpy_quantum_bound"]
@@ -27,23 +29,19 @@ __all__ = ["CvxpyQuantumResult", "cvxpy_quantum_bound"]
 _SOLVERS = ("CLARABEL", "SCS")
 
 
-@dataclass
-class CvxpyQuantumResult:
-    """bound: the solver's optimal value, or None when it failed, was inaccurate or not finite.
+@dataclass(kw_only=True, repr=False)
+class CvxpyQuantumResult(BoundResult):
+    """Outcome of :func:`cvxpy_quantum_bound`, a :class:`~zbound.ising.result.BoundResult`.
 
-    status: CVXPY's status string (or "solver_error: ..."); converged: ``bound`` is not None
-    (status "optimal" with a finite value); seconds: wall time of building and solving; sigma:
-    the solver's primal matrix (None on failure). No marginals are read from it.
+    bound: the solver's optimal value (``certified`` False: a solver's optimum, not a dual
+    certificate), or None when it failed, was inaccurate or not finite. message: CVXPY's status
+    string (or "solver_error: ..."); converged: ``bound`` is not None (status "optimal" with a
+    finite value); seconds: wall time of building and solving; sigma: the solver's primal matrix
+    (None on failure). No marginals are read from it.
     """
 
-    bound: float | None
-    status: str
-    seconds: float
-    sigma: np.ndarray | None
-
-    @property
-    def converged(self) -> bool:
-        return self.bound is not None
+    sigma: np.ndarray | None = None
+    certified: bool = False
 
 
 def cvxpy_quantum_bound(
@@ -90,7 +88,9 @@ def cvxpy_quantum_bound(
             prob.solve(solver=solver, **opts)
         status = str(prob.status)
     except (cp.error.SolverError, ValueError, ArithmeticError) as err:
-        return CvxpyQuantumResult(None, f"solver_error: {err}", time.perf_counter() - start, None)
+        return CvxpyQuantumResult(bound=None, message=f"solver_error: {err}",
+                                  method=f"cvxpy-{solver.lower()}",
+                                  seconds=time.perf_counter() - start)
     value = prob.value
     ok = status == cp.OPTIMAL and value is not None and math.isfinite(float(value))
     if status == cp.OPTIMAL and not ok:
@@ -98,7 +98,10 @@ def cvxpy_quantum_bound(
     sigma = None if S.value is None else np.asarray(S.value)
     return CvxpyQuantumResult(
         bound=float(value) if ok else None,
-        status=status,
+        converged=ok,
+        status=Status.STATIONARY if ok else Status.FAILED,
+        message=status,
+        method=f"cvxpy-{solver.lower()}",
         seconds=time.perf_counter() - start,
         sigma=sigma,
     )

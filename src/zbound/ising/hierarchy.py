@@ -19,46 +19,39 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from zbound.ising.features import FeatureSet, default_features, distance_one_candidates
 from zbound.ising.quantum import QuantumResult, quantum_bound
 from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
+from zbound.ising.result import BoundResult
+from zbound.solvers.result import Trace
 
 __all__ = ["GreedyResult", "greedy_features", "degree_hierarchy"]
 
 
-@dataclass
-class GreedyResult:
-    """bound: the smallest tight-tolerance upper bound on Phi_eps over the sets along the greedy
+@dataclass(kw_only=True, repr=False)
+class GreedyResult(BoundResult):
+    """Outcome of :func:`greedy_features`, a :class:`~zbound.ising.result.BoundResult`.
+
+    bound: the smallest tight-tolerance upper bound on Phi_eps over the sets along the greedy
     path (the start and each selected set), achieved with ``best_features``; never larger than
     the bound of the start set nor of any shorter greedy run.
 
     features: the full selected set (start plus the k picks). history: one dict per greedy step:
     ``added`` (mask), ``bound`` (selection-tolerance bound with it), ``tight_bound`` (its bound at
     ``tol_final``), ``n_candidates``, ``seconds``. ``result``: the QuantumResult that achieved
-    ``bound``, whose ``converged``, ``status``, ``marginals`` (P(x_i = 1)) and ``means`` (E[x_i])
-    are also readable here; ``final``: the QuantumResult of ``features``.
+    ``bound``, whose ``converged``, ``status``, ``message``, ``marginals`` (P(x_i = 1)) and
+    ``means`` (E[x_i]) are also this result's; ``final``: the QuantumResult of ``features``.
+    ``nit``: greedy steps; ``n_evals``: quantum solves; ``trace``: the best bound after the
+    start and after each step.
     """
 
-    bound: float
     features: FeatureSet
     history: list[dict] = field(default_factory=list)
     result: QuantumResult | None = None
-    seconds: float = 0.0
     best_features: FeatureSet | None = None
     final: QuantumResult | None = None
-
-    @property
-    def converged(self) -> bool:
-        return self.result is not None and self.result.converged
-
-    @property
-    def status(self) -> str:
-        return "no final solve" if self.result is None else self.result.status
-
-    @property
-    def marginals(self):
-        """P(x_i = 1) of the final solve (NaN where x_i is not representable)."""
-        return None if self.result is None else self.result.marginals
 
     @property
     def means(self):
@@ -91,6 +84,7 @@ def greedy_features(
     current = quantum_bound(model, features, tol=tol_final, max_iter=max_iter_final,
                             **solver_options)
     best = current
+    start_bound, start_s = current.bound, time.perf_counter() - start
     history: list[dict] = []
     for _ in range(k):
         t0 = time.perf_counter()
@@ -121,8 +115,20 @@ def greedy_features(
             "n_candidates": len(cands),
             "seconds": time.perf_counter() - t0,
         })
+    best_so_far = np.minimum.accumulate([start_bound] + [h["tight_bound"] for h in history])
+    seconds = [start_s] + [h["seconds"] for h in history]
+    n_solves = 1 + sum(h["n_candidates"] + 1 for h in history)
     return GreedyResult(
         bound=best.bound,
+        converged=best.converged,
+        status=best.status,
+        message=best.message,
+        marginals=best.marginals,
+        nit=len(history),
+        n_evals=n_solves,
+        method="greedy-features",
+        trace=Trace(best_so_far, np.cumsum(seconds), np.full(len(seconds), np.nan),
+                    np.arange(len(seconds))),
         features=features,
         history=history,
         result=best,

@@ -32,6 +32,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from zbound.ising.model import IsingModel, check_scale
+from zbound.ising.result import BoundResult
+from zbound.solvers.result import Status
 from zbound.utils.extras import require
 
 _SOLVER_OPTIONS = {
@@ -41,24 +43,20 @@ _SOLVER_OPTIONS = {
 LOGDET_CONSTANT = 0.5 * np.log(np.pi * np.e / 2.0)   # per variable, in nats
 
 
-@dataclass(frozen=True)
-class LogDetResult:
-    """``bound``: the relaxation's value (Phi_eps convention; None if the solver failed);
-    ``status``: CVXPY's status string ("optimal", "optimal_inaccurate" or the failure);
-    ``converged``: ``status == "optimal"``; ``solver``: the CVXPY solver that produced it;
-    ``marginals``: P(x_i = 1) = (1 + mu_i) / 2, clipped to [0, 1] (``means``: mu_i = E[x_i]);
-    ``moments``: the optimal (d+1) x (d+1) Sigma = E[(1, x)(1, x)^T] of the relaxation."""
+@dataclass(kw_only=True, repr=False)
+class LogDetResult(BoundResult):
+    """Outcome of :func:`logdet_bound`, a :class:`~zbound.ising.result.BoundResult`.
 
-    bound: float | None
-    marginals: np.ndarray | None
-    moments: np.ndarray | None
-    status: str
-    solver: str
-    seconds: float
+    ``bound``: the relaxation's value (Phi_eps convention; None if the solver failed), the
+    solver's reported optimum (``certified`` False); ``message``: CVXPY's status string
+    ("optimal", "optimal_inaccurate" or the failure); ``converged``: it is "optimal";
+    ``solver``: the CVXPY solver that produced it; ``marginals``: P(x_i = 1) = (1 + mu_i) / 2,
+    clipped to [0, 1] (``means``: mu_i = E[x_i]); ``moments``: the optimal (d+1) x (d+1)
+    Sigma = E[(1, x)(1, x)^T] of the relaxation."""
 
-    @property
-    def converged(self) -> bool:
-        return self.status == "optimal"
+    moments: np.ndarray | None = None
+    solver: str = ""
+    certified: bool = False
 
     @property
     def means(self) -> np.ndarray | None:
@@ -174,19 +172,26 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
     solved, used, failures = _solve(cp, problem, S, solvers, verbose)
     seconds = time.perf_counter() - start
     if solved is None:
-        return LogDetResult(None, None, None, f"failed: {'; '.join(failures)}", used, seconds)
+        return _failed(f"failed: {'; '.join(failures)}", used, seconds)
     value, Sv, status = solved
     value = c * value + const
     if not np.isfinite(value):
-        return LogDetResult(None, None, None,
-                            f"failed: value {value} not finite (parameter scale {big:.3g})",
-                            used, seconds)
+        return _failed(f"failed: value {value} not finite (parameter scale {big:.3g})", used,
+                       seconds)
     Sv = 0.5 * (Sv + Sv.T)
     return LogDetResult(
         bound=float(value),
         marginals=np.clip((1 + Sv[0, 1:]) / 2, 0.0, 1.0),
         moments=Sv,
-        status=str(status),
+        message=str(status),
+        converged=str(status) == "optimal",
+        status=Status.STATIONARY if str(status) == "optimal" else Status.FAILED,
+        method=f"cvxpy-{used.lower()}",
         solver=used,
         seconds=seconds,
     )
+
+
+def _failed(message: str, solver: str, seconds: float) -> LogDetResult:
+    return LogDetResult(bound=None, message=message, method=f"cvxpy-{solver.lower()}",
+                        solver=solver, seconds=seconds, status=Status.FAILED)

@@ -29,6 +29,8 @@ from zbound.ising.quantum import QuantumResult, quantum_bound
 from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
 from zbound.ising.quantum.duality import eigvalsh
 from zbound.ising.quantum.kprime import k_prime_constraints
+from zbound.ising.result import BoundResult
+from zbound.solvers.result import Status
 from zbound.utils.extras import require
 
 __all__ = [
@@ -75,29 +77,29 @@ def diag_entropy_gradient(Sigma: np.ndarray, i: int) -> np.ndarray:
     return U @ (_divided_differences(lam) * np.outer(u, u)) @ U.T
 
 
-@dataclass
-class MetricResult:
-    """Outcome of :func:`metric_learning_bound`.
+@dataclass(kw_only=True, repr=False)
+class MetricResult(BoundResult):
+    """Outcome of :func:`metric_learning_bound`, a :class:`~zbound.ising.result.BoundResult`.
 
     bound: min(Kelley's upper value, the plain quantum bound) >= a_eps^diag(F) >= Phi_eps.
     lower: best objective value of eq. (10) found (a value of a feasible Sigma).
     kelley_upper: the cutting-plane model's maximum (upper value on a_eps^diag).
     quantum: the plain relaxation a_eps(F) result it started from.
-    converged: Kelley's gap reached ``tol``; status: "converged", "max_iter reached" or
-    "master problem <CVXPY status>" (the bound is valid in every case).
+    converged: Kelley's gap reached ``tol``; message: "converged", "max_iter reached" or
+    "master problem <CVXPY status>" (the bound is valid in every case); iterations (= ``nit``):
+    cutting-plane iterations; history: (upper, lower) per iteration, ``trace`` the upper value.
     """
 
-    bound: float
     lower: float
     kelley_upper: float
     gap: float
-    iterations: int
-    converged: bool
-    status: str
-    seconds: float
     sigma: np.ndarray
     quantum: QuantumResult
     history: list[tuple[float, float]] = field(default_factory=list, repr=False)
+
+    @property
+    def iterations(self) -> int:
+        return self.nit
 
 
 def _objective(Sigma, F, eps):
@@ -223,9 +225,13 @@ def metric_learning_bound(
         lower=kelley.best_lower,
         kelley_upper=upper,
         gap=relative_gap(bound, kelley.best_lower, eps),
-        iterations=it,
+        nit=it,
+        n_evals=it,
+        method="kelley",
         converged=converged,
-        status=status,
+        status=(Status.STATIONARY if converged else Status.MAX_ITER
+                if status == "max_iter reached" else Status.FAILED),
+        message=status,
         seconds=time.perf_counter() - start,
         sigma=kelley.best_sigma,
         quantum=quantum,

@@ -43,6 +43,7 @@ to the uniform 2/d (complete graph, as in the paper's d >= 10 experiments).
 
 from __future__ import annotations
 
+import time
 import warnings
 from dataclasses import dataclass
 
@@ -53,41 +54,40 @@ from scipy.sparse.csgraph import breadth_first_order, connected_components, mini
 from sklearn.exceptions import ConvergenceWarning
 
 from zbound.ising.model import IsingModel, check_scale, relative_gap
+from zbound.ising.result import BoundResult
 from zbound.solvers.linesearch import armijo_search
 
 _S = np.array([-1.0, 1.0])
 _MACH = np.finfo(np.float64).eps
 
 
-@dataclass(frozen=True)
-class TRWResult:
-    """TRW output (Phi_eps convention).
+@dataclass(kw_only=True, repr=False)
+class TRWResult(BoundResult):
+    """TRW output (Phi_eps convention), a :class:`~zbound.ising.result.BoundResult`.
 
     ``bound``: eps (D(M) - d log 2), the tree-decomposition certificate at the final messages: an
     upper bound on Phi_eps whatever the state of the messages (``certified`` is True unless the
     certificate could not be evaluated). ``converged``: the certificate and the TRW objective at
     the beliefs agree to ``tol`` and the beliefs are locally consistent (for every accepted rho);
-    only then is ``bound`` close to the TRW optimum. ``status``: "converged" or "messages did not
-    converge in N sweeps (...)". ``primal``: eps (B(tau) - d log 2) at the final beliefs (not a
-    bound); ``gap``: relative gap between ``bound`` and ``primal`` (:func:`relative_gap`).
-    ``marginals``: P(x_i = 1), shape (d,) (``means``: E[x_i] = 2 P(x_i = 1) - 1);
-    ``pairwise``: edge moments E[x_s x_t], shape (m,) in the order of ``edges``; ``rho``: edge
-    appearance probabilities (m,); ``iterations``: total message-passing sweeps (over all rho
-    steps); ``rho_steps``: conditional-gradient steps taken.
+    only then is ``bound`` close to the TRW optimum. ``message``: "converged" or "messages did
+    not converge in N sweeps (...)". ``primal``: eps (B(tau) - d log 2) at the final beliefs
+    (not a bound); ``gap``: relative gap between ``bound`` and ``primal``
+    (:func:`relative_gap`). ``marginals``: P(x_i = 1), shape (d,) (``means``: E[x_i] =
+    2 P(x_i = 1) - 1); ``pairwise``: edge moments E[x_s x_t], shape (m,) in the order of
+    ``edges``; ``rho``: edge appearance probabilities (m,); ``iterations`` (= ``nit``): total
+    message-passing sweeps (over all rho steps); ``rho_steps``: conditional-gradient steps taken.
     """
 
-    bound: float
-    marginals: np.ndarray
     pairwise: np.ndarray
     edges: np.ndarray
     rho: np.ndarray
-    converged: bool
-    iterations: int
     rho_steps: int
-    status: str = ""
     primal: float = float("nan")
     gap: float = float("nan")
-    certified: bool = True
+
+    @property
+    def iterations(self) -> int:
+        return self.nit
 
     @property
     def means(self) -> np.ndarray:
@@ -568,6 +568,7 @@ def trw_bound(
     if check_every < 1:
         raise ValueError(f"check_every must be >= 1, got {check_every}")
     check_scale(model, "TRW")
+    start = time.perf_counter()
     d, eps = model.d, model.epsilon
     edges = model.edges()
     m = edges.shape[0]
@@ -611,9 +612,12 @@ def trw_bound(
         edges=edges,
         rho=rho_v,
         converged=bool(conv),
-        iterations=int(total_its),
+        nit=int(total_its),
+        n_evals=int(total_its),
+        method="trw",
+        seconds=time.perf_counter() - start,
         rho_steps=steps,
-        status=status,
+        message=status,
         primal=primal,
         gap=float(gap),
         certified=True,

@@ -13,38 +13,36 @@ from zbound.ising.model import check_scale, relative_gap
 from zbound.ising.quantum.chambolle_pock import solve_quantum
 from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
 from zbound.ising.quantum.duality import marginals_from_means, spin_means
+from zbound.ising.result import BoundResult, CheckLog
 from zbound.utils.threads import blas_threads as _limit_blas_threads
 
 
-@dataclass
-class QuantumResult:
-    """Outcome of :func:`quantum_bound`.
+@dataclass(kw_only=True, repr=False)
+class QuantumResult(BoundResult):
+    """Outcome of :func:`quantum_bound`, a :class:`~zbound.ising.result.BoundResult`.
 
-    bound: guaranteed upper bound on a_eps(F), hence on Phi_eps (a dual value, not an iterate's),
-    valid whether or not the solver converged.
-    converged: the relative duality gap reached ``tol``. status: "converged" or
-    "max_iter reached" (then ``bound`` is still valid, only looser than a_eps by up to abs_gap).
+    bound (= ``fun``): guaranteed upper bound on a_eps(F), hence on Phi_eps (a dual value, not an
+    iterate's), valid whether or not the solver converged (``certified`` is always True).
+    converged: the relative duality gap reached ``tol``; ``status`` STATIONARY, or MAX_ITER
+    (then ``bound`` is still valid, only looser than a_eps by up to abs_gap); ``message``
+    "converged" or "max_iter reached".
     primal: value of the feasible primal point ``sigma`` (a lower value on a_eps(F)).
     gap: relative duality gap (bound - primal) / max(abs(bound), abs(primal), eps); abs_gap
     unscaled.
-    marginals: (d,) approximate P(x_i = 1) read from ``sigma`` (NaN where x_i is not
+    marginals (= ``x``): (d,) approximate P(x_i = 1) read from ``sigma`` (NaN where x_i is not
     representable by the feature set); means: the same as E[x_i] = 2 P(x_i = 1) - 1 (unclipped).
     sigma: (n, n) feasible primal matrix in K'. dual: (n, n) dual iterate (for warm starts).
-    newton_steps: steps of the dual Newton polish (or, for pair-only features with n > 128, of
-    the diagonal-dual Newton solver; ``iterations`` then counts only Chambolle-Pock iterations,
-    0 when Newton converged on its own). eigendecompositions: LAPACK symmetric eigensolves of
-    (n, n) matrices, the unit of cost at large n. history: (iteration, bound, primal) per check.
+    iterations (= ``nit``): Chambolle-Pock iterations. newton_steps: steps of the dual Newton
+    polish (or, for pair-only features with n > 128, of the diagonal-dual Newton solver;
+    ``iterations`` then counts only Chambolle-Pock iterations, 0 when Newton converged on its
+    own). eigendecompositions (= ``n_evals``): LAPACK symmetric eigensolves of (n, n)
+    matrices, the unit of cost at large n. history: (iteration, bound, primal) per check, the
+    rows of ``trace``.
     """
 
-    bound: float
     primal: float
     gap: float
     abs_gap: float
-    iterations: int
-    converged: bool
-    status: str
-    seconds: float
-    marginals: np.ndarray
     means: np.ndarray
     sigma: np.ndarray
     dual: np.ndarray
@@ -52,7 +50,14 @@ class QuantumResult:
     epsilon: float
     newton_steps: int = 0
     history: list[tuple[int, float, float]] = field(default_factory=list, repr=False)
-    eigendecompositions: int = 0
+
+    @property
+    def iterations(self) -> int:
+        return self.nit
+
+    @property
+    def eigendecompositions(self) -> int:
+        return self.n_evals
 
 
 def _embed(previous, features: FeatureSet):
@@ -161,9 +166,11 @@ def quantum_bound(
         primal=P,
         gap=relative_gap(D, P, eps),
         abs_gap=D - P,
-        iterations=sol.iterations,
+        nit=sol.iterations,
         converged=sol.converged,
-        status="converged" if sol.converged else "max_iter reached",
+        message="converged" if sol.converged else "max_iter reached",
+        method="chambolle-pock" + ("+newton" if sol.newton_steps else ""),
+        trace=sol.history.trace() if isinstance(sol.history, CheckLog) else None,
         seconds=time.perf_counter() - start,
         marginals=marginals_from_means(means),
         means=means,
@@ -173,5 +180,5 @@ def quantum_bound(
         epsilon=eps,
         newton_steps=sol.newton_steps,
         history=sol.history,
-        eigendecompositions=sol.eigendecompositions,
+        n_evals=sol.eigendecompositions,
     )

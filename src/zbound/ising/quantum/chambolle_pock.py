@@ -29,6 +29,7 @@ from zbound.ising.quantum.duality import (
     primal_value,
 )
 from zbound.ising.quantum.newton import NEWTON_MAX_N, NEWTON_MAX_WORK, DualNewton
+from zbound.ising.result import CheckLog
 
 # Eigenpairs of the prox whose value is below S_MIN (on matrices of trace n) are dropped; for
 # n >= PARTIAL_MIN_N and an iterate of numerical rank below PARTIAL_RANK_FRACTION * n only the
@@ -111,7 +112,7 @@ def solve_quantum(
     eig_count = 0
     best_D, best_P = math.inf, -math.inf
     best_S = np.eye(n)
-    history: list[tuple[int, float, float]] = []
+    history = CheckLog()
     newton_steps = 0
     if polish and pairs and n >= DIAGONAL_NEWTON_MIN_N:
         dn = DiagonalDualNewton(F, features, epsilon)
@@ -119,7 +120,7 @@ def solve_quantum(
         dsol = dn.solve(tol, max_steps=min(max_iter, DIAGONAL_NEWTON_MAX_STEPS), w0=w0,
                         continuation=y0 is None)
         eig_count, newton_steps = dsol.eigendecompositions, dsol.steps
-        history = list(dsol.history)
+        history = dsol.history
         if dsol.converged:
             return CPSolution(bound=dsol.bound, primal=dsol.primal, sigma=dsol.sigma,
                               dual=dsol.W, iterations=0, converged=True,

@@ -44,6 +44,7 @@ from scipy.linalg.blas import dsyrk, ssyrk
 from zbound.ising.features import FeatureSet
 from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import dual_value, feasible_primal, primal_value
+from zbound.ising.result import CheckLog
 from zbound.solvers.linesearch import armijo_search
 from zbound.utils.linalg import cholesky_solve
 
@@ -221,7 +222,7 @@ class DiagonalDualNewton:
             j = int(round(math.log(CONTINUATION_START) / math.log(CONTINUATION_FACTOR)))
             temps = [eps * CONTINUATION_FACTOR**k for k in range(j, 0, -1)] + [eps]
         best = {"D": math.inf, "P": -math.inf, "S": None, "w": w}
-        history: list[tuple[int, float, float]] = []
+        history = CheckLog()
         stages = []
         steps = 0
         converged = False

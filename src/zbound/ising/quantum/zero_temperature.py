@@ -16,28 +16,25 @@ from zbound.ising.quantum.duality import (
     marginals_from_means,
     spin_means,
 )
+from zbound.ising.result import BoundResult
+from zbound.solvers.result import Status
 from zbound.utils.extras import require
 
 
-@dataclass
-class ZeroTemperatureResult:
-    """Outcome of :func:`zero_temperature_bound`.
+@dataclass(kw_only=True, repr=False)
+class ZeroTemperatureResult(BoundResult):
+    """Outcome of :func:`zero_temperature_bound`, a :class:`~zbound.ising.result.BoundResult`.
 
     bound: certified upper bound n * lambda_max(F - W) with W in V-perp from the solver's dual
     (>= a_0(F) >= max f), valid even when the solve is inexact. value: the solver's objective
-    tr(Sigma F). status: CVXPY's status string; converged: ``status == "optimal"``.
+    tr(Sigma F). message: CVXPY's status string; converged: it is "optimal".
     sigma: the feasible primal matrix (the solver's, repaired into K').
     marginals: (d,) P(x_i = 1) read from ``sigma`` (NaN where x_i is not representable);
     means: the same as E[x_i] = 2 P(x_i = 1) - 1 (unclipped).
     """
 
-    bound: float
     value: float
-    status: str
-    converged: bool
-    seconds: float
     sigma: np.ndarray
-    marginals: np.ndarray
     means: np.ndarray
     features: FeatureSet
 
@@ -87,8 +84,10 @@ def zero_temperature_bound(model, features: FeatureSet | None = None, solver: st
     return ZeroTemperatureResult(
         bound=bound,
         value=float(c * prob.value),
-        status=status,
+        message=status,
+        method=f"cvxpy-{solver.lower()}",
         converged=status == cp.OPTIMAL,
+        status=Status.STATIONARY if status == cp.OPTIMAL else Status.FAILED,
         seconds=time.perf_counter() - start,
         sigma=Sf,
         marginals=marginals_from_means(means),

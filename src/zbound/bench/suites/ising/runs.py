@@ -338,7 +338,7 @@ def task_speed(ctx, cfg, stats):
                 reached=bool(same), time_to_target_s=entry["median_s"] if same else None,
                 evaluations=getattr(r, "iterations", None), final_objective=b,
                 target_objective=target,
-                metrics={**problem.fields(), "bound": b, "exact": None, "status": r.status,
+                metrics={**problem.fields(), "bound": b, "exact": None, "status": r.message,
                          "iterations": getattr(r, "iterations", None), "times": entry["times"],
                          "abs_diff_to_cp": None if b is None else b - target},
             )
@@ -360,7 +360,7 @@ def task_speed(ctx, cfg, stats):
                            evaluations=r.iterations, final_objective=r.bound,
                            metrics={**problem.fields(), "bound": r.bound, "exact": None,
                                     "iterations": r.iterations, "gap": r.gap,
-                                    "status": r.status, "times": entry["times"]})
+                                    "status": r.message, "times": entry["times"]})
         ctx.advance(f"Chambolle-Pock d={d}")
     if cfg["greedy_k10_repeats"] < 1:
         return
@@ -373,7 +373,7 @@ def task_speed(ctx, cfg, stats):
                    method="quantum-greedy-k10", reached=True, time_to_target_s=res["median_s"],
                    final_objective=g.bound,
                    metrics={**problem.fields(), "bound": g.bound, "exact": None,
-                            "iterations": None, "status": g.status, "times": res["times"],
+                            "iterations": None, "status": g.message, "times": res["times"],
                             "features_added": [h["added"] for h in g.history]})
     ctx.advance("greedy k=10")
 
@@ -481,7 +481,7 @@ def task_scale(ctx, cfg, stats):
                 "x": d, **problem.fields(), "n": d + 1 if q else None,
                 "bound": r.bound, "exact": None, "primal": r.primal, "gap": r.gap,
                 "iterations": r.iterations, "converged": bool(r.converged),
-                "certified": True if q else bool(r.certified), "status": r.status,
+                "certified": True if q else bool(r.certified), "status": r.message,
                 "seconds": entry["median_s"], "times": entry["times"],
                 "newton_steps": r.newton_steps if q else None,
                 "eigendecompositions": r.eigendecompositions if q else None,
