@@ -1,9 +1,18 @@
-"""Markdown tables from benchmark records (the generic part of every ``SUITE.md``)."""
+"""The renderer: Markdown tables, numbers and prose for every ``SUITE.md``.
+
+Suites build their reports from three pieces of this module: :func:`table` (every Markdown
+table), :func:`num` (every number, "-" where nothing was measured) and :func:`prose` (the text
+around them, kept in ``bench/templates/SUITE.md``); :func:`write_report` puts the machine, the
+suite's sections and the generic per-method tables together.
+"""
 
 from __future__ import annotations
 
+import functools
+import re
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -32,9 +41,50 @@ def skipped_data_message(skipped: dict[str, str]) -> str:
             f"({', '.join(skipped)}): {why} {HOW_TO_GET}")
 
 
-def num(value: Any, spec: str = ".3g") -> str:
-    """``format(value, spec)``, or "-" where the value was not measured (None)."""
-    return "-" if value is None else format(value, spec)
+def num(value: Any, spec: str = ".3g", missing: str = "-") -> str:
+    """``format(value, spec)``; ``missing`` where the value was not measured (None); the items
+    of a list or tuple formatted alike and joined by commas."""
+    if value is None:
+        return missing
+    if isinstance(value, list | tuple):
+        return ", ".join(num(v, spec, missing) for v in value)
+    return format(value, spec)
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
+    """A Markdown table's lines: the header, the rule, and one line per row (``str`` of each
+    cell; format numbers with :func:`num` first)."""
+    return (["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+            + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
+
+
+_SECTION = re.compile(r"^<!-- ([\w.-]+) -->$", re.MULTILINE)
+
+
+@functools.cache
+def _templates(suite: str) -> dict[str, str]:
+    text = resources.files("zbound.bench").joinpath("templates", f"{suite}.md").read_text()
+    parts = _SECTION.split(text)
+    return {name: _unwrap(body.strip("\n")) for name, body in zip(parts[1::2], parts[2::2],
+                                                                 strict=True)}
+
+
+def _unwrap(text: str) -> str:
+    """Template paragraphs are wrapped for reading; the report has one line per paragraph
+    (lines starting a list item, a table row or a heading stay lines of their own)."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        if out and out[-1] and line and not line.startswith(("- ", "| ", "#", "![")):
+            out[-1] += " " + line
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def prose(suite: str, name: str, **values: Any) -> str:
+    """Section ``name`` of the suite's template ``bench/templates/SUITE.md`` (sections start
+    with a line ``<!-- name -->``), its ``{fields}`` filled from ``values``."""
+    return _templates(suite)[name].format(**values)
 
 
 def method_table(records: list[dict[str, Any]]) -> str:

@@ -34,11 +34,12 @@ code's own buffers, liblinear's copy of the data among them, are not seen).
 from __future__ import annotations
 
 import time
-import warnings
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
+from zbound.bench.harness import Cell, Method, fit, run_cells
 from zbound.bench.suites.estimators.config import Config, config
 from zbound.bench.suites.estimators.problems import (
     cv_accuracy,
@@ -48,110 +49,90 @@ from zbound.bench.suites.estimators.problems import (
     synthetic_multiclass,
     zipf_text,
 )
-from zbound.bench.timing import thread_limit, time_alternating, traced_peak
+from zbound.bench.timing import thread_limit, time_alternating
 
 #: ``ctx.options`` this suite reads: ``config``, a :class:`Config` replacing the run's own
 OPTIONS = ("config",)
 #: Two objectives within this relative difference count as the same (``sparse``, ``small``).
 MATCH_RTOL = 1e-6
-
-
-def _quiet(fn):
-    def run():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return fn()
-    return run
-
-
-def _fit(make, X, y):
-    return _quiet(lambda: make().fit(X, y))
-
-
-def _timed(methods: dict, cfg: Config, memory: bool) -> dict[str, dict[str, Any]]:
-    """Alternating timed repeats (calls under ``cfg.min_time`` in back-to-back runs), then
-    (``memory``) one traced fit per method."""
-    timing = time_alternating({k: _quiet(v) for k, v in methods.items()}, repeats=cfg.repeats,
-                              min_time=cfg.min_time)
-    for name, fn in methods.items():
-        timing[name]["peak_mb"] = traced_peak(_quiet(fn))[0] if memory else None
-    return timing
+#: The library's default in each ratio task (``latent``, ``moe``, ``sgd``, ``partial-fit``).
+DEFAULTS = ("zbound-latent", "zbound-moe", "zbound-sgd")
 
 
 def _accuracy(est, Xt, yt) -> float:
     return float(np.mean(est.predict(Xt) == yt))
 
 
-# -- latent and mixtures: a small multiple of one logistic fit ----------------------------------
-def run_latent(ctx, cfg: Config) -> None:
+def _methods(calls: dict[str, Any]) -> list[Method]:
+    return [Method(n, c, peer=n.startswith("sklearn"), default=n in DEFAULTS)
+            for n, c in calls.items()]
+
+
+# -- a small multiple of the tool a user would otherwise pick ----------------------------------
+def _ratio_cell(task, dataset, setting, makers, X, y, Xt, yt, peer, cv_data=None,
+                cv_methods=None, memory=True) -> Cell:
+    """Every maker fitted on (X, y): its time as a multiple of ``peer``'s, its test accuracy
+    on (Xt, yt) and, on a bundled ``cv_data`` set, by cross-validation (of ``cv_methods``,
+    default all), the peer's beside it."""
+    def score(timing):
+        cv = {n: cv_accuracy(m, cv_data) for n, m in makers.items()
+              if cv_methods is None or n in cv_methods} if cv_data else {}
+        base, base_acc = timing[peer]["median_s"], _accuracy(timing[peer]["result"], Xt, yt)
+        out = {}
+        for name, entry in timing.items():
+            est = entry["result"]
+            metrics = {"test_accuracy": _accuracy(est, Xt, yt),
+                       "ratio_to_peer": entry["median_s"] / base, "peer_accuracy": base_acc,
+                       "cv_accuracy": cv.get(name), "peer_cv_accuracy": cv.get(peer)}
+            for attr in ("n_iter_", "converged_", "objective_", "method_", "expert_"):
+                val = getattr(est, attr, None)
+                if val is not None:
+                    metrics[attr.rstrip("_")] = val.item() if hasattr(val, "item") else val
+            out[name] = {"metrics": metrics, "final_objective": metrics.get("objective")}
+        return out
+    return Cell(task, dataset, setting, _methods({n: fit(m, X, y) for n, m in makers.items()}),
+                score, memory)
+
+
+def latent_cells(cfg: Config) -> Iterator[Cell]:
     from sklearn.linear_model import LogisticRegression
 
     from zbound import LatentLogisticRegression
 
     for name in ("digits", "breast_cancer"):
-        X, Xt, y, yt = scaled_split(name)
         makers = {"sklearn-logistic": LogisticRegression}
         for solver in cfg.latent_solvers:
             if solver == "squarem" and name == "digits":
                 continue              # over 1000 LogisticRegression fits (docs/latent.md)
-            key = "zbound-latent" + ("" if solver is None else f"-{solver}")
             kw = {} if solver is None else {"solver": solver}
-            makers[key] = lambda kw=kw: LatentLogisticRegression(random_state=0, **kw)
-        timing = _timed({k: _fit(m, X, y) for k, m in makers.items()}, cfg, cfg.memory)
-        cv = {k: cv_accuracy(m, name) for k, m in makers.items()}
-        _write_ratio_records(ctx, "latent", name, "n_components=2", timing, Xt, yt,
-                             "sklearn-logistic", cv)
-        ctx.advance()
+            makers["zbound-latent" + ("" if solver is None else f"-{solver}")] = \
+                lambda kw=kw: LatentLogisticRegression(random_state=0, **kw)
+        yield _ratio_cell("latent", name, "n_components=2", makers, *_split(name),
+                          "sklearn-logistic", name, memory=cfg.memory)
 
 
-def run_moe(ctx, cfg: Config) -> None:
+def _split(name):
+    X, Xt, y, yt = scaled_split(name)
+    return X, y, Xt, yt
+
+
+def moe_cells(cfg: Config) -> Iterator[Cell]:
     from sklearn.linear_model import LogisticRegression
 
     from zbound import MixtureOfExperts
 
-    X, Xt, y, yt = scaled_split("digits")
     for k in cfg.moe_experts:
         makers = {"sklearn-logistic": LogisticRegression}
         for method in cfg.moe_methods:
-            key = "zbound-moe" + ("" if method is None else f"-{method}")
             kw = {} if method is None else {"solver": method}
-            makers[key] = lambda kw=kw, k=k: MixtureOfExperts(k, random_state=0, **kw)
-        timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg,
-                        cfg.memory)
-        cv = {n: cv_accuracy(m, "digits") for n, m in makers.items()
-              if n == "sklearn-logistic" or n == "zbound-moe"}
-        _write_ratio_records(ctx, "moe", "digits", f"k={k}", timing, Xt, yt,
-                             "sklearn-logistic", cv)
-        ctx.advance()
+            makers["zbound-moe" + ("" if method is None else f"-{method}")] = \
+                lambda kw=kw, k=k: MixtureOfExperts(k, random_state=0, **kw)
+        yield _ratio_cell("moe", "digits", f"k={k}", makers, *_split("digits"),
+                          "sklearn-logistic", "digits", ("sklearn-logistic", "zbound-moe"),
+                          memory=cfg.memory)
 
 
-def _write_ratio_records(ctx, task, dataset, setting, timing, Xt, yt, peer,
-                         cv=None) -> None:
-    """One record per method: its time as a multiple of ``peer``'s, its test accuracy on the
-    split and (``cv``: name -> accuracy) by cross-validation, the peer's beside it."""
-    cv = cv or {}
-    base = timing[peer]["median_s"]
-    base_acc = _accuracy(timing[peer]["result"], Xt, yt)
-    for name, entry in timing.items():
-        est = entry["result"]
-        acc = _accuracy(est, Xt, yt)
-        metrics = {"test_accuracy": acc, "peak_memory_mb": entry["peak_mb"],
-                   "ratio_to_peer": entry["median_s"] / base, "peer_accuracy": base_acc,
-                   "cv_accuracy": cv.get(name), "peer_cv_accuracy": cv.get(peer),
-                   "times_s": entry["times"], "calls_per_repeat": entry["calls"]}
-        for attr in ("n_iter_", "converged_", "objective_", "method_", "expert_"):
-            val = getattr(est, attr, None)
-            if val is not None:
-                metrics[attr.rstrip("_")] = val.item() if hasattr(val, "item") else val
-        ctx.writer.add(task=task, dataset=dataset, setting=setting, method=name,
-                       peer=name.startswith("sklearn"), default=name in (
-                           "zbound-latent", "zbound-moe", "zbound-sgd"),
-                       reached=True, time_to_target_s=entry["median_s"],
-                       final_objective=metrics.get("objective"), metrics=metrics)
-
-
-# -- stochastic ---------------------------------------------------------------------------------
-def run_sgd(ctx, cfg: Config) -> None:
+def sgd_cells(cfg: Config) -> Iterator[Cell]:
     from sklearn.linear_model import LogisticRegression, SGDClassifier
     from sklearn.model_selection import train_test_split
 
@@ -166,24 +147,17 @@ def run_sgd(ctx, cfg: Config) -> None:
     # digits, and breast_cancer: a few hundred rows, where SGDClassifier's compiled epochs
     # take about 2 ms and any fit's fixed cost shows
     for name in ("digits", "breast_cancer"):
-        X, Xt, y, yt = scaled_split(name)
-        timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg,
-                        cfg.memory)
-        cv = {n: cv_accuracy(m, name) for n, m in makers.items()}
-        _write_ratio_records(ctx, "sgd", name, "alpha=1e-4", timing, Xt, yt, "sklearn-sgd",
-                             cv)
-        ctx.advance()
+        yield _ratio_cell("sgd", name, "alpha=1e-4", makers, *_split(name), "sklearn-sgd",
+                          name, memory=cfg.memory)
     # wide sparse rows (text): the split's test accuracy
     t, d, k = cfg.sgd_sparse
     Xs, ys = zipf_text(t, d, k, cfg.sparse_nnz)
     X, Xt, y, yt = train_test_split(Xs, ys, test_size=0.25, random_state=0, stratify=ys)
-    timing = _timed({n: _fit(m, X, y) for n, m in makers.items()}, cfg, cfg.memory)
-    _write_ratio_records(ctx, "sgd", f"zipf-tfidf-{t}x{d}-{k}cls", "alpha=1e-4", timing, Xt,
-                         yt, "sklearn-sgd")
-    ctx.advance()
+    yield _ratio_cell("sgd", f"zipf-tfidf-{t}x{d}-{k}cls", "alpha=1e-4", makers, X, y, Xt, yt,
+                      "sklearn-sgd", memory=cfg.memory)
 
 
-def run_partial_fit(ctx, cfg: Config) -> None:
+def partial_fit_cells(cfg: Config) -> Iterator[Cell]:
     from sklearn.linear_model import SGDClassifier
 
     from zbound import BoundSGDClassifier
@@ -205,73 +179,75 @@ def run_partial_fit(ctx, cfg: Config) -> None:
                 return est
             return run
 
-        methods = {"sklearn-sgd": feed(lambda: SGDClassifier(loss="log_loss", random_state=0)),
-                   "zbound-sgd": feed(BoundSGDClassifier)}
-        timing = _timed(methods, cfg, False)
-        base = timing["sklearn-sgd"]["median_s"]
-        for name, entry in timing.items():
-            ctx.writer.add(task="partial-fit", dataset="synthetic-multinomial",
-                           setting=f"t={t},d={d},classes={n_classes},chunk={chunk}",
-                           method=name, peer=name.startswith("sklearn"),
-                           default=name == "zbound-sgd", reached=True,
-                           time_to_target_s=entry["median_s"],
-                           metrics={"rows_per_s": t / entry["median_s"],
-                                    "ratio_to_peer": entry["median_s"] / base,
-                                    "train_accuracy": float(np.mean(entry["result"].predict(X)
-                                                                    == y)),
-                                    "times_s": entry["times"],
-                                    "calls_per_repeat": entry["calls"]})
-    ctx.advance()
+        def score(timing, y=y):
+            base = timing["sklearn-sgd"]["median_s"]
+            return {n: {"metrics": {
+                "rows_per_s": t / e["median_s"], "ratio_to_peer": e["median_s"] / base,
+                "train_accuracy": _accuracy(e["result"], X, y)}} for n, e in timing.items()}
+
+        yield Cell("partial-fit", "synthetic-multinomial",
+                   f"t={t},d={d},classes={n_classes},chunk={chunk}",
+                   _methods({"sklearn-sgd": feed(lambda: SGDClassifier(loss="log_loss",
+                                                                       random_state=0)),
+                             "zbound-sgd": feed(BoundSGDClassifier)}), score, memory=False)
 
 
 # -- logistic regression at a matched objective ---------------------------------------------------
-def _logistic_cell(ctx, cfg: Config, task: str, dataset: str, X, y, C: float, peers,
-                   Xt=None, yt=None) -> None:
+def _logistic_cell(cfg: Config, task: str, dataset: str, X, y, C: float, peers,
+                   Xt=None, yt=None) -> Cell:
     from sklearn.linear_model import LogisticRegression
 
     from zbound import BoundLogisticRegression
 
-    methods = {f"sklearn-{s}": _fit(lambda s=s: LogisticRegression(C=C, solver=s,
-                                                                   max_iter=10_000), X, y)
-               for s in peers}
-    methods["zbound"] = _fit(lambda: BoundLogisticRegression(C=C), X, y)
-    timing = _timed(methods, cfg, cfg.memory)
-    objective = {name: logistic_objective(X, y, e["result"].coef_, e["result"].intercept_, C)
-                 for name, e in timing.items()}
-    best = min(objective.values())
-    fastest = min((e["median_s"], n) for n, e in timing.items() if n != "zbound"
-                  and n != "sklearn-liblinear")
-    for name, entry in timing.items():
-        f = objective[name]
-        metrics: dict[str, Any] = {
-            "objective_gap": (f - best) / max(1.0, abs(best)),
-            "peak_memory_mb": entry["peak_mb"], "times_s": entry["times"],
-            "calls_per_repeat": entry["calls"],
-            "n_iter": int(np.max(getattr(entry["result"], "n_iter_", [0])))}
-        if Xt is not None:
-            metrics["test_accuracy"] = _accuracy(entry["result"], Xt, yt)
-        if name == "zbound":
-            reach = _reach(objective, best, entry)
-            if any(v is None for v in reach.values()):
-                # the default tol stopped above a peer's objective: the time a user setting a
-                # tighter tol takes to reach it
-                tight = time_alternating({"tight": _fit(lambda: BoundLogisticRegression(
-                    C=C, tol=1e-8), X, y)}, repeats=cfg.repeats, min_time=cfg.min_time)["tight"]
-                for peer, v in _reach(objective, best, tight).items():
-                    if reach[peer] is None:
-                        reach[peer] = v
-                metrics["tight_tol_s"] = tight["median_s"]
-            metrics["time_to_peer_objective_s"] = reach
-            metrics["fastest_peer"] = fastest[1]
-            hit = reach.get(fastest[1])
-            metrics["ratio_to_fastest_peer"] = None if hit is None else hit / fastest[0]
-            peak = timing[fastest[1]]["peak_mb"]
-            metrics["memory_ratio_to_fastest_peer"] = (
-                None if not peak or entry["peak_mb"] is None else entry["peak_mb"] / peak)
-        ctx.writer.add(task=task, dataset=dataset, setting=f"C={C:g}", method=name,
-                       peer=name != "zbound", default=name == "zbound", reached=True,
-                       time_to_target_s=entry["median_s"], final_objective=f,
-                       target_objective=best, metrics=metrics)
+    methods = [Method(f"sklearn-{s}", fit(lambda s=s: LogisticRegression(
+        C=C, solver=s, max_iter=10_000), X, y), peer=True) for s in peers]
+    methods.append(Method("zbound", fit(lambda: BoundLogisticRegression(C=C), X, y),
+                          default=True))
+
+    def score(timing):
+        objective = {name: logistic_objective(X, y, e["result"].coef_, e["result"].intercept_,
+                                              C) for name, e in timing.items()}
+        best = min(objective.values())
+        fastest = min((e["median_s"], n) for n, e in timing.items() if n != "zbound"
+                      and n != "sklearn-liblinear")
+        out = {}
+        for name, entry in timing.items():
+            f = objective[name]
+            metrics: dict[str, Any] = {
+                "objective_gap": (f - best) / max(1.0, abs(best)),
+                "n_iter": int(np.max(getattr(entry["result"], "n_iter_", [0])))}
+            if Xt is not None:
+                metrics["test_accuracy"] = _accuracy(entry["result"], Xt, yt)
+            if name == "zbound":
+                metrics.update(_matched(cfg, objective, best, entry, fastest, timing,
+                                        fit(lambda: BoundLogisticRegression(C=C, tol=1e-8),
+                                            X, y)))
+            out[name] = {"metrics": metrics, "final_objective": f, "target_objective": best}
+        return out
+    return Cell(task, dataset, f"C={C:g}", methods, score, cfg.memory)
+
+
+def _matched(cfg, objective, best, entry, fastest, timing, tight_fit) -> dict[str, Any]:
+    """The library's seconds to each peer's objective, and its ratios to the fastest peer."""
+    metrics: dict[str, Any] = {}
+    reach = _reach(objective, best, entry)
+    if any(v is None for v in reach.values()):
+        # the default tol stopped above a peer's objective: the time a user setting a tighter
+        # tol takes to reach it
+        tight = time_alternating({"tight": tight_fit}, repeats=cfg.repeats,
+                                 min_time=cfg.min_time)["tight"]
+        for peer, v in _reach(objective, best, tight).items():
+            if reach[peer] is None:
+                reach[peer] = v
+        metrics["tight_tol_s"] = tight["median_s"]
+    metrics["time_to_peer_objective_s"] = reach
+    metrics["fastest_peer"] = fastest[1]
+    hit = reach.get(fastest[1])
+    metrics["ratio_to_fastest_peer"] = None if hit is None else hit / fastest[0]
+    peak = timing[fastest[1]]["peak_mb"]
+    metrics["memory_ratio_to_fastest_peer"] = (
+        None if not peak or entry["peak_mb"] is None else entry["peak_mb"] / peak)
+    return metrics
 
 
 def _reach(objective: dict, best: float, entry: dict) -> dict:
@@ -292,7 +268,7 @@ def _reach(objective: dict, best: float, entry: dict) -> dict:
     return out
 
 
-def run_sparse(ctx, cfg: Config) -> None:
+def sparse_cells(cfg: Config, ctx) -> Iterator[Cell]:
     from zbound.datasets import load_ssl_text
 
     for t, d, k in cfg.sparse_shapes:
@@ -301,41 +277,40 @@ def run_sparse(ctx, cfg: Config) -> None:
         if t * k > 1_000_000:
             peers = tuple(p for p in peers if p != "saga")     # minutes per fit
         for C in cfg.sparse_cs:
-            _logistic_cell(ctx, cfg, "sparse", f"zipf-tfidf-{t}x{d}-{k}cls", X, y, C, peers)
-            ctx.advance()
+            yield _logistic_cell(cfg, "sparse", f"zipf-tfidf-{t}x{d}-{k}cls", X, y, C, peers)
     ds = ctx.load("ssl-text", load_ssl_text)
     if ds is not None:
         rows = np.random.default_rng(0).permutation(ds.X.shape[0])[:1200]   # an 80% split
         X, y = ds.X[rows], np.asarray(ds.y)[rows]
         for C in cfg.sparse_cs:
-            _logistic_cell(ctx, cfg, "sparse", "ssl-text", X, y, C,
-                           ("liblinear", "lbfgs", "newton-cg", "saga"))
-    ctx.advance()
+            yield _logistic_cell(cfg, "sparse", "ssl-text", X, y, C,
+                                 ("liblinear", "lbfgs", "newton-cg", "saga"))
 
 
-def run_small(ctx, cfg: Config) -> None:
+def small_cells(cfg: Config) -> Iterator[Cell]:
     problems = {"digits": scaled_split("digits"),
                 "synthetic-5cls": synthetic_multiclass(3000, 20, 5),
                 "synthetic-2cls": synthetic_multiclass(5000, 30, 2)}
     for name, (X, Xt, y, yt) in problems.items():
         for C in cfg.small_cs:
-            _logistic_cell(ctx, cfg, "small", name, X, y, C, ("lbfgs", "newton-cg"), Xt, yt)
-            ctx.advance()
+            yield _logistic_cell(cfg, "small", name, X, y, C, ("lbfgs", "newton-cg"), Xt, yt)
 
 
-TASKS = {"latent": run_latent, "moe": run_moe, "sgd": run_sgd, "partial-fit": run_partial_fit,
-         "sparse": run_sparse, "small": run_small}
+#: task -> the cells it declares
+TASKS = {"latent": latent_cells, "moe": moe_cells, "sgd": sgd_cells,
+         "partial-fit": partial_fit_cells, "sparse": sparse_cells, "small": small_cells}
 
 
 def run(ctx) -> None:
     cfg = ctx.options.get("config") or config(ctx.quick)
-    steps = (2 + len(cfg.moe_experts) + 3 + 1 + len(cfg.sparse_shapes) * len(cfg.sparse_cs)
-             + 1 + 3 * len(cfg.small_cs))
+    steps = (2 + len(cfg.moe_experts) + 3 + len(dict.fromkeys((cfg.stream[2], 2)))
+             + (len(cfg.sparse_shapes) + 1) * len(cfg.sparse_cs) + 3 * len(cfg.small_cs))
     ctx.start("estimators", steps)
     t0 = time.perf_counter()
     with thread_limit(1):
-        for fn in TASKS.values():
-            fn(ctx, cfg)
+        for task, cells in TASKS.items():
+            run_cells(ctx, cells(cfg, ctx) if task == "sparse" else cells(cfg),
+                      cfg.repeats, cfg.min_time)
     ctx.writer.set_extra("config", {"quick": ctx.quick, "repeats": cfg.repeats,
                                     "min_time_s": cfg.min_time,
                                     "sparse_shapes": [list(s) for s in cfg.sparse_shapes],
