@@ -103,3 +103,25 @@ def test_table_num_and_prose():
     assert "\n" not in text and "at most 10x one `LogisticRegression` fit" in text
     with pytest.raises(KeyError):
         prose("estimators", "no-such-section")
+
+
+def test_ratio_to_and_the_documented_example_run(tmp_path):
+    """The example of docs/benchmarks.md, on a small data set: two records, the peer's ratio 1."""
+    from sklearn.datasets import load_wine
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+
+    from zbound import LatentLogisticRegression
+    from zbound.bench.harness import ratio_to
+
+    X, y = load_wine(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    writer = RecordWriter("doc", quick=True, out=tmp_path)
+    cells = [Cell("latent", "wine", "n_components=2", [
+        Method("sklearn-logistic", fit(LogisticRegression, X, y), peer=True),
+        Method("zbound-latent", fit(lambda: LatentLogisticRegression(random_state=0), X, y),
+               default=True)], ratio_to("sklearn-logistic"), memory=False)]
+    run_cells(_Ctx(writer), cells, repeats=1)
+    peer, ours = writer.to_dict()["records"]
+    assert peer["metrics"]["ratio_to_peer"] == 1.0 and peer["peer"]
+    assert ours["default"] and ours["metrics"]["ratio_to_peer"] > 0

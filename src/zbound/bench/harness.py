@@ -59,6 +59,16 @@ class Cell:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def ratio_to(peer: str) -> Score:
+    """The simplest score: each method's median time as a multiple of ``peer``'s
+    (``metrics["ratio_to_peer"]``)."""
+    def score(timing):
+        base = timing[peer]["median_s"]
+        return {n: {"metrics": {"ratio_to_peer": e["median_s"] / base}}
+                for n, e in timing.items()}
+    return score
+
+
 def quiet(fn: Callable[[], Any]) -> Callable[[], Any]:
     """``fn`` with every warning silenced (a benchmark times fits, it does not judge them)."""
     def call():
