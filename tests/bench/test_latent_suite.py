@@ -8,6 +8,9 @@ import pytest
 from zbound.bench.records import read_suite
 from zbound.bench.runner import SUITES, run_suite
 from zbound.bench.suites import latent
+from zbound.bench.suites.latent.config import DATASETS, METHODS, PAPER_M, PAPER_TABLE5, TOY_METHODS
+from zbound.bench.suites.latent.problems import stripes
+from zbound.bench.suites.latent.runs import fit_once
 
 
 def test_registered():
@@ -18,13 +21,13 @@ def test_registered():
 
 
 def test_paper_tables_transcribed():
-    t5 = latent.PAPER_TABLE5
-    assert set(t5) == set(latent.DATASETS)
+    t5 = PAPER_TABLE5
+    assert set(t5) == set(DATASETS)
     for ds, rows in t5.items():
         assert set(rows) == {"bfgs", "steepest", "cg", "newton", "bound"}
         assert all(len(v) == 4 for v in rows.values())
         # Table 2 is Table 5 at the paper's m, where the bound is best
-        m = latent.PAPER_M[ds]
+        m = PAPER_M[ds]
         assert max(rows, key=lambda k: rows[k][m - 1]) == "bound"
     assert t5["srbct"]["bound"][3] == -0.11 and t5["bupa"]["bound"][1] == -19.95
 
@@ -45,13 +48,13 @@ def test_tiny_run_writes_every_method(tiny_run):
     recs = doc["records"]
     table5 = [r for r in recs if r["task"] == "table5"]
     assert {(r["metrics"]["m"], r["method"]) for r in table5} == {
-        (m, meth) for m in (1, 2) for meth in latent.METHODS}
+        (m, meth) for m in (1, 2) for meth in METHODS}
     toy = {r["method"] for r in recs if r["task"] == "toy"}
-    assert toy == set(latent.TOY_METHODS)
+    assert toy == set(TOY_METHODS)
     ridge = [r for r in recs if r["task"] == "ridge"]
     # the ridge task runs at the paper's m (wine: 3) for every method and lambda
     assert {(r["metrics"]["m"], r["metrics"]["lambda"], r["method"]) for r in ridge} == {
-        (latent.PAPER_M["wine"], 1e-2, meth) for meth in latent.METHODS}
+        (PAPER_M["wine"], 1e-2, meth) for meth in METHODS}
     for r in ridge:
         mt = r["metrics"]
         assert len(mt["polished_objectives"]) == len(mt["train_objectives"]) == 2
@@ -120,7 +123,7 @@ def test_stripes_layout():
     """The toy's layout: 8 clusters, classes alternate by stripe, balanced."""
     import numpy as np
 
-    X, y = latent.stripes(4000, 0)
+    X, y = stripes(4000, 0)
     assert X.shape == (4000, 2) and set(np.unique(y)) == {0, 1}
     stripe = np.round(X[:, 1] + 1.5).astype(int)          # 0..3 from the bottom
     assert np.mean(y == (stripe % 2 == 0)) > 0.98           # bottom stripe is class 1
@@ -134,12 +137,12 @@ def test_toy_outcome_first_start():
     import numpy as np
 
     cfg = latent.Config(max_iter=300, time_budget_s=30.0)
-    X, y = latent.stripes(400, cfg.seed + 11)
-    Xt, yt = latent.stripes(400, cfg.seed + 12)
+    X, y = stripes(400, cfg.seed + 11)
+    Xt, yt = stripes(400, cfg.seed + 12)
     x0 = cfg.start_scale * np.random.default_rng(cfg.seed + 13).standard_normal(12)
     acc = {}
     for method in ("em-joint", "bound-long", "em"):
-        run = latent.fit_once(X, y, 2, 2, 0.0, method, x0, cfg)
+        run = fit_once(X, y, 2, 2, 0.0, method, x0, cfg)
         lp = run["model"].loss.log_proba(run["res"].x, Xt)
         acc[method] = float(np.mean(lp.argmax(axis=1) == yt))
     assert acc["em-joint"] <= 0.6

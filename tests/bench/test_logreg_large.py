@@ -8,16 +8,26 @@ import pytest
 from zbound.bench.records import REQUIRED_FIELDS, read_suite
 from zbound.bench.runner import run_suite
 from zbound.bench.suites import logreg_large as L
+from zbound.bench.suites.logreg_large.config import (
+    ESTIMATOR,
+    ESTIMATOR_DOUBLE,
+    ESTIMATOR_MIXED,
+    PAPER_EPS,
+    PAPER_TO_OURS,
+)
+from zbound.bench.suites.logreg_large.problems import Data, Problem, large_problem
+from zbound.bench.suites.logreg_large.report import verdicts
+from zbound.bench.suites.logreg_large.runs import glum_status, lowrank_available
 
 
-def _binary(t: int = 400, d: int = 6, seed: int = 0) -> L.Data:
+def _binary(t: int = 400, d: int = 6, seed: int = 0) -> Data:
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(t, d))
     y = (X @ rng.normal(size=d) + rng.normal(size=t) > 0).astype(np.int64)
-    return L.Data("toy", X, y, 2, "toy")
+    return Data("toy", X, y, 2, "toy")
 
 
-def _optimum(problem: L.Problem) -> float:
+def _optimum(problem: Problem) -> float:
     from zbound.solvers import minimize
 
     r = minimize(problem.model(), np.zeros(problem.n_params), tol=1e-12, max_iter=200)
@@ -28,7 +38,7 @@ def _optimum(problem: L.Problem) -> float:
 def test_glum_objective_matches_ours(C):
     """glum's binomial optimum at alpha = 1/(C t), mapped back, is our (scikit-learn's) optimum."""
     glum = pytest.importorskip("glum")
-    prob = L.large_problem(_binary(), C)
+    prob = large_problem(_binary(), C)
     f_ours = _optimum(prob)
     clf = glum.GeneralizedLinearRegressor(family="binomial", alpha=prob.glum_alpha(),
                                           l1_ratio=0.0, gradient_tol=1e-12,
@@ -47,7 +57,7 @@ def test_glum_paper_mapping_matches_ours():
     """Table 1 (bias penalized, no intercept): alpha = reg / (2 t) and theta = [-w/2, w/2]."""
     glum = pytest.importorskip("glum")
     data = _binary(300, 5, 1)
-    prob = L.Problem("table1", "toy", "lambda=0.1", data, L.problems._with_bias(data.X), lam=0.1)
+    prob = Problem("table1", "toy", "lambda=0.1", data, L.problems._with_bias(data.X), lam=0.1)
     f_ours = _optimum(prob)
     clf = glum.GeneralizedLinearRegressor(family="binomial", alpha=prob.glum_alpha(),
                                           l1_ratio=0.0, fit_intercept=False, gradient_tol=1e-12,
@@ -63,7 +73,7 @@ def test_sklearn_objective_matches_ours(n_classes):
     from zbound.datasets import make_multinomial
 
     ds = make_multinomial(300, 5, n_classes, random_state=3)
-    prob = L.large_problem(L.Data("toy", ds.X, ds.y, n_classes, "toy"), 2.0)
+    prob = large_problem(Data("toy", ds.X, ds.y, n_classes, "toy"), 2.0)
     f_ours = _optimum(prob)
     clf = LogisticRegression(C=2.0, tol=1e-12, max_iter=10000).fit(prob.fit_X, prob.y)
     f_sk = prob.model().value(prob.theta_from(clf.coef_, clf.intercept_))
@@ -107,7 +117,7 @@ def test_a_failing_peer_is_recorded_and_the_library_failing_is_raised(tmp_path, 
         return fit_call
 
     cfg = L.tiny(large_sets=("digits",),
-                 methods=("newton-bound", "sklearn-lbfgs", L.ESTIMATOR))
+                 methods=("newton-bound", "sklearn-lbfgs", ESTIMATOR))
     monkeypatch.setattr(runs, "fit_call", breaking("sklearn"))
     doc = run_suite("logreg-large", out=tmp_path / "a", show_progress=False,
                     options={"config": cfg})
@@ -120,7 +130,7 @@ def test_a_failing_peer_is_recorded_and_the_library_failing_is_raised(tmp_path, 
         assert not r["reached"] and r["time_to_target_s"] is None
         assert reason.startswith("failed: TypeError: fit() got an unexpected keyword")
         assert "scikit-learn " in reason and "scipy " in reason and "numpy " in reason
-    assert all(r["reached"] for r in by["newton-bound"] + by[L.ESTIMATOR])
+    assert all(r["reached"] for r in by["newton-bound"] + by[ESTIMATOR])
     monkeypatch.setattr(runs, "fit_call", breaking("estimator"))
     with pytest.raises(TypeError, match="iprint"):
         run_suite("logreg-large", out=tmp_path / "b", show_progress=False,
@@ -139,12 +149,12 @@ def test_tiny_run(tmp_path):
                      for t in ("loose", "tight")}
     names = {r["method"] for r in recs}
     expected = set(cfg.library_methods) | set(cfg.solver_peers) | set(cfg.sklearn_peers) \
-        | {L.ESTIMATOR, L.ESTIMATOR_MIXED, L.ESTIMATOR_DOUBLE}
-    if L.lowrank_available():
+        | {ESTIMATOR, ESTIMATOR_MIXED, ESTIMATOR_DOUBLE}
+    if lowrank_available():
         expected |= set(cfg.lowrank_methods)
     assert expected <= names
     glum_recs = [r for r in recs if r["method"].startswith("glum-")]
-    if L.glum_status() is None:
+    if glum_status() is None:
         assert {r["method"] for r in glum_recs} == set(cfg.glum_peers)
         assert all(r["dataset"] == "synthetic-binary" for r in glum_recs)
         # timed, unless that glum solver fails on its own with the installed libraries:
@@ -168,13 +178,13 @@ def test_tiny_run(tmp_path):
             assert by[(d, f"C=1 {t}", "newton-bound")]["reached"]
             assert by[(d, f"C=1 {t}", "scipy-lbfgsb")]["reached"]
     for d in ("digits", "synthetic-binary"):          # the estimator in both precisions
-        for name in (L.ESTIMATOR, L.ESTIMATOR_MIXED, L.ESTIMATOR_DOUBLE):
+        for name in (ESTIMATOR, ESTIMATOR_MIXED, ESTIMATOR_DOUBLE):
             assert by[(d, "C=1 loose", name)]["reached"]
     md = (tmp_path / "logreg-large.md").read_text()
     assert "Verdicts against the targets" in md
     assert "precision='mixed'" in md
     assert "glum has no multinomial family" in md
-    assert L.verdicts(doc)
+    assert verdicts(doc)
 
 
 @pytest.mark.data
@@ -189,7 +199,7 @@ def test_table1_text_cell(tmp_path):
     assert r["task"] == "table1" and r["reached"]
     assert r["metrics"]["n_params"] == 2 * 11961   # the paper's d = 23922
     ref = doc["extra"]["references"]["table1/ssl-text/lambda=100"]
-    assert r["target_objective"] == pytest.approx(ref["f_lbfgs_paper"] * (1 + L.PAPER_EPS))
+    assert r["target_objective"] == pytest.approx(ref["f_lbfgs_paper"] * (1 + PAPER_EPS))
 
 
 @pytest.mark.data
@@ -199,17 +209,17 @@ def test_estimator_cell_on_srbct(tmp_path):
     estimator table and verdicts count the cell; newton-cholesky's dense 9236 x 9236 Hessian
     is skipped with its reason."""
     cfg = L.tiny(large_sets=(), estimator_sets=("srbct",), estimator_C=(1.0,),
-                 methods=(L.ESTIMATOR, "sklearn-lbfgs", "sklearn-newton-cholesky"))
+                 methods=(ESTIMATOR, "sklearn-lbfgs", "sklearn-newton-cholesky"))
     doc = run_suite("logreg-large", out=tmp_path, show_progress=False, options={"config": cfg})
     recs = doc["records"]
     assert {r["task"] for r in recs} == {"estimator"}
     by = {(r["setting"], r["method"]): r for r in recs}
     for target in ("loose", "tight"):
-        assert by[(f"C=1 {target}", L.ESTIMATOR)]["reached"]
+        assert by[(f"C=1 {target}", ESTIMATOR)]["reached"]
         assert by[(f"C=1 {target}", "sklearn-lbfgs")]["reached"]
         assert by[(f"C=1 {target}", "sklearn-newton-cholesky")]["metrics"]["skipped"]
-        assert not by[(f"C=1 {target}", L.ESTIMATOR)]["default"]
-    assert by[("C=1 loose", L.ESTIMATOR)]["metrics"]["n_params"] == 4 * 2309
+        assert not by[(f"C=1 {target}", ESTIMATOR)]["default"]
+    assert by[("C=1 loose", ESTIMATOR)]["metrics"]["n_params"] == 4 * 2309
     from zbound.bench.suites.logreg_large.report import estimator_rows
     rows = estimator_rows(recs)
     assert [r["dataset"] for r in rows] == ["srbct", "srbct"]
@@ -233,7 +243,7 @@ def test_verdicts_logic():
 
     rows = large_rows(records)
     assert [r["ratio"] for r in rows] == [0.4, 2.0]
-    lines = L.verdicts({"records": records})
+    lines = verdicts({"records": records})
     assert lines[1].startswith("FAIL") and "worst 2.00x" in lines[1]
     assert lines[2].startswith("PASS")
     # no peer reaches a target within the 15 s budget, the default in 1.5 s: at most 0.1x;
@@ -246,19 +256,19 @@ def test_verdicts_logic():
     assert rows[0]["ratio"] == pytest.approx(0.1) and rows[0]["bound"]
     assert rows[0]["peer"] == "none within the budget"
     assert rows[1]["ratio"] is None and not rows[1]["bound"]
-    lines = L.verdicts({"records": slow})
+    lines = verdicts({"records": slow})
     assert lines[1].startswith("FAIL") and "1 of 2" in lines[1] and "upper bound" in lines[1]
     assert lines[2].startswith("PASS") and "1 of 2" in lines[2]
     # the estimator's verdicts: the same rule against scikit-learn's fits
-    est = [rec("estimator", "C=1 loose", L.ESTIMATOR, 0.2, False, time_budget_s=5.0,
+    est = [rec("estimator", "C=1 loose", ESTIMATOR, 0.2, False, time_budget_s=5.0,
                peak_memory_mb=1.0),
            rec("estimator", "C=1 loose", "sklearn-lbfgs", None, True, time_budget_s=5.0,
                peak_memory_mb=1.0),
-           rec("estimator", "C=1 tight", L.ESTIMATOR, 0.6, False, time_budget_s=5.0,
+           rec("estimator", "C=1 tight", ESTIMATOR, 0.6, False, time_budget_s=5.0,
                peak_memory_mb=1.0),
            rec("estimator", "C=1 tight", "sklearn-lbfgs", 0.5, True, time_budget_s=5.0,
                peak_memory_mb=1.0)]
-    lines = L.verdicts({"records": est})
+    lines = verdicts({"records": est})
     assert any(v.startswith("FAIL: BoundLogisticRegression.fit at matched") and "1 of 2" in v
                and "worst 1.20x" in v for v in lines)
     assert any(v.startswith("PASS: BoundLogisticRegression.fit <= 0.5x") and "1 of 2" in v
@@ -302,7 +312,7 @@ def test_lowrank_memory_probe_stands_in_for_a_skipped_method(tmp_path):
     """A low-rank method whose single iteration is over the limit is not timed: its records
     carry the skip reason and the peak memory of a one-iteration probe (BenchRecord contract:
     not reached, no time), and the report lists the probe against a dense p x p matrix."""
-    if not L.lowrank_available():
+    if not lowrank_available():
         pytest.skip("the low-rank bound is not in this tree")
     cfg = L.tiny(large_sets=("digits",), lowrank_skip_s=0.0, probe_rows=(50, 100),
                  methods=("newton-bound", "bound-rank10", "scipy-lbfgsb"))
@@ -335,7 +345,7 @@ def test_table1_and_rank_sweep_report(tmp_path):
     """Table 1 maps the paper's Bound to sample-bound and keeps bound-rank10 as its own row; the
     verdict names the best large-d method; a rank sweep that never reaches the target is
     plotted as the gap reached, and the report says so."""
-    assert L.PAPER_TO_OURS["Bound"] == "sample-bound"
+    assert PAPER_TO_OURS["Bound"] == "sample-bound"
     t1 = [_rec("table1", "srbct", "lambda=10", "scipy-lbfgsb", 1.0, True, 2.0001),
           _rec("table1", "srbct", "lambda=10", "sample-newton", 0.3, False, 2.0001),
           _rec("table1", "srbct", "lambda=10", "sample-bound", 0.45, False, 2.0001),
@@ -353,6 +363,6 @@ def test_table1_and_rank_sweep_report(tmp_path):
     lines = md.splitlines()
     assert any(x.startswith("| sample-bound | Bound |") for x in lines)
     assert any(x.startswith("| bound-rank10 | (Bound, low-rank") for x in lines)
-    verdict = L.verdicts(doc)[0]
+    verdict = verdicts(doc)[0]
     assert verdict.startswith("PASS") and "sample-newton 0.300 vs L-BFGS-B 1.000 = 0.30x" \
         in verdict and "fastest library method: newton-bound 0.20x" in verdict

@@ -11,11 +11,37 @@ import pytest
 from zbound.bench.records import REQUIRED_FIELDS, read_suite
 from zbound.bench.runner import run_suite
 from zbound.bench.suites import logreg_small as L
+from zbound.bench.suites.logreg_small.config import (
+    LAMBDAS,
+    SKLEARN_PEERS,
+    SOLVER_PEERS,
+    TABLE3_SETS,
+)
+from zbound.bench.suites.logreg_small.problems import (
+    PAPER_DIMS,
+    Problem,
+    build_problem,
+    cells,
+    load_design,
+    reference_optimum,
+    sklearn_C,
+    sklearn_theta,
+    start_points,
+)
+from zbound.bench.suites.logreg_small.report import (
+    PAPER_TABLE3,
+    PAPER_TO_OURS,
+    ranking_rows,
+    ratio_rows,
+    ratio_verdict,
+    squarem_rows,
+)
+from zbound.bench.suites.logreg_small.runs import default_method, method_plan, squarem_count_check
 from zbound.solvers import MethodInfo, Solver, State, register, unregister
 
 
 def _wine(binary: bool):
-    X, y, K = L.load_design("wine")
+    X, y, K = load_design("wine")
     if binary:
         keep = y < 2
         return X[keep], y[keep], 2
@@ -30,12 +56,12 @@ def test_sklearn_objective_matches_ours(binary, reg):
     from sklearn.linear_model import LogisticRegression
 
     X, y, K = _wine(binary)
-    prob = L.Problem("t", "wine", "s", X, y, K, reg, math.nan, math.nan, {})
+    prob = Problem("t", "wine", "s", X, y, K, reg, math.nan, math.nan, {})
     model = prob.model()
-    ref = L.reference_optimum(model)
-    clf = LogisticRegression(C=L.sklearn_C(reg, K), fit_intercept=False, tol=1e-12,
+    ref = reference_optimum(model)
+    clf = LogisticRegression(C=sklearn_C(reg, K), fit_intercept=False, tol=1e-12,
                              max_iter=10000).fit(X, y)
-    theta = L.sklearn_theta(clf.coef_, K)
+    theta = sklearn_theta(clf.coef_, K)
     assert theta.shape == (model.n_params,)
     f_sk = model.value(theta)
     assert abs(f_sk - ref["f_star"]) <= 1e-9 * abs(ref["f_star"])
@@ -47,44 +73,44 @@ def test_sklearn_objective_matches_ours(binary, reg):
 
 def test_binary_mapping_has_opposite_rows():
     w = np.array([[1.0, -2.0, 4.0]])
-    theta = L.sklearn_theta(w, 2)
+    theta = sklearn_theta(w, 2)
     W = theta.reshape(2, 3)
     np.testing.assert_allclose(W[1] - W[0], w[0])
     np.testing.assert_allclose(W[0] + W[1], 0.0)
-    assert L.sklearn_C(4.0, 2) == 0.5 and L.sklearn_C(4.0, 3) == 0.25
+    assert sklearn_C(4.0, 2) == 0.5 and sklearn_C(4.0, 3) == 0.25
 
 
 def test_paper_table_is_complete():
-    for method, table in L.PAPER_TABLE3.items():
+    for method, table in PAPER_TABLE3.items():
         assert len(table) == 15, method
-        assert set(table) == {(d, lam) for d in L.TABLE3_SETS for lam in L.LAMBDAS}
-    assert L.PAPER_TABLE3["Bound"][("ionosphere", 1.0)] == 0.16
-    assert L.PAPER_TABLE3["SD"][("ionosphere", 1.0)] == 12.04
-    assert set(L.PAPER_TO_OURS) == set(L.PAPER_TABLE3)
+        assert set(table) == {(d, lam) for d in TABLE3_SETS for lam in LAMBDAS}
+    assert PAPER_TABLE3["Bound"][("ionosphere", 1.0)] == 0.16
+    assert PAPER_TABLE3["SD"][("ionosphere", 1.0)] == 12.04
+    assert set(PAPER_TO_OURS) == set(PAPER_TABLE3)
 
 
 def test_cells_and_quick_config_keep_every_method():
     full, quick = L.config(False), L.config(True)
-    assert len(L.cells(full)) == 15 + 12
+    assert len(cells(full)) == 15 + 12
     assert full.starts_table3 == 10 and full.repeats >= 3 and quick.repeats >= 3
     assert quick.methods is None  # --quick keeps every method and peer
-    library, solver_of, default = L.method_plan(quick)
-    assert default in library and set(L.SOLVER_PEERS) <= set(solver_of)
+    library, solver_of, default = method_plan(quick)
+    assert default in library and set(SOLVER_PEERS) <= set(solver_of)
     assert {"bound", "squarem", "newton-bound"} <= set(library)
 
 
 def test_start_points_shared_and_small():
-    a = L.start_points("wine", 4, 42)
-    b = L.start_points("wine", 4, 42)
+    a = start_points("wine", 4, 42)
+    b = start_points("wine", 4, 42)
     np.testing.assert_array_equal(a, b)
     assert a.shape == (4, 42) and 0.003 < a.std() < 0.03
 
 
 def test_tiny_config_is_small_and_keeps_every_method():
     cfg = L.tiny()
-    assert [tuple(c) for c in L.cells(cfg)] == [("table3", "wine", "lambda=100", 100.0, None),
+    assert [tuple(c) for c in cells(cfg)] == [("table3", "wine", "lambda=100", 100.0, None),
                                                 ("weak-l2", "wine", "C=1", None, 1.0)]
-    assert cfg.methods is None and L.method_plan(cfg) == L.method_plan(L.config(True))
+    assert cfg.methods is None and method_plan(cfg) == method_plan(L.config(True))
     assert L.tiny(weak_sets=()).weak_sets == ()
 
 
@@ -120,8 +146,8 @@ def tiny_methods():
 
 
 def test_extra_methods_come_from_the_registry(tiny_methods):
-    base = L.method_plan(L.config(True))
-    library, solver_of, default = L.method_plan(
+    base = method_plan(L.config(True))
+    library, solver_of, default = method_plan(
         L.tiny(extra_methods=("tiny-newton", "tiny-peer", "bfgs", "bound")))
     assert solver_of["tiny-newton"] == "tiny-newton" and solver_of["tiny-peer"] == "tiny-peer"
     assert "tiny-newton" in library and "tiny-peer" not in library  # METHODS[name].peer
@@ -129,7 +155,7 @@ def test_extra_methods_come_from_the_registry(tiny_methods):
     assert "bfgs" not in solver_of and list(solver_of).count("bound") == 1
     assert set(solver_of) == set(base[1]) | {"tiny-newton", "tiny-peer"}
     with pytest.raises(ValueError, match="not registered"):
-        L.method_plan(L.tiny(extra_methods=("no-such-method",)))
+        method_plan(L.tiny(extra_methods=("no-such-method",)))
 
 
 @pytest.mark.slow
@@ -140,8 +166,8 @@ def test_smoke_run_json_contract(tmp_path):
     assert on_disk["suite"] == "logreg-small" and on_disk["quick"] is True
     assert on_disk["records"] == doc["records"]
     recs = doc["records"]
-    library, solver_of, default = L.method_plan(L.tiny())
-    methods = set(solver_of) | set(L.SKLEARN_PEERS)
+    library, solver_of, default = method_plan(L.tiny())
+    methods = set(solver_of) | set(SKLEARN_PEERS)
     cells = {("table3", "wine", "lambda=100"), ("weak-l2", "wine", "C=1")}
     cells_sorted = sorted(cells)
     assert {(r["task"], r["dataset"], r["setting"]) for r in recs} == cells
@@ -163,7 +189,7 @@ def test_smoke_run_json_contract(tmp_path):
         assert len(m["time_per_start_s"]) == m["n_starts"]
         f_star = m["f_star"]
         # the cell's numbers are stored, not parsed back from the setting string
-        X, y, K = L.load_design("wine")
+        X, y, K = load_design("wine")
         assert (m["t"], m["d"], m["n_classes"]) == (X.shape[0], X.shape[1], K)
         if r["task"] == "table3":
             assert m["lambda"] == 100.0 and m["C"] is None
@@ -194,7 +220,7 @@ def test_smoke_run_json_contract(tmp_path):
 def test_a_registered_method_runs_through_the_suite(tmp_path, tiny_methods):
     """A newly registered solver is benchmarked by name: ``run_suite(methods=[...])`` adds it
     to the suite's own methods, and it runs through ``zbound.solvers.minimize``."""
-    default = L.default_method()
+    default = default_method()
     cfg = L.tiny(weak_sets=(), starts_table3=1, repeats=1,
                  methods=(default, "tiny-newton", "tiny-peer", "newton", "sklearn-lbfgs"))
     doc = run_suite("logreg-small", quick=True, out=tmp_path, show_progress=False,
@@ -225,18 +251,18 @@ def test_ratio_verdict_counts_and_cap():
                  _rec("table3", f"d{k}", "lambda=1", "newton", 1.0, peer=True),
                  _rec("table3", f"d{k}", "lambda=1", "steepest", 2.0, peer=True),
                  _rec("table3", f"d{k}", "lambda=1", "scipy-lbfgsb", 4.0, peer=True)]
-    rows = L.ratio_rows(recs, "table3")
+    rows = ratio_rows(recs, "table3")
     assert [r["peer"] for r in rows] == ["newton"] * 15
     # the SciPy/sklearn-only comparison skips the library's own baselines
     assert [r["external_peer"] for r in rows] == ["scipy-lbfgsb"] * 15
     assert rows[0]["external_ratio"] == pytest.approx(0.1)
-    v = L.ratio_verdict(rows, "table3")
+    v = ratio_verdict(rows, "table3")
     assert v["good"] == 12 and v["pass"] and v["worst"] == pytest.approx(0.9)
     recs[-4]["time_to_target_s"] = 1.5  # one cell above the cap
-    v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
+    v = ratio_verdict(ratio_rows(recs, "table3"), "table3")
     assert not v["pass"] and v["worst"] == pytest.approx(1.5)
     recs[-4]["reached"] = False  # a default that misses the target fails the cap
-    v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
+    v = ratio_verdict(ratio_rows(recs, "table3"), "table3")
     assert not v["pass"] and math.isinf(v["worst"])
     assert v["needed"] == 12 and v["decided"]
 
@@ -248,13 +274,13 @@ def test_ratio_verdict_on_a_quick_grid_counts_the_cells_present():
     for k in range(3):
         recs += [_rec("table3", f"d{k}", "lambda=1", "newton-bound", 0.3, default=True),
                  _rec("table3", f"d{k}", "lambda=1", "newton", 1.0, peer=True)]
-    v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
+    v = ratio_verdict(ratio_rows(recs, "table3"), "table3")
     assert v["cells"] == 3 and v["needed"] == 3 and v["pass"] and not v["decided"]
     recs[0]["time_to_target_s"] = 0.9                      # one cell above 0.5x
-    v = L.ratio_verdict(L.ratio_rows(recs, "table3"), "table3")
+    v = ratio_verdict(ratio_rows(recs, "table3"), "table3")
     assert not v["pass"]
-    rows = [dict(r, ratio=0.4) for r in L.ratio_rows(recs, "table3")] * 2
-    v = L.ratio_verdict(rows, "table3")
+    rows = [dict(r, ratio=0.4) for r in ratio_rows(recs, "table3")] * 2
+    v = ratio_verdict(rows, "table3")
     assert v["cells"] == 6 and v["needed"] == 5 and v["pass"] and v["decided"]
 
 
@@ -269,7 +295,7 @@ def test_squarem_rule_applies_only_above_100_bound_evaluations():
              _rec("weak-l2", "d", "C=1", "squarem", 1.0, evals=150),
              _rec("weak-l2", "e", "C=1", "bound", None, reached=False, evals=300),
              _rec("weak-l2", "e", "C=1", "squarem", None, reached=False, evals=150)]
-    rows = {r["dataset"]: r for r in L.squarem_rows(recs)}
+    rows = {r["dataset"]: r for r in squarem_rows(recs)}
     assert rows["a"]["applies"] is False and rows["a"]["pass"] is None
     assert rows["b"]["pass"] is True and rows["c"]["pass"] is False
     # plain Alg. 2 cut off by the budget: 2x is only a lower bound, so undetermined
@@ -280,10 +306,10 @@ def test_squarem_rule_applies_only_above_100_bound_evaluations():
 def test_ranking_rows():
     times = {"bound": 0.1, "newton": 0.2, "scipy-cg": 0.3, "scipy-bfgs": 0.5, "steepest": 0.4}
     recs = [_rec("table3", "w", "lambda=1", m, t, peer=m != "bound") for m, t in times.items()]
-    (row,) = L.ranking_rows(recs)
+    (row,) = ranking_rows(recs)
     assert row["order"] == ["Bound", "Newton", "CG", "SD", "BFGS"] and row["holds"]
     recs[0]["time_to_target_s"] = 0.35
-    (row,) = L.ranking_rows(recs)
+    (row,) = ranking_rows(recs)
     assert not row["bound_first"] and row["newton_before_cg"] and not row["holds"]
 
 
@@ -295,22 +321,22 @@ def test_report_reads_cell_numbers_from_metrics(tmp_path):
     recs = [_rec("table3", "wine", "strong", m, t, peer=m not in ("bound", "newton-bound"),
                  default=m == "newton-bound", **{"lambda": 100.0, "C": None})
             for m, t in times.items()]
-    (row,) = L.ranking_rows(recs)
+    (row,) = ranking_rows(recs)
     assert row["lambda"] == 100.0
     text = L.report({"records": recs, "extra": {}}, tmp_path)
-    paper = L.PAPER_TABLE3["BFGS"][("wine", 100.0)]
+    paper = PAPER_TABLE3["BFGS"][("wine", 100.0)]
     assert f"| wine | 100 | {paper:.2f} |" in text
     assert "| wine | 100 | Bound < Newton" in text
 
 
 @pytest.mark.data
 def test_table3_design_dimensions():
-    for name, dim in L.PAPER_DIMS.items():
-        X, y, K = L.load_design(name)
+    for name, dim in PAPER_DIMS.items():
+        X, y, K = load_design(name)
         assert X.shape[1] == dim, name
         assert K == (3 if name == "wine" else 2)
         np.testing.assert_allclose(X[:, -1], 1.0)
-    assert L.load_design("spect")[0].shape[0] == 187
+    assert load_design("spect")[0].shape[0] == 187
 
 
 @pytest.mark.data
@@ -318,24 +344,24 @@ def test_squarem_count_check_decides_without_running_to_the_end():
     """Plain Alg. 2 on wine, C = 10, needs several hundred bound evaluations: capped at 5x a
     small count it stops unreached (pass, factor a lower bound); capped above its true count it
     reaches the target and the exact factor decides (fail below 5x)."""
-    prob = L.build_problem("weak-l2", "wine", "C=10", None, 10.0, L.load_design("wine"))
-    starts = L.start_points("wine", 1, prob.n_classes * prob.X.shape[1])
+    prob = build_problem("weak-l2", "wine", "C=10", None, 10.0, load_design("wine"))
+    starts = start_points("wine", 1, prob.n_classes * prob.X.shape[1])
     cfg = L.Config(count_check_starts=1, count_check_budget_s=60.0)
     missed = {"reached": [False], "bound_evals": [50]}      # plain Alg. 2's timed run, cut
-    low = L.squarem_count_check(prob, starts, {"reached": [True], "bound_evals": [20]}, missed,
+    low = squarem_count_check(prob, starts, {"reached": [True], "bound_evals": [20]}, missed,
                                 cfg)
     (row,) = low["starts"]
     assert low["verdict"] == "pass"
     assert row["cap"] == 100 and row["bound_evaluations"] == 100
     assert not row["reached"] and row["decided"] and row["factor"] == pytest.approx(5.0)
-    high = L.squarem_count_check(prob, starts, {"reached": [True], "bound_evals": [1000]},
+    high = squarem_count_check(prob, starts, {"reached": [True], "bound_evals": [1000]},
                                  missed, cfg)
     (row,) = high["starts"]
     assert row["reached"] and row["exact"] and 100 < row["bound_evaluations"] < 5000
     assert high["verdict"] == "fail" and row["factor"] < 5.0
     # SQUAREM's timed run cut by the budget: its count comes from an untimed re-run, and the
     # cap follows from it (wine C = 10: SQUAREM needs tens of evaluations, plain hundreds)
-    cut = L.squarem_count_check(prob, starts, {"reached": [False], "bound_evals": [3]},
+    cut = squarem_count_check(prob, starts, {"reached": [False], "bound_evals": [3]},
                                 missed, cfg)
     (row,) = cut["starts"]
     assert row["squarem_rerun"] and row["squarem_reached"] and row["squarem_evaluations"] > 3
@@ -345,6 +371,6 @@ def test_squarem_count_check_decides_without_running_to_the_end():
     recs = [_rec("weak-l2", "wine", "C=10", "bound", None, reached=False, evals=50),
             _rec("weak-l2", "wine", "C=10", "squarem", 1.0, evals=20)]
     recs[0]["metrics"]["count_check"] = low
-    (r,) = L.squarem_rows(recs)
+    (r,) = squarem_rows(recs)
     assert r["pass"] is True and r["count_check"] and r["factor_is_lower_bound"]
     assert r["bound"] == 100 and r["squarem"] == 20

@@ -12,11 +12,13 @@ pytest.importorskip("dask_ml", reason="the dask extra is not installed")
 from zbound.bench.runner import SUITES, run_suite  # noqa: E402
 from zbound.bench.suites import scale as S  # noqa: E402
 from zbound.bench.suites.scale import problems as Q  # noqa: E402
+from zbound.bench.suites.scale.config import DASK_ML_SOLVERS, LIBRARY, LIBRARY_EXACT
+from zbound.bench.suites.scale.report import verdicts
 
 
 def test_registered():
     assert SUITES["scale"] == "zbound.bench.suites.scale"
-    assert set(S.DASK_ML_SOLVERS) == {"admm", "lbfgs", "newton", "proximal_grad"}
+    assert set(DASK_ML_SOLVERS) == {"admm", "lbfgs", "newton", "proximal_grad"}
 
 
 def test_synthetic_blocks_are_deterministic():
@@ -35,15 +37,15 @@ def test_tiny_run(tmp_path):
     recs = doc["records"]
     by = {(r["task"], r["method"]): r for r in recs}
     # every peer is there
-    for solver in S.DASK_ML_SOLVERS:
+    for solver in DASK_ML_SOLVERS:
         assert ("binary", f"dask-ml-{solver}") in by
     assert ("multiclass", "dask-ml-lbfgs-ovr") in by
     assert ("multiclass", "sklearn-lbfgs") in by
     # the library reaches the target and equals the NumPy path
     for task in ("multiclass", "binary"):
-        ours = by[(task, S.LIBRARY)]
+        ours = by[(task, LIBRARY)]
         assert ours["reached"] and ours["default"]
-        exact = by[(task, S.LIBRARY_EXACT)]         # the exact Hessian, same run
+        exact = by[(task, LIBRARY_EXACT)]         # the exact Hessian, same run
         assert exact["reached"] and not exact["default"]
         assert exact["metrics"]["hessian_sample"] == 1.0
         # "auto" at t = 4000 with p <= 28: every row (the sample would be too small)
@@ -71,13 +73,13 @@ def test_verdicts_from_numbers():
         return {"task": task, "dataset": task, "method": method, "reached": reached,
                 "time_to_target_s": s, "metrics": {"t": t, **m}}
 
-    recs = [rec("binary", S.LIBRARY, 10**6, 2.0), rec("binary", "dask-ml-lbfgs", 10**6, 10.0),
+    recs = [rec("binary", LIBRARY, 10**6, 2.0), rec("binary", "dask-ml-lbfgs", 10**6, 10.0),
             rec("binary", "dask-ml-admm", 10**6, 1.0, reached=False),
-            rec("binary", S.LIBRARY, 10**7, 30.0), rec("binary", "dask-ml-lbfgs", 10**7, 40.0),
-            rec("binary", S.LIBRARY_EXACT, 10**7, 12.0, hessian_sample=1.0),
-            rec("binary", S.LIBRARY, 10**8, 10.0, hessian_sample=0.125),
+            rec("binary", LIBRARY, 10**7, 30.0), rec("binary", "dask-ml-lbfgs", 10**7, 40.0),
+            rec("binary", LIBRARY_EXACT, 10**7, 12.0, hessian_sample=1.0),
+            rec("binary", LIBRARY, 10**8, 10.0, hessian_sample=0.125),
             rec("binary", "dask-ml-lbfgs", 10**8, 50.0)]
-    text = "\n".join(S.verdicts(recs))
+    text = "\n".join(verdicts(recs))
     assert "zbound (exact Hessian) 12.00 s against dask-ml-lbfgs 40.00 s: ratio 0.30" in text
     assert "zbound (default, Hessian rows 0.125) 10.00 s against dask-ml-lbfgs 50.00 s: " \
         "ratio 0.20" in text
@@ -107,18 +109,18 @@ def test_plan_of_large_cells():
 
     big = cell(10**7, 2)
     names = [p[0] for p in R._plan(big)]
-    assert names == [S.LIBRARY, S.LIBRARY_EXACT, "dask-ml-lbfgs", "dask-ml-newton"]
+    assert names == [LIBRARY, LIBRARY_EXACT, "dask-ml-lbfgs", "dask-ml-newton"]
     R._record_skips(big)
     assert {a["method"] for a in added} == {"dask-ml-admm", "dask-ml-proximal_grad"}
     assert all(a["metrics"]["skipped"] and not a["reached"] for a in added)
     added.clear()
     mc = cell(10**7, 10)
-    assert [p[0] for p in R._plan(mc)] == [S.LIBRARY]
+    assert [p[0] for p in R._plan(mc)] == [LIBRARY]
     R._record_skips(mc)
-    assert [a["method"] for a in added] == [S.LIBRARY_EXACT]
+    assert [a["method"] for a in added] == [LIBRARY_EXACT]
     small = cell(10**5, 2)
-    assert [p[0] for p in R._plan(small)][:2] == [S.LIBRARY, S.LIBRARY_EXACT]
-    assert {f"dask-ml-{s}" for s in S.DASK_ML_SOLVERS} <= {p[0] for p in R._plan(small)}
+    assert [p[0] for p in R._plan(small)][:2] == [LIBRARY, LIBRARY_EXACT]
+    assert {f"dask-ml-{s}" for s in DASK_ML_SOLVERS} <= {p[0] for p in R._plan(small)}
 
 
 def test_capped_ladder_is_labelled_in_the_table():

@@ -81,10 +81,10 @@ def _unwrap(text: str) -> str:
     return "\n".join(out)
 
 
-def prose(suite: str, name: str, **values: Any) -> str:
-    """Section ``name`` of the suite's template ``bench/templates/SUITE.md`` (sections start
-    with a line ``<!-- name -->``), its ``{fields}`` filled from ``values``."""
-    return _templates(suite)[name].format(**values)
+def prose(suite: str, section: str, /, **values: Any) -> str:
+    """Section ``section`` of the suite's template ``bench/templates/SUITE.md`` (sections
+    start with a line ``<!-- section -->``), its ``{fields}`` filled from ``values``."""
+    return _templates(suite)[section].format(**values)
 
 
 def method_table(records: list[dict[str, Any]]) -> str:

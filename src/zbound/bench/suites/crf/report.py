@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zbound.bench.report import num
+from zbound.bench.report import num, prose, table
 
 
 def _ms(seconds) -> str:
@@ -17,10 +17,6 @@ PAPER_TABLE1 = {
     "PennTree (m=45, t=1000, d=14175)": {"LBFGS": (62848.08, 7), "SD": (156319.31, 12),
                                          "CG": (76332.39, 18), "Bound": (27073.42, 2)},
 }
-
-
-def _fmt(v, spec=".3g"):
-    return "-" if v is None else format(v, spec)
 
 
 def _verdicts(rows, cs):
@@ -57,92 +53,68 @@ def _verdicts(rows, cs):
 
 def report(doc: dict, out: Path) -> str:
     recs = doc.get("records", [])
-    lines = ["## CRF suite", "",
-             "Same features (every attribute x label, every transition), same objective "
-             "(NLL + c2 ||w||^2), target = CRFsuite L-BFGS final objective x (1 + 1e-3) for "
-             "every method. Times to target are medians over alternating rounds for CRFsuite "
-             "L-BFGS, zbound lbfgs-bound and zbound lbfgs (one run for the others). Timings on "
-             "a shared 2-core machine are noisy.", ""]
+    lines = [prose("crf", "intro"), ""]
     for ds in sorted({r["dataset"] for r in recs}):
         rows = [r for r in recs if r["dataset"] == ds and r["task"] == "train"]
         fb = [r for r in recs if r["dataset"] == ds and r["task"] == "forward-backward"]
         m0 = rows[0]["metrics"]
-        lines += [f"### {ds}", "",
-                  f"{m0.get('n_train')} training sequences ({m0.get('n_tokens')} tokens), "
-                  f"{m0.get('n_labels')} labels, {m0.get('n_params')} parameters.", ""]
+        lines += [f"### {ds}", "", prose("crf", "corpus", **{k: m0.get(k) for k in (
+            "n_train", "n_tokens", "n_labels", "n_params")}), ""]
         cs = next((r for r in rows if r["method"] == "crfsuite-lbfgs"), None)
         if cs is not None and cs["metrics"].get("objective_check_rel") is not None:
-            lines += [f"Objective check: CRFsuite's final weights under our objective differ "
-                      f"from CRFsuite's own loss by {cs['metrics']['objective_check_rel']:.2e} "
-                      "(relative).", ""]
-        lines += ["| method | reached | time to target (s) | total time (s) | iterations | "
-                  "final objective | test accuracy | F1 | memory increase in-process (MB) |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for r in rows:
-            m = r["metrics"]
-            lines.append(f"| {r['method']} | {r['reached']} | {_fmt(r['time_to_target_s'])} | "
-                         f"{_fmt(m.get('total_time_s'))} | {m.get('iterations', '-')} | "
-                         f"{_fmt(r['final_objective'], '.6g')} | "
-                         f"{_fmt(m.get('test_accuracy'), '.4f')} | {_fmt(m.get('f1'), '.4f')} |"
-                         f" {_fmt(m.get('peak_memory_mb'), '.0f')} |")
+            lines += [prose("crf", "objective-check", rel=cs["metrics"]["objective_check_rel"]),
+                      ""]
+        lines += table(("method", "reached", "time to target (s)", "total time (s)",
+                        "iterations", "final objective", "test accuracy", "F1",
+                        "memory increase in-process (MB)"),
+                       [(r["method"], r["reached"], num(r["time_to_target_s"]),
+                         num(r["metrics"].get("total_time_s")),
+                         r["metrics"].get("iterations", "-"), num(r["final_objective"], ".6g"),
+                         num(r["metrics"].get("test_accuracy"), ".4f"),
+                         num(r["metrics"].get("f1"), ".4f"),
+                         num(r["metrics"].get("peak_memory_mb"), ".0f")) for r in rows])
         lines += [""] + _verdicts(rows, cs)
         if fb:
-            lines += ["", "Threads: one value and gradient " + ", ".join(
-                f"{r['method']} {_ms(r['metrics']['value_and_grad_s'])}"
-                for r in fb) + f" (2 threads: {num(fb[-1]['metrics']['speedup'], '.2f')}x the "
-                "speed of one, on a 2-core machine shared with other processes)"]
+            lines += ["", prose("crf", "threads", each=", ".join(
+                f"{r['method']} {_ms(r['metrics']['value_and_grad_s'])}" for r in fb),
+                speedup=num(fb[-1]["metrics"]["speedup"], ".2f"))]
             one = next((r for r in rows if r["method"] == "zbound-lbfgs-bound"), None)
             two = next((r for r in rows if r["method"] == "zbound-lbfgs-bound-2threads"), None)
             if one and two and one["time_to_target_s"] and two["time_to_target_s"]:
-                lines[-1] += (f"; training to the target {one['time_to_target_s']:.2f} s with 1 "
-                              f"thread, {two['time_to_target_s']:.2f} s with 2 "
-                              f"({one['time_to_target_s'] / two['time_to_target_s']:.2f}x)")
+                t1, t2 = one["time_to_target_s"], two["time_to_target_s"]
+                lines[-1] += prose("crf", "threads-training", one=t1, two=t2, ratio=t1 / t2)
             lines[-1] += "."
         mem = [r for r in recs if r["dataset"] == ds and r["task"] == "memory"]
         if mem:
-            lines += ["", "Peak memory of training, each in a fresh process (above the loaded "
-                      "corpus; the table's column is the increase inside the bench's process, "
-                      "which reuses memory freed by earlier runs and undercounts): " + ", ".join(
-                          f"{r['method']} {num(r['metrics']['peak_memory_mb'], '.0f')} MB"
-                          for r in mem)
-                      + "."]
+            lines += ["", prose("crf", "memory", each=", ".join(
+                f"{r['method']} {num(r['metrics']['peak_memory_mb'], '.0f')} MB" for r in mem))]
         lines.append("")
     png = convergence_plot(recs, Path(out))
     if png is not None:
-        lines += ["### Convergence", "",
-                  "Relative gap (f - f_ref) / f_ref against seconds from the start of training "
-                  "(first round; f_ref = CRFsuite L-BFGS's final objective, the dashed line is "
-                  "the target 1e-3). CRFsuite's trace is its own loss per iteration (it equals "
-                  "ours to ~1e-10); the library's starts after building the objective.", "",
-                  f"![{png.stem}]({png.name})", ""]
-    lines += ["### Paper, Table 1 (CRF columns) beside ours", "",
-              "Paper: C++, time in s / iterations to within 1e-4 of the optimum (their "
-              "features and data sizes). Ours: s / iterations to CRFsuite L-BFGS's objective "
-              "within 0.1% (the bench's corpora and features; `bound` is Alg. 2 alone, run "
-              "under the quick time limit).", "",
-              "| data set | L-BFGS | SD | CG | Bound |", "| --- | --- | --- | --- | --- |"]
-    for ds, row in PAPER_TABLE1.items():
-        lines.append(f"| paper: {ds} | " + " | ".join(f"{t:g} / {k}" for t, k in row.values())
-                     + " |")
+        lines += [prose("crf", "convergence", stem=png.stem, name=png.name), ""]
+    paper = [(f"paper: {ds}", *(f"{t:g} / {k}" for t, k in row.values()))
+             for ds, row in PAPER_TABLE1.items()]
     for ds, label in (("conll2000", "CoNLL-2000"), ("treebank", "Treebank"),
                       ("conll2002", "CoNLL-2002")):
         rows = {r["method"]: r for r in recs if r["dataset"] == ds and r["task"] == "train"}
-        if not rows:
-            continue
-
-        def cell(method, rows=rows):
-            r = rows.get(method)
-            if r is None:
-                return "-"
-            it = r["metrics"].get("iterations_to_target") or r["metrics"].get("iterations", "-")
-            if r["time_to_target_s"] is None:
-                return f"not reached ({it} iteration{'' if it == 1 else 's'})"
-            return f"{r['time_to_target_s']:.2f} / {it}"
-
-        lines.append(f"| ours: {label} | CRFsuite {cell('crfsuite-lbfgs')}; zbound lbfgs-bound "
-                     f"{cell('zbound-lbfgs-bound')} | - | - | {cell('zbound-bound')} |")
+        if rows:
+            paper.append((f"ours: {label}", f"CRFsuite {_paper_cell(rows, 'crfsuite-lbfgs')}; "
+                          f"zbound lbfgs-bound {_paper_cell(rows, 'zbound-lbfgs-bound')}", "-",
+                          "-", _paper_cell(rows, "zbound-bound")))
+    lines += [prose("crf", "paper"), ""]
+    lines += table(("data set", "L-BFGS", "SD", "CG", "Bound"), paper)
     lines += ["", "### Targets, from these numbers", ""] + _done_when(recs)
     return "\n".join(lines) + "\n"
+
+
+def _paper_cell(rows, method):
+    r = rows.get(method)
+    if r is None:
+        return "-"
+    it = r["metrics"].get("iterations_to_target") or r["metrics"].get("iterations", "-")
+    if r["time_to_target_s"] is None:
+        return f"not reached ({it} iteration{'' if it == 1 else 's'})"
+    return f"{r['time_to_target_s']:.2f} / {it}"
 
 
 def _done_when(recs) -> list:
@@ -150,19 +122,15 @@ def _done_when(recs) -> list:
         return next((r for r in recs if r["dataset"] == ds and r["task"] == "train"
                      and r["method"] == method), None)
 
-    out = ["- Bound validity and exactness for trees and chains: checked by the test suite "
-           "(tests/bounds/test_junction.py, tests/models/test_crf.py), not by this bench."]
+    out = [prose("crf", "validity")]
     cs, zb = get("conll2000", "crfsuite-lbfgs"), get("conll2000", "zbound-lbfgs-bound")
     if cs and zb and cs["time_to_target_s"] and zb["time_to_target_s"]:
         ratio = zb["time_to_target_s"] / cs["time_to_target_s"]
         d_f1 = 100 * (zb["metrics"]["f1"] - cs["metrics"]["f1"])
         ok = ratio <= 1.0 and abs(d_f1) <= 0.5
-        nb = (zb["metrics"].get("info") or {}).get("bound_steps", "?")
-        out.append(f"- CoNLL-2000, default `lbfgs-bound` against CRFsuite L-BFGS: "
-                   f"{ratio:.2f}x its time to target (goal <= 1.0x), F1 {d_f1:+.2f} points "
-                   f"(goal within 0.5): **{'met' if ok else 'not met'}**. The steps are "
-                   f"L-BFGS's; the bound took {nb} of them (it is the monotone safeguard, "
-                   "not what makes it fast).")
+        out.append(prose("crf", "conll-verdict", ratio=ratio, d_f1=d_f1,
+                         met="met" if ok else "not met",
+                         nb=(zb["metrics"].get("info") or {}).get("bound_steps", "?")))
     else:
         out.append("- CoNLL-2000 time and F1 against CRFsuite: **not met** (no time to target).")
     fb = {r["method"]: r["metrics"]["value_and_grad_s"] for r in recs
@@ -172,11 +140,8 @@ def _done_when(recs) -> list:
     if len(fb) == 2 and zb and two and zb["time_to_target_s"] and two["time_to_target_s"]:
         sp_fb = fb["n_jobs=1"] / fb["n_jobs=2"]
         sp_tr = zb["time_to_target_s"] / two["time_to_target_s"]
-        out.append(f"- Forward-backward spread over the cores (an aim, not a "
-                   f"target): on CoNLL-2000 2 threads run one value and gradient at {sp_fb:.2f}x "
-                   f"and the training at {sp_tr:.2f}x the speed of one thread: a multi-core "
-                   f"speed-up is {'shown' if min(sp_fb, sp_tr) > 1.1 else 'not shown'} in "
-                   "this run (the 2 cores are shared with other processes).")
+        out.append(prose("crf", "cores", sp_fb=sp_fb, sp_tr=sp_tr,
+                         shown="shown" if min(sp_fb, sp_tr) > 1.1 else "not shown"))
     present = sorted({r["dataset"] for r in recs})
     out.append(f"- All three corpora reported: **{'met' if len(present) == 3 else 'not met'}** "
                f"({', '.join(present)}).")
@@ -187,16 +152,16 @@ def _done_when(recs) -> list:
                if r["dataset"] == "conll2000" and r["task"] == "memory"
                and r["metrics"].get("peak_memory_mb") is not None}
         if mem:
-            m_txt = (f"peak memory (fresh processes) {mem.get('zbound-partial_fit', 0):.0f} MB "
-                     f"streaming, {mem.get('zbound-lbfgs-bound', 0):.0f} MB `fit`, "
-                     f"{mem.get('crfsuite-lbfgs', 0):.0f} MB CRFsuite L-BFGS (reported)")
+            m_txt = prose("crf", "memory-fresh", stream=mem.get("zbound-partial_fit", 0),
+                          fit=mem.get("zbound-lbfgs-bound", 0),
+                          crfsuite=mem.get("crfsuite-lbfgs", 0))
         else:
             cs_mb = cs["metrics"].get("peak_memory_mb") if cs else None
-            m_txt = (f"peak memory {num(pf['metrics'].get('peak_memory_mb'), '.0f')} MB "
-                     f"streaming against {num(cs_mb, '.0f')} MB for CRFsuite L-BFGS (reported)")
-        out.append(f"- `partial_fit` over a generator on CoNLL-2000: F1 {d:+.2f} points against "
-                   f"`fit` (goal within 1): **{'met' if abs(d) <= 1.0 else 'not met'}**; "
-                   + m_txt + ".")
+            m_txt = prose("crf", "memory-inprocess",
+                          stream=num(pf["metrics"].get("peak_memory_mb"), ".0f"),
+                          crfsuite=num(cs_mb, ".0f"))
+        out.append(prose("crf", "partial-fit", d=d, met="met" if abs(d) <= 1.0 else "not met",
+                         memory=m_txt))
     return out
 
 

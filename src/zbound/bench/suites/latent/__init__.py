@@ -12,31 +12,8 @@ and polishes every endpoint to compare the local optima found from the same star
 Modules: :mod:`.config`, :mod:`.problems`, :mod:`.runs`, :mod:`.report`.
 """
 
-from __future__ import annotations
-
-from zbound.bench.suites.latent.config import (
-    COMPONENTS,
-    DATASETS,
-    METHODS,
-    OPTIONS,
-    PAPER_M,
-    PAPER_TABLE5,
-    PAPER_TOY,
-    SUITE,
-    TOY_METHODS,
-    Config,
-    config,
-    tiny,
-)
-from zbound.bench.suites.latent.figures import toy_figure
-from zbound.bench.suites.latent.problems import Split, load_split, stripes
+from zbound.bench.suites.latent.config import OPTIONS, SUITE, Config, config, tiny
 from zbound.bench.suites.latent.report import report
-from zbound.bench.suites.latent.runs import (
-    fit_once,
-    polish,
-    run,
-)
+from zbound.bench.suites.latent.runs import run
 
-__all__ = ["COMPONENTS", "Config", "DATASETS", "METHODS", "OPTIONS", "PAPER_M", "PAPER_TABLE5",
-           "PAPER_TOY", "SUITE", "Split", "TOY_METHODS", "config", "fit_once", "load_split",
-           "polish", "report", "run", "stripes", "tiny", "toy_figure"]
+__all__ = ["Config", "OPTIONS", "SUITE", "config", "report", "run", "tiny"]

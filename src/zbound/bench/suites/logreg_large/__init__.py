@@ -23,67 +23,8 @@ Modules
     (tables, verdicts, plots).
 """
 
-from __future__ import annotations
+from zbound.bench.suites.logreg_large.config import SUITE, Config, config, tiny
+from zbound.bench.suites.logreg_large.report import report
+from zbound.bench.suites.logreg_large.runs import OPTIONS, run
 
-from zbound.bench.suites.logreg_large.config import (
-    C_VALUES,
-    ESTIMATOR,
-    ESTIMATOR_DOUBLE,
-    ESTIMATOR_MIXED,
-    GLUM_PEERS,
-    LARGE_SETS,
-    LIBRARY_METHODS,
-    LOWRANK_METHODS,
-    PAPER_EPS,
-    PAPER_LAMBDA,
-    PAPER_RANKS,
-    PAPER_TABLE1,
-    PAPER_TABLE4,
-    PAPER_TO_OURS,
-    SKLEARN_PEERS,
-    SOLVER_PEERS,
-    SUITE,
-    TARGETS,
-    Config,
-    config,
-    tiny,
-)
-from zbound.bench.suites.logreg_large.problems import (
-    Data,
-    Problem,
-    build,
-    large_problem,
-    load_large,
-    load_paper,
-    paper_problem,
-    reference,
-    start_points,
-)
-from zbound.bench.suites.logreg_large.report import report, verdicts
-from zbound.bench.suites.logreg_large.runs import (
-    DENSE_HESSIAN_MAX_PARAMS,
-    LOWRANK_MISSING,
-    OPTIONS,
-    Method,
-    fit_call,
-    glum_status,
-    lowrank_available,
-    memory_probe,
-    method_plan,
-    run,
-    run_cell,
-    search_tol,
-    solver_call,
-)
-
-__all__ = [
-    "C_VALUES", "Config", "DENSE_HESSIAN_MAX_PARAMS", "Data", "ESTIMATOR", "ESTIMATOR_DOUBLE",
-    "ESTIMATOR_MIXED",
-    "GLUM_PEERS",
-    "LARGE_SETS", "LIBRARY_METHODS", "LOWRANK_METHODS", "LOWRANK_MISSING", "Method", "OPTIONS",
-    "PAPER_EPS", "PAPER_LAMBDA", "PAPER_RANKS", "PAPER_TABLE1", "PAPER_TABLE4", "PAPER_TO_OURS",
-    "Problem", "SKLEARN_PEERS", "SOLVER_PEERS", "SUITE", "TARGETS", "build", "config",
-    "fit_call", "glum_status", "large_problem", "load_large", "load_paper", "lowrank_available",
-    "memory_probe", "method_plan", "paper_problem", "reference", "report", "run", "run_cell",
-    "search_tol", "solver_call", "start_points", "tiny", "verdicts",
-]
+__all__ = ["Config", "OPTIONS", "SUITE", "config", "report", "run", "tiny"]

@@ -25,71 +25,11 @@ times, ...). Methods to add to a run: ``Config.extra_methods``, or
 ``run_suite("logreg-small", methods=[...])``.
 """
 
-from __future__ import annotations
-
-from zbound.bench.suites.logreg_small.config import (
-    LAMBDAS,
-    LIBRARY_METHODS,
-    REL_TARGET,
-    SKLEARN_PEERS,
-    SKLEARN_TOLS,
-    SOLVER_PEERS,
-    SQUAREM_FACTOR,
-    SQUAREM_MIN_BOUND_EVALS,
-    START_SCALE,
-    SUITE,
-    TABLE3_SETS,
-    WEAK_C,
-    WEAK_SETS,
-    Config,
-    config,
-    tiny,
-)
-from zbound.bench.suites.logreg_small.problems import (
-    PAPER_DIMS,
-    Cell,
-    Problem,
-    build_problem,
-    cells,
-    load_design,
-    reference_optimum,
-    sklearn_C,
-    sklearn_theta,
-    start_points,
-)
-from zbound.bench.suites.logreg_small.report import (
-    PAPER_TABLE3,
-    PAPER_TO_OURS,
-    TARGETS,
-    convergence_plots,
-    ranking_rows,
-    ratio_rows,
-    ratio_verdict,
-    report,
-    squarem_rows,
-)
-from zbound.bench.suites.logreg_small.runs import (
-    OPTIONS,
-    choose_sklearn_tol,
-    default_method,
-    eval_costs,
-    method_plan,
-    run,
-    run_cell,
-    squarem_count_check,
-    suite_config,
-)
+from zbound.bench.suites.logreg_small.config import SUITE, Config, config, tiny
+from zbound.bench.suites.logreg_small.report import report
+from zbound.bench.suites.logreg_small.runs import OPTIONS, run
 
 #: ``run_suite(..., methods=[...])`` adds registered ``zbound.solvers`` methods to this suite.
 ACCEPTS_METHODS = True
 
-__all__ = [
-    "ACCEPTS_METHODS", "Cell", "Config", "LAMBDAS", "LIBRARY_METHODS", "OPTIONS", "PAPER_DIMS",
-    "PAPER_TABLE3", "PAPER_TO_OURS", "Problem", "REL_TARGET", "SKLEARN_PEERS", "SKLEARN_TOLS",
-    "SOLVER_PEERS", "SQUAREM_FACTOR", "SQUAREM_MIN_BOUND_EVALS", "START_SCALE", "SUITE",
-    "TABLE3_SETS", "TARGETS", "WEAK_C", "WEAK_SETS", "build_problem", "cells",
-    "choose_sklearn_tol", "config", "convergence_plots", "default_method", "eval_costs",
-    "load_design", "method_plan", "ranking_rows", "ratio_rows", "ratio_verdict",
-    "reference_optimum", "report", "run", "run_cell", "sklearn_C", "sklearn_theta",
-    "squarem_count_check", "squarem_rows", "start_points", "suite_config", "tiny",
-]
+__all__ = ["ACCEPTS_METHODS", "Config", "OPTIONS", "SUITE", "config", "report", "run", "tiny"]

@@ -16,19 +16,8 @@ Modules
     :mod:`.peers` (dask-ml, scikit-learn, Spark), :mod:`.runs`, :mod:`.report`.
 """
 
-from __future__ import annotations
-
-from zbound.bench.suites.scale.config import (
-    DASK_ML_SOLVERS,
-    LIBRARY,
-    LIBRARY_EXACT,
-    SUITE,
-    Config,
-    config,
-    tiny,
-)
-from zbound.bench.suites.scale.report import report, verdicts
+from zbound.bench.suites.scale.config import SUITE, Config, config, tiny
+from zbound.bench.suites.scale.report import report
 from zbound.bench.suites.scale.runs import OPTIONS, run
 
-__all__ = ["Config", "DASK_ML_SOLVERS", "LIBRARY", "LIBRARY_EXACT", "OPTIONS", "SUITE", "config",
-           "report", "run", "tiny", "verdicts"]
+__all__ = ["Config", "OPTIONS", "SUITE", "config", "report", "run", "tiny"]
