@@ -51,10 +51,12 @@ def num(value: Any, spec: str = ".3g", missing: str = "-") -> str:
     return format(value, spec)
 
 
-def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[str]:
-    """A Markdown table's lines: the header, the rule, and one line per row (``str`` of each
-    cell; format numbers with :func:`num` first)."""
-    return (["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+def table(header: Sequence[str], rows: Iterable[Sequence[Any]],
+          right: Sequence[int] = ()) -> list[str]:
+    """A Markdown table's lines: the header, the rule (columns ``right`` aligned right), and
+    one line per row (``str`` of each cell; format numbers with :func:`num` first)."""
+    rule = "".join(" ---: |" if i in right else " --- |" for i in range(len(header)))
+    return (["| " + " | ".join(header) + " |", "|" + rule]
             + ["| " + " | ".join(str(c) for c in row) + " |" for row in rows])
 
 

@@ -8,6 +8,8 @@ import math
 from pathlib import Path
 
 from zbound.bench.plots import Panel, Series, panel_grid
+from zbound.bench.report import prose
+from zbound.bench.report import table as md_table
 from zbound.bench.suites.stochastic.config import PEERS
 
 FIRST_ORDER = ("sgd", "momentum", "adam")
@@ -22,9 +24,7 @@ def _f(v, digits=3):
 
 
 def table(records) -> str:
-    lines = ["| data | lambda | method | lr, schedule (winner) | epochs to 1% | s to 1% | "
-             "epochs to 0.1% | s to 0.1% | final gap | test loss | test acc |",
-             "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    rows = []
     for r in records:
         m = r["metrics"]
         gap = None
@@ -34,14 +34,15 @@ def table(records) -> str:
         lr = _f(m["lr"]) + ("*" if m.get("lr_at_edge") else "")
         lr += f", {m['schedule']}" if m.get("schedule") else ""
         lr += "".join(f", {k} {v:g}" for k, v in sorted((m.get("variant") or {}).items()))
-        lines.append(
-            f"| {r['dataset']} | {_f(m.get('lam'))} | {name} | {lr} | "
-            f"{_f(m['epochs_to_target'])} | "
-            f"{_f(r['time_to_target_s'])} | {_f(m['epochs_to_0.1%'])} | "
-            f"{_f(m['seconds_to_0.1%'])} | {_f(gap)} | "
-            f"{_f(None if m['test_loglik'] is None else -m['test_loglik'], 4)} | "
-            f"{_f(m['test_accuracy'], 3)} |")
-    return "\n".join(lines)
+        rows.append((r["dataset"], _f(m.get("lam")), name, lr, _f(m["epochs_to_target"]),
+                     _f(r["time_to_target_s"]), _f(m["epochs_to_0.1%"]),
+                     _f(m["seconds_to_0.1%"]), _f(gap),
+                     _f(None if m["test_loglik"] is None else -m["test_loglik"], 4),
+                     _f(m["test_accuracy"], 3)))
+    return "\n".join(md_table(
+        ("data", "lambda", "method", "lr, schedule (winner)", "epochs to 1%", "s to 1%",
+         "epochs to 0.1%", "s to 0.1%", "final gap", "test loss", "test acc"), rows,
+        right=(1, 4, 5, 6, 7, 8, 9, 10)))
 
 
 def _key(r):
@@ -115,9 +116,8 @@ def verdict(records, problems: dict | None = None) -> list[str]:
             fo1 = ", ".join(f"{m} {_f(at1[m])}" for m in FIRST_ORDER if at1.get(m) is not None)
             ou3 = ", ".join(f"{m} {_f(at3[m])}" for m in curves
                             if m.startswith(("spfb", "lspfb")) and at3.get(m) is not None)
-            text += (f" The claim needs 1% within {_f(third)} epochs. Gap after one epoch: "
-                     f"{fo1 or '-'}; best gap of the bound methods by {_f(third)} epochs: "
-                     f"{ou3 or 'no point that early'}.")
+            text += prose("stochastic", "early-gaps", third=_f(third), first_order=fo1 or "-",
+                          ours=ou3 or "no point that early")
         out.append(text)
     return out
 
@@ -148,48 +148,24 @@ def plots(doc, out: Path) -> list[str]:
         ])
     path = panel_grid(rows, out / "stochastic_fig1.png",
                       title="SGB Fig. 1: L2 logistic regression, mini-batch 1000",
-                      caption="Each method at its best step size on the shared grid (fewest "
-                              "epochs to 1% of the L-BFGS optimum). A curve stops where its run "
-                              "reached the stop gap, hit its epoch cap or was pruned.")
+                      caption=prose("stochastic", "caption"))
     return [f"![Fig. 1 reproduction]({path.name})"]
 
 
 def report(doc: dict, out: Path) -> str:
     recs = [r for r in doc["records"] if r["task"] == "fig1"]
     cfg = doc.get("extra", {}).get("config", {})
-    md = ["## Stochastic bound majorization (SGB Fig. 1)", ""]
-    md.append(f"L2 logistic regression, L = mean log-loss + lambda/2 ||theta||^2 (lambda per "
-              f"row in the table), mini-batch {cfg.get('batch_size')}, one shared shuffled "
-              f"stream, epoch budget {cfg.get('epochs_by_data') or cfg.get('epochs')}. "
-              f"Step-size grid for every method: {cfg.get('grid')}, schedules "
-              f"{cfg.get('schedules')} (inverse-E: eta_0 / (1 + t / (E epochs of batches)); "
-              f"SBM and scikit-learn constant). Winner = fewest epochs to 1% of the L-BFGS "
-              f"optimum (`*`: at a grid edge). Seconds: updates only, median of "
-              f"{cfg.get('repeats')} repeats on a loaded 2-core machine (noisy). Runs stop at a "
-              f"gap of {cfg.get('stop_gap')}. LSPFB builds its bound from "
-              f"{cfg.get('curvature_rows')} rows of the batch every {cfg.get('lowrank_refresh')} "
-              "updates (blocked accumulation, the exact rule); the paper's SPFB above 1000 "
-              "parameters likewise, solving by 3 Kronecker-preconditioned PCG steps; spfb-avg "
-              "is our averaged curvature (Kronecker form above 1000 parameters, its Gram "
-              "factor damped by gram_shrink tr(G) / rows I, tuned over "
-              f"{cfg.get('gram_shrinks')}, averaged over its first "
-              f"{cfg.get('avg_gram_updates', cfg.get('gram_updates'))} build(s) and decomposed "
-              f"at the first and last of them, the bound rebuilt {cfg.get('late_refresh')} "
-              "once that average is complete). Fairness: momentum (heavy ball) gets an "
-              f"equally sized grid over its beta, {cfg.get('momentum_betas')}"
-              + (f", and Adam over its beta_1, {cfg.get('adam_beta1s')}"
-                 if cfg.get("adam_beta1s") else "")
-              + " (SGD has no knob besides the step and its schedule; with one it is "
-              "momentum).")
+    md = [prose("stochastic", "intro", batch_size=cfg.get("batch_size"),
+                epochs=cfg.get("epochs_by_data") or cfg.get("epochs"), grid=cfg.get("grid"),
+                schedules=cfg.get("schedules"), repeats=cfg.get("repeats"),
+                stop_gap=cfg.get("stop_gap"), curvature_rows=cfg.get("curvature_rows"),
+                lowrank_refresh=cfg.get("lowrank_refresh"), gram_shrinks=cfg.get("gram_shrinks"),
+                avg_updates=cfg.get("avg_gram_updates", cfg.get("gram_updates")),
+                late_refresh=cfg.get("late_refresh"), momentum_betas=cfg.get("momentum_betas"),
+                adam=(f", and Adam over its beta_1, {cfg.get('adam_beta1s')}"
+                      if cfg.get("adam_beta1s") else ""))]
     if cfg.get("cap_by_first_order"):
-        md.append("")
-        md.append("Tuning cut (to keep the run short): SGD, momentum and Adam are tuned first "
-                  f"over the whole budget; every other method's runs then stop at "
-                  f"{cfg.get('cap_factor')} times the best first-order epochs to 1% (the claim "
-                  "needs a third of them; a method not reaching 1% by this cap is only known to "
-                  "be slower) or when 10 times behind that first-order run at the same epoch "
-                  "(from epoch 3); any run also stops at the best epochs of its own method so "
-                  "far (the grid is run from the largest step down).")
+        md += ["", prose("stochastic", "tuning-cut", cap_factor=cfg.get("cap_factor"))]
     md += ["", table(recs), "", "### Verdict against the target", ""]
     md += verdict(recs, doc.get("extra", {}).get("problems"))
     optima = [f"{k}: f* = {_f(v.get('f_star'), 4)}, test loss at the optimum "
@@ -197,9 +173,7 @@ def report(doc: dict, out: Path) -> str:
               for k, v in doc.get("extra", {}).get("problems", {}).items()
               if v.get("optimum_test_loss") is not None]
     if optima:
-        md += ["", "### The lambda grid: the L-BFGS optimum of each problem", "",
-               "The paper does not state lambda (hyperparameters were chosen for the best test "
-               "performance); the test loss at each optimum says which lambda that implies.", ""]
+        md += ["", prose("stochastic", "optima"), ""]
         md += [f"- {o}" for o in optima]
     skipped = {ds: p.get("skipped") for ds, p in doc.get("extra", {}).get("problems", {}).items()
                if p.get("skipped")}
@@ -208,7 +182,6 @@ def report(doc: dict, out: Path) -> str:
     peers_over = [r["method"] for r in recs if r["method"] in PEERS and not
                   r["metrics"].get("same_objective", True)]
     if peers_over:
-        md += ["", "sklearn-sgd (OvR) on more than two classes fits one-vs-rest binary models, "
-                   "a different objective; its gap is our softmax objective at its weights."]
+        md += ["", prose("stochastic", "ovr")]
     md += [""] + plots(doc, out)
     return "\n".join(md)
