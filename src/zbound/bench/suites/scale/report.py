@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from zbound.bench.report import prose, table
 from zbound.bench.suites.scale.config import LIBRARY, LIBRARY_EXACT
 
 CLAIM_RATIO = 0.5
@@ -39,36 +40,26 @@ def tables(recs) -> list[str]:
             tasks.append(r["task"])
     for task in tasks:
         rows = [r for r in recs if r["task"] == task and r["method"] != "numpy-equality"]
-        lines += [f"### {task} ({rows[0]['dataset'] if rows else ''})", "",
-                  "| t | method | reached | time to target s | iterations | passes | "
-                  "rel. gap at end | peak MB / worker | within budget (MB) | setting |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for r in sorted(rows, key=lambda r: (_t(r) or 0, r["method"])):
-            m = r["metrics"]
-            budget = m.get("budget_mb")
-            within = "" if m.get("within_budget") is None else \
-                f"{_f(m['within_budget'])} ({_f(budget, '{:.0f}')})"
-            lines.append(
-                f"| {_t(r)} | {r['method']} | {_f(r['reached'])} | "
-                f"{_f(r['time_to_target_s'], '{:.2f}')} | {_f(m.get('iterations'))} | "
-                f"{_f(m.get('passes'))} | {_f(m.get('rel_gap'), '{:.1e}')} | "
-                f"{_f(m.get('peak_memory_mb'), '{:.0f}')} | {within} | "
-                f"{_setting(m)} |")
-        lines.append("")
+        lines += [f"### {task} ({rows[0]['dataset'] if rows else ''})", ""] + table(
+            ("t", "method", "reached", "time to target s", "iterations", "passes",
+             "rel. gap at end", "peak MB / worker", "within budget (MB)", "setting"),
+            [(_t(r), r["method"], _f(r["reached"]), _f(r["time_to_target_s"], "{:.2f}"),
+              _f(m.get("iterations")), _f(m.get("passes")), _f(m.get("rel_gap"), "{:.1e}"),
+              _f(m.get("peak_memory_mb"), "{:.0f}"),
+              "" if m.get("within_budget") is None else
+              f"{_f(m['within_budget'])} ({_f(m.get('budget_mb'), '{:.0f}')})", _setting(m))
+             for r in sorted(rows, key=lambda r: (_t(r) or 0, r["method"]))
+             for m in [r["metrics"]]]) + [""]
     eq = [r for r in recs if r["method"] == "numpy-equality"]
     if eq:
-        lines += ["### The dask path against the NumPy path (both to tol 1e-10)", "",
-                  "| task | t | curvature | iterations dask | iterations NumPy | rel. diff of "
-                  "objective | dask-glm objective vs ours at one beta | train accuracy |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-        for r in eq:
-            m = r["metrics"]
-            lines.append(f"| {r['task']} | {m['t']} | {m.get('curvature')} | "
-                         f"{m.get('iterations')} | {_f(m.get('numpy_iterations'))} | "
-                         f"{_f(m.get('rel_diff'), '{:.1e}')} | "
-                         f"{_f(m.get('mapping_rel_diff'), '{:.1e}')} | "
-                         f"{_f(m.get('train_accuracy'), '{:.4f}')} |")
-        lines.append("")
+        lines += ["### The dask path against the NumPy path (both to tol 1e-10)", ""] + table(
+            ("task", "t", "curvature", "iterations dask", "iterations NumPy",
+             "rel. diff of objective", "dask-glm objective vs ours at one beta",
+             "train accuracy"),
+            [(r["task"], m["t"], m.get("curvature"), m.get("iterations"),
+              _f(m.get("numpy_iterations")), _f(m.get("rel_diff"), "{:.1e}"),
+              _f(m.get("mapping_rel_diff"), "{:.1e}"), _f(m.get("train_accuracy"), "{:.4f}"))
+             for r in eq for m in [r["metrics"]]]) + [""]
     return lines
 
 
@@ -109,12 +100,10 @@ def verdicts(recs) -> list[str]:
                            " (binary code applied to multiclass labels, no error).")
             if ovr is not None and ovr["time_to_target_s"] and ours["time_to_target_s"]:
                 ratio = ours["time_to_target_s"] / ovr["time_to_target_s"]
-                out.append(f"- multiclass, t = {t}: one-vs-rest with dask-ml lbfgs took "
-                           f"{ovr['time_to_target_s']:.2f} s and ends "
-                           f"{_f(ovr['metrics'].get('rel_gap'), '{:.1e}')} above the "
-                           f"multinomial optimum (a different model); {ours['method']} "
-                           f"reaches the multinomial target in {ours['time_to_target_s']:.2f} s "
-                           f"({ratio:.2f}x).")
+                out.append(prose("scale", "ovr", t=t, ovr_s=ovr["time_to_target_s"],
+                                 gap=_f(ovr["metrics"].get("rel_gap"), "{:.1e}"),
+                                 ours=ours["method"], ours_s=ours["time_to_target_s"],
+                                 ratio=ratio))
             elif ovr is not None:
                 out.append(f"- multiclass, t = {t}: one-vs-rest with dask-ml lbfgs or "
                            f"{ours['method']} was not timed.")
@@ -170,21 +159,15 @@ def plot(recs, out: Path):
         return None
     return panel_grid([panels], Path(out) / "scale_time_vs_t.png",
                       title="scale: time to the target against rows (LocalCluster, 2 workers)",
-                      caption="Points only where the target was reached (one-vs-rest: its own "
-                              "end, a different model).")
+                      caption=prose("scale", "caption"))
 
 
 def report(doc: dict[str, Any], out) -> str:
     recs = doc["records"]
     extra = doc.get("extra", {})
     cfg = extra.get("config", {})
-    lines = ["## scale: bound majorization on Dask", "",
-             f"Objective: sum log-loss + 1/(2C) ||theta||^2, C = {cfg.get('C')}, X with a ones "
-             "column (intercept penalized: dask-glm's convention, matched by every method); "
-             f"target f* + {cfg.get('rtol')} |f*|; LocalCluster with {cfg.get('workers')} "
-             "workers x 1 thread; median of "
-             f"{cfg.get('repeats')} repeats (ladder methods: the first setting that reached "
-             "the target). Timings on a shared 2-core machine are noisy.", ""]
+    lines = [prose("scale", "intro", **{k: cfg.get(k) for k in ("C", "rtol", "workers",
+                                                                 "repeats")}), ""]
     spark = extra.get("spark")
     if spark and not spark.get("available"):
         lines += [f"Spark MLlib skipped: {spark.get('reason')}", ""]
