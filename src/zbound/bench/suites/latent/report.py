@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from zbound.bench.report import num, prose, table
 from zbound.bench.suites.latent.config import METHOD_NAMES as _NAMES
 from zbound.bench.suites.latent.config import PAPER_M, PAPER_TABLE5, PAPER_TOY
 
@@ -41,8 +42,6 @@ def _table5(records) -> tuple[list[str], dict]:
         lines.append(f"**{ds}** (test rows: "
                      f"{idx[('table5', ds, ms[0], methods[0])]['metrics']['t_test']}, "
                      f"{idx[('table5', ds, ms[0], methods[0])]['metrics']['preprocessing']})\n")
-        lines.append("| method | " + " | ".join(f"m = {m} ours (paper)" for m in ms) + " |")
-        lines.append("| --- |" + " --- |" * len(ms))
         best = {}
         for m in ms:
             vals = {meth: idx[("table5", ds, m, meth)]["metrics"]["test_loglik"]
@@ -50,6 +49,7 @@ def _table5(records) -> tuple[list[str], dict]:
                     and idx[("table5", ds, m, meth)]["metrics"]["test_loglik"] is not None}
             best[m] = max(vals, key=vals.get) if vals else None
             wins[(ds, m)] = (best[m], vals)
+        rows = []
         for meth in methods:
             cells = []
             for m in ms:
@@ -63,53 +63,28 @@ def _table5(records) -> tuple[list[str], dict]:
                 paper = PAPER_TABLE5.get(ds, {}).get(meth)
                 pv = _f(paper[m - 1]) if paper is not None and m <= 4 else "-"
                 cells.append(f"{v} ({pv})")
-            lines.append(f"| {_NAMES.get(meth, meth)} | " + " | ".join(cells) + " |")
-        lines.append("")
+            rows.append((_NAMES.get(meth, meth), *cells))
+        lines += table(("method", *(f"m = {m} ours (paper)" for m in ms)), rows) + [""]
     return lines, wins
 
 
 def _status_lines(records) -> list[str]:
-    lines = ["| data set | m | method | mean iterations | median s | ||theta|| | "
-             "train objective | test accuracy | endings |", "| --- |" + " --- |" * 8]
-    for r in records:
-        if r["task"] != "table5":
-            continue
-        mt = r["metrics"]
-        ends = ", ".join(f"{k} {v}" for k, v in sorted(mt["status_counts"].items()))
-        n = lambda key, spec, mt=mt: "-" if mt.get(key) is None else format(mt[key], spec)  # noqa: E731
-        lines.append(f"| {r['dataset']} | {mt['m']} | {r['method']} | {n('iterations', '.0f')} "
-                     f"| {n('seconds_median', '.3f')} | {n('theta_norm_mean', '.3g')} | "
-                     f"{n('train_objective_mean', '.3g')} | {n('test_accuracy', '.3f')} | "
-                     f"{ends} |")
-    return lines
+    return table(
+        ("data set", "m", "method", "mean iterations", "median s", "||theta||",
+         "train objective", "test accuracy", "endings"),
+        [(r["dataset"], mt["m"], r["method"], num(mt.get("iterations"), ".0f"),
+          num(mt.get("seconds_median"), ".3f"), num(mt.get("theta_norm_mean"), ".3g"),
+          num(mt.get("train_objective_mean"), ".3g"), num(mt.get("test_accuracy"), ".3f"),
+          ", ".join(f"{k} {v}" for k, v in sorted(mt["status_counts"].items())))
+         for r in records if r["task"] == "table5" for mt in [r["metrics"]]])
 
 
 def report(doc: dict[str, Any], out: Path) -> str:
     records = doc["records"]
     cfg = doc.get("extra", {}).get("config", {})
-    parts = ["## Latent conditional likelihood (paper 003, Sec. 4, Tables 2 and 5, Fig. 1)\n"]
-    parts.append(
-        "Model: per class y and component m, scores theta_{y,m}^T x + nu_{y,m} (phi(x) = x), "
-        "p(y|x) = sum_m p(y,m|x) with one softmax over all (y, m) pairs; objective the negative "
-        "latent conditional log-likelihood of the training split, lambda = "
-        f"{cfg.get('lam', 0)}. Every method minimizes that same objective from the same "
-        f"random starts (N(0, {cfg.get('start_scale')}^2), {cfg.get('starts')} per split, "
-        f"{cfg.get('splits')} stratified 90/10 split(s), features standardized on the "
-        f"training part, SRBCT projected on {cfg.get('srbct_pca')} principal components). Stop: "
-        f"objective change < {cfg.get('ftol')} (relative; the paper's rule), or "
-        f"{cfg.get('max_iter')} iterations, or {cfg.get('time_budget_s')} s per run. Reported: "
-        "the test latent log-likelihood summed over the test rows (the paper's scale), mean "
-        "over splits x starts. Timings are from a shared 2-core machine and noisy.\n")
-    parts.append(
-        "**lambda = 0.** The objective is then unbounded below on data the (y, m) pairs can "
-        "separate (wine, SRBCT, most splits of ionosphere): the training objective goes to 0 "
-        "and ||theta|| grows without limit, and 'the test log-likelihood at convergence' "
-        "depends on where each method stops (the paper's rule stops a method once its "
-        "per-iteration progress falls below 1e-6, so slow methods stop early, near their "
-        "start). We ran the paper's protocol as stated (no ridge) and report ||theta|| and how "
-        "each run ended, so this is visible; the Alg. 1 curvature is singular at lambda = 0 "
-        "(a common shift of all pairs leaves the softmax unchanged) and the bound step is the "
-        "minimum-norm minimizer of the quadratic.\n")
+    intro = prose("latent", "intro", lam=cfg.get("lam", 0), **{k: cfg.get(k) for k in (
+        "start_scale", "starts", "splits", "srbct_pca", "ftol", "max_iter", "time_budget_s")})
+    parts = [p + "\n" for p in intro.split("\n\n")]
     parts += _toy_section(records, out)
     t5 = [r for r in records if r["task"] == "table5"]
     if t5:
@@ -117,11 +92,9 @@ def report(doc: dict[str, Any], out: Path) -> str:
         parts.append("### Table 2 at the paper's m (bound's best m in its Table 5)\n")
         methods = list(dict.fromkeys(r["method"] for r in t5))
         sets = list(dict.fromkeys(r["dataset"] for r in t5))
-        parts.append("| method | " + " | ".join(f"{d} (m={PAPER_M.get(d)}) ours (paper)"
-                                               for d in sets) + " |")
-        parts.append("| --- |" + " --- |" * len(sets))
         n_bound = 0
         n_sets = 0
+        rows = []
         for meth in methods:
             cells = []
             for d in sets:
@@ -134,7 +107,9 @@ def report(doc: dict[str, Any], out: Path) -> str:
                 paper = PAPER_TABLE5.get(d, {}).get(meth)
                 pv = _f(paper[PAPER_M[d] - 1]) if paper else "-"
                 cells.append((f"**{v}**" if best == meth else v) + f" ({pv})")
-            parts.append(f"| {_NAMES.get(meth, meth)} | " + " | ".join(cells) + " |")
+            rows.append((_NAMES.get(meth, meth), *cells))
+        parts += table(("method", *(f"{d} (m={PAPER_M.get(d)}) ours (paper)" for d in sets)),
+                       rows)
         for d in sets:
             key = (d, PAPER_M.get(d))
             if key in wins:
@@ -150,14 +125,11 @@ def report(doc: dict[str, Any], out: Path) -> str:
             per_set_best[d] = max(bests, key=bests.get)
         n_best_over_m = sum(1 for v in per_set_best.values() if v == "bound")
         holds = n_bound >= 4
-        parts.append(
-            f"Verdict (target: the bound best on >= 4 of 5 sets): at the paper's m the bound "
-            f"has the highest test log-likelihood on **{n_bound} of {n_sets}** data sets; over "
-            f"all (data set, m) cells on {bound_cells} of {all_cells}; with every method at its "
-            f"own best m, on {n_best_over_m} of {len(sets)}. The paper's ranking "
-            f"{'holds' if holds else 'does NOT hold in our runs'}"
-            + ("" if holds else "; the winners per cell are "
-               + ", ".join(f"{d} m={m}: {b}" for (d, m), (b, _) in wins.items())) + ".\n")
+        parts.append(prose(
+            "latent", "table2-verdict", n_bound=n_bound, n_sets=n_sets, bound_cells=bound_cells,
+            all_cells=all_cells, n_best=n_best_over_m, n_total=len(sets),
+            outcome="holds" if holds else "does NOT hold in our runs; the winners per cell are "
+            + ", ".join(f"{d} m={m}: {b}" for (d, m), (b, _) in wins.items())) + "\n")
         idx = _index(records)
         small = 0
         for (d, m), (b, _) in wins.items():
@@ -166,17 +138,11 @@ def report(doc: dict[str, Any], out: Path) -> str:
             norms = {k: v for k, v in norms.items() if v is not None}
             if b in norms:
                 small += norms[b] <= min(norms.values()) * 1.5
-        parts.append(
-            f"In {small} of {all_cells} cells the winner is a run with (near) the smallest mean "
-            "||theta|| of the cell (within 1.5x). The next section tests what that suggests.\n")
+        parts.append(prose("latent", "small-norm", small=small, all_cells=all_cells) + "\n")
         parts += _evidence_section(records, out)
         parts.append("### Table 5: test latent log-likelihood, ours (paper)\n")
         parts += lines
-        parts.append("### How the runs ended\n")
-        parts.append("Mean iterations, median seconds per run, mean ||theta||, mean training "
-                     "objective, test accuracy, and the stopping reasons (ftol: the paper's "
-                     "rule; max_iter; time_budget; line_search_failed / failed: the method "
-                     "gave up, stationary: gradient test).\n")
+        parts.append(prose("latent", "endings") + "\n")
         parts += _status_lines(records)
         parts.append("")
     return "\n".join(parts)
@@ -188,34 +154,22 @@ def _toy_section(records, out: Path) -> list[str]:
     if not toy:
         return []
     n_starts = toy[0]["metrics"]["runs"]
-    lines = ["### Toy problem (Fig. 1): two classes from 8 Gaussians, m = 2\n",
-             "Layout (our reconstruction: the paper's text fixes only 'binary, 8 Gaussians in "
-             "total, the model uses 2 Gaussians per class, EM at chance, the bound classifies "
-             "very well'; its picture is not in our copy): clusters at x = -5 and x = +5 on four "
-             "horizontal stripes y = 1.5, 0.5, -0.5, -1.5, labelled A B A B, standard deviation "
-             "0.2, 400 training and 400 test points. Four convex cells (the stripes) separate "
-             "the classes, which m = 2 gated components per class can represent; the "
-             "maximum-likelihood generative fit (2 shared-covariance Gaussians per class) pairs "
-             "each class's clusters left / right (means (+-5, 0.5) and (+-5, -0.5)), whose "
-             "conditional splits each group near y = 0: chance. Every method starts from the same "
-             f"{n_starts} random starts N(0, 0.1^2) and stops by the paper's rule, except "
-             "'ftol 1e-9' (the bound with a strict rule, 10x the iterations).\n",
-             "| method | test log-likelihood (sum over 400 rows, mean over starts) | test "
-             "accuracy, mean | accuracy per start | endings | paper |",
-             "| --- | --- | --- | --- | --- | --- |"]
+    lines = [prose("latent", "toy", n_starts=n_starts) + "\n"]
     acc: dict[str, list[float]] = {}
+    rows = []
     for r in toy:
         mt = r["metrics"]
         per = mt.get("test_accuracies", [])
         acc[r["method"]] = per or [mt["test_accuracy"]]
-        ends = ", ".join(f"{k} {v}" for k, v in sorted(mt["status_counts"].items()))
-        lines.append(f"| {_NAMES.get(r['method'], r['method'])} | {_f(mt['test_loglik'])} | "
-                     f"{_f(mt['test_accuracy'], 3)} | {' '.join(_f(a) for a in per)} | "
-                     f"{ends} | {_f(PAPER_TOY.get(r['method']))} |")
+        rows.append((_NAMES.get(r["method"], r["method"]), _f(mt["test_loglik"]),
+                     _f(mt["test_accuracy"], 3), " ".join(_f(a) for a in per),
+                     ", ".join(f"{k} {v}" for k, v in sorted(mt["status_counts"].items())),
+                     _f(PAPER_TOY.get(r["method"]))))
+    lines += table(("method", "test log-likelihood (sum over 400 rows, mean over starts)",
+                    "test accuracy, mean", "accuracy per start", "endings", "paper"), rows)
     lines.append("")
     if (Path(out) / "latent_toy.png").exists():
-        lines.append("![toy decision boundaries](latent_toy.png)\n")
-        lines.append("(Decision boundaries from the first start, the same for every method.)\n")
+        lines.append(prose("latent", "toy-figure") + "\n")
     if "bound" in acc and "em-joint" in acc:
         em = np.array(acc["em-joint"])
         bd = np.array(acc["bound"])
@@ -225,23 +179,14 @@ def _toy_section(records, out: Path) -> list[str]:
         sep_long = int(np.sum(bl >= 0.9))
         sep = int(np.sum(bd >= 0.9))
         holds = em_chance and sep_long >= 0.8 * bl.size
-        lines.append(
-            "Verdict (Fig. 1: the bound separates the classes, EM is at chance): generative EM "
-            f"reaches test accuracy {em.mean():.2f} on average (min {em.min():.2f}, max "
-            f"{em.max():.2f}; chance 0.5, {int(np.sum(em <= 0.6))} of {em.size} starts <= "
-            f"0.6): EM at chance {'is reproduced' if em_chance else 'is NOT reproduced'}. The "
-            f"bound with the paper's stopping rule separates the classes (accuracy >= 0.9) "
-            f"from {sep} of {bd.size} starts (mean {bd.mean():.2f}); from the others it stops "
-            "on the plateau around the symmetric start, where one iteration gains less than "
-            "1e-6 (relative). With the strict rule it separates from "
-            f"{sep_long} of {bl.size} (mean {bl.mean():.2f}). The claim "
-            f"{'holds' if holds else 'does NOT hold'} in this run"
-            + (" when the bound is run to convergence" if holds and sep < sep_long else "")
-            + f". EM on the conditional likelihood reaches {np.mean(acc.get('em', [np.nan])):.2f}. "
-            f"The paper's EM test log-likelihood of -1.5e6 is not reproduced: ours is "
-            f"{_f(em_ll)} (the conditional of a shared-covariance Gaussian mixture is a "
-            "mildly sloped linear-softmax, not the near-singular fit such a number needs; the "
-            "paper does not say how its EM was set up).\n")
+        lines.append(prose(
+            "latent", "toy-verdict", em_mean=em.mean(), em_min=em.min(), em_max=em.max(),
+            em_low=int(np.sum(em <= 0.6)), em_n=em.size,
+            em_chance="is reproduced" if em_chance else "is NOT reproduced", sep=sep,
+            n_bound=bd.size, bd_mean=bd.mean(), sep_long=sep_long, n_long=bl.size,
+            bl_mean=bl.mean(), holds="holds" if holds else "does NOT hold",
+            converged=" when the bound is run to convergence" if holds and sep < sep_long
+            else "", em_cond=np.mean(acc.get("em", [np.nan])), em_ll=_f(em_ll)) + "\n")
     return lines
 
 
@@ -260,9 +205,7 @@ def _cells(records, task):
 
 def _norm_table(t5) -> tuple[list[str], dict]:
     methods = list(dict.fromkeys(r["method"] for r in t5))
-    lines = ["| method | runs | median ||theta|| | runs with ||theta|| > 100 | median training "
-             "objective | test log-lik per row, all runs | runs with ||theta|| <= 100 | runs "
-             "with ||theta|| > 100 |", "| --- |" + " --- |" * 7]
+    rows = []
     stats: dict[str, dict] = {}
     for meth in methods:
         norms, lls, objs = [], [], []
@@ -282,10 +225,12 @@ def _norm_table(t5) -> tuple[list[str], dict]:
               "ll_small": float(ll[~big].mean()) if (~big).any() else None,
               "ll_big": float(ll[big].mean()) if big.any() else None}
         stats[meth] = st
-        lines.append(f"| {_NAMES.get(meth, meth)} | {st['runs']} | {st['median_norm']:.3g} | "
-                     f"{st['big']} | {np.median(objs):.3g} | {st['ll']:.3f} | "
-                     f"{_f(st['ll_small'], 3)} | {_f(st['ll_big'], 3)} |")
-    return lines, stats
+        rows.append((_NAMES.get(meth, meth), st["runs"], f"{st['median_norm']:.3g}", st["big"],
+                     f"{np.median(objs):.3g}", f"{st['ll']:.3f}", _f(st["ll_small"], 3),
+                     _f(st["ll_big"], 3)))
+    return table(("method", "runs", "median ||theta||", "runs with ||theta|| > 100",
+                  "median training objective", "test log-lik per row, all runs",
+                  "runs with ||theta|| <= 100", "runs with ||theta|| > 100"), rows), stats
 
 
 def _norm_figure(t5, path: Path) -> Path | None:
@@ -313,8 +258,7 @@ def _norm_figure(t5, path: Path) -> Path | None:
     rows = [panels[i:i + 3] for i in range(0, len(panels), 3)]
     return panel_grid(rows, path, title="lambda = 0: where each run stopped (||theta||) "
                       "against its test negative log-likelihood",
-                      caption="One point per run (data set, m, split, start, method). Test NLL "
-                              "per row clipped below at 1e-4.")
+                      caption=prose("latent", "norm-caption"))
 
 
 def _ridge_figure(t5c, rc, sets, lams, methods, path: Path) -> Path | None:
@@ -351,13 +295,10 @@ def _evidence_section(records, out: Path) -> list[str]:
     ridge = [r for r in records if r["task"] == "ridge"]
     if not t5:
         return []
-    lines = ["### Why the ranking differs: ||theta||, a ridge, and the local optima\n"]
     # (a) lambda = 0: norms against test log-likelihood
-    table, stats = _norm_table(t5)
-    lines.append("**lambda = 0, every run of Table 5** (all data sets, m, splits, starts): how "
-                 "far each method drove ||theta||, and what that cost on the test rows (test "
-                 "log-likelihood per test row, mean).\n")
-    lines += table
+    norm_table, stats = _norm_table(t5)
+    lines = [p + "\n" for p in prose("latent", "norms").split("\n\n")]
+    lines += norm_table
     lines.append("")
     try:
         from scipy.stats import spearmanr
@@ -377,15 +318,11 @@ def _evidence_section(records, out: Path) -> list[str]:
     both = [(st["ll_small"], st["ll_big"]) for st in stats.values()
             if st["ll_small"] is not None and st["ll_big"] is not None]
     worse = sum(1 for a, b in both if b < a)
-    lines.append(
-        "Measured: median ||theta|| at the end of a run is <= 100 for "
-        f"{', '.join(_NAMES.get(m, m) for m in small) or 'no method'} and > 100 for "
-        f"{', '.join(_NAMES.get(m, m) for m in big) or 'no method'}; for {worse} of "
-        f"{len(both)} methods with runs on both sides of ||theta|| = 100, the large-norm runs "
-        "have the lower mean test log-likelihood. Spearman rank correlation of ||theta|| with "
-        "the test log-likelihood over all runs of a data set: "
-        + ", ".join(f"{d} {v:+.2f}" for d, v in rho.items())
-        + " (negative: the further a run went, the worse it scored on test rows).\n")
+    lines.append(prose(
+        "latent", "norms-measured",
+        small=", ".join(_NAMES.get(m, m) for m in small) or "no method",
+        big=", ".join(_NAMES.get(m, m) for m in big) or "no method", worse=worse,
+        both=len(both), rho=", ".join(f"{d} {v:+.2f}" for d, v in rho.items())) + "\n")
     if not ridge:
         return lines
     # (b) the ridge: the same protocol with lambda > 0
@@ -394,12 +331,7 @@ def _evidence_section(records, out: Path) -> list[str]:
     methods = list(dict.fromkeys(r["method"] for r in ridge))
     lams = sorted({float(r["metrics"]["lambda"]) for r in ridge})
     all_lams = [0.0] + lams
-    lines.append(
-        "**The same protocol with a ridge** (t lambda / 2)||theta||^2, at the paper's m, the "
-        "same splits and starts (lambda = 0 from Table 5). The penalty gives the objective a "
-        "minimizer and fixes the scale of theta, so the methods are compared at (nearly) "
-        "matched ||theta||. Cell: test log-likelihood (sum over the test rows, mean over "
-        "starts) and mean ||theta||; best of the column in bold.\n")
+    lines.append(prose("latent", "ridge") + "\n")
     wins = {lam: 0 for lam in all_lams}
     n_sets = {lam: 0 for lam in all_lams}
     spread = {lam: [] for lam in all_lams}
@@ -407,9 +339,6 @@ def _evidence_section(records, out: Path) -> list[str]:
     for d in sets:
         M = PAPER_M[d]
         lines.append(f"**{d}** (m = {M})\n")
-        lines.append("| method | " + " | ".join(f"lambda = {_lam_key(lam)}" for lam in all_lams)
-                     + " |")
-        lines.append("| --- |" + " --- |" * len(all_lams))
         best = {}
         for lam in all_lams:
             src = t5c if lam == 0 else rc
@@ -422,6 +351,7 @@ def _evidence_section(records, out: Path) -> list[str]:
                 spread[lam].append(max(vals.values()) - min(vals.values()))
                 norms = [src[(d, M, lam, m)]["metrics"]["theta_norm_mean"] for m in vals]
                 nspread[lam].append(max(norms) / max(min(norms), 1e-12))
+        rows = []
         for meth in methods:
             cells = []
             for lam in all_lams:
@@ -432,32 +362,22 @@ def _evidence_section(records, out: Path) -> list[str]:
                 v = _f(rec["metrics"]["test_loglik"])
                 v = f"**{v}**" if best.get(lam) == meth else v
                 cells.append(f"{v} ({rec['metrics']['theta_norm_mean']:.3g})")
-            lines.append(f"| {_NAMES.get(meth, meth)} | " + " | ".join(cells) + " |")
+            rows.append((_NAMES.get(meth, meth), *cells))
+        lines += table(("method", *(f"lambda = {_lam_key(lam)}" for lam in all_lams)), rows)
         lines.append("")
     if _ridge_figure(t5c, rc, sets, lams, methods, Path(out) / "latent_ridge.png") is not None:
         lines.append("![ridge: test NLL against lambda](latent_ridge.png)\n")
-    lines.append("| lambda | data sets where the bound is best | median spread of the "
-                 "methods' test log-likelihoods (max - min) | median ratio of largest to "
-                 "smallest mean ||theta|| |")
-    lines.append("| --- | --- | --- | --- |")
-    for lam in all_lams:
-        if n_sets[lam]:
-            lines.append(f"| {_lam_key(lam)} | {wins[lam]} of {n_sets[lam]} | "
-                         f"{_f(float(np.median(spread[lam])))} | "
-                         f"{float(np.median(nspread[lam])):.3g} |")
+    lines += table(("lambda", "data sets where the bound is best",
+                    "median spread of the methods' test log-likelihoods (max - min)",
+                    "median ratio of largest to smallest mean ||theta||"),
+                   [(_lam_key(lam), f"{wins[lam]} of {n_sets[lam]}",
+                     _f(float(np.median(spread[lam]))), f"{float(np.median(nspread[lam])):.3g}")
+                    for lam in all_lams if n_sets[lam]])
     lines.append("")
     # (c) local optima: polished objectives from the same starts
-    lines.append(
-        "**Local optima from the same starts.** Each ridge run's endpoint is polished (L-BFGS "
-        "from it, gradient to 1e-9 relative) to the stationary point of the basin it ended in, "
-        "so a slow method is not penalized for stopping early. Per start, the bound's polished "
-        "training objective against each method's: lower (win), equal within "
-        f"{TIE:g} relative (tie), higher (loss).\n")
-    lines.append("| data set | lambda | bound: mean polished objective | best other (mean) | "
-                 + " | ".join(f"vs {_NAMES.get(m, m)} W/T/L" for m in methods if m != "bound")
-                 + " |")
-    lines.append("| --- | --- | --- | --- |" + " --- |" * (len(methods) - 1))
+    lines.append(prose("latent", "optima", tie=TIE) + "\n")
     tot = {m: [0, 0, 0] for m in methods if m != "bound"}
+    rows = []
     for d in sets:
         M = PAPER_M[d]
         for lam in lams:
@@ -479,9 +399,10 @@ def _evidence_section(records, out: Path) -> list[str]:
                 tot[m][2] += loss
                 cells.append(f"{w}/{t}/{loss}")
             bo = min(others, key=others.get) if others else None
-            lines.append(f"| {d} (m={M}) | {_lam_key(lam)} | {jb.mean():.4f} | "
-                         + (f"{others[bo]:.4f} ({_NAMES.get(bo, bo)})" if bo else "-")
-                         + " | " + " | ".join(cells) + " |")
+            rows.append((f"{d} (m={M})", _lam_key(lam), f"{jb.mean():.4f}",
+                         f"{others[bo]:.4f} ({_NAMES.get(bo, bo)})" if bo else "-", *cells))
+    lines += table(("data set", "lambda", "bound: mean polished objective", "best other (mean)",
+                    *(f"vs {_NAMES.get(m, m)} W/T/L" for m in methods if m != "bound")), rows)
     lines.append("| **all** | | | | " + " | ".join(f"**{w}/{t}/{lo}**" for w, t, lo in
                                                      tot.values()) + " |")
     lines.append("")
@@ -516,23 +437,12 @@ def _evidence_section(records, out: Path) -> list[str]:
             cell_win[b] = cell_win.get(b, 0) + 1
     win_txt = ", ".join(f"{_NAMES.get(k, k)} {v}" for k, v in
                         sorted(cell_win.items(), key=lambda kv: -kv[1]))
-    lines.append(
-        "Verdict. (1) lambda = 0: on "
-        f"{', '.join(neg) or 'no data set'} (rank correlation below -0.5) the further a run "
-        "drove ||theta||, the lower its test log-likelihood, so the ranking of a cell is set "
-        f"by where each method stopped (winners of its (data set, m) cells: {win_txt}); on "
-        f"{', '.join(pos) or 'no data set'} the test rows are separated too, large norms cost "
-        "(almost) nothing and the fast methods reach test log-likelihoods near 0. (2) With a "
-        f"ridge the norms are matched (largest / smallest mean ||theta|| <= {matched:.3g} per "
-        f"cell, median) and the test log-likelihoods draw together (median spread {sp0} nats "
-        f"at lambda = 0, {sp_r}); the bound is best on {wins[0.0]} of {n_sets[0.0]} sets at "
-        f"lambda = 0 and on {wins_r}: "
-        + ("the paper's ranking does not appear at matched norms either"
-           if ridge_best < 4 else "the paper's ranking appears at matched norms")
-        + f". (3) Local optima (the paper's 'finds better local maxima'), over all starts and "
-        f"methods: {optima}. So the paper's Table 2 ranking is not reproduced, and what our "
-        "runs show behind the differences at lambda = 0 is early stopping on an objective "
-        "without a minimizer"
-        + (", not better optima found by the bound.\n" if better <= 0 else
-           "; the bound's better optima are a second effect.\n"))
+    lines.append(prose(
+        "latent", "verdict", neg=", ".join(neg) or "no data set", win_txt=win_txt,
+        pos=", ".join(pos) or "no data set", matched=matched, sp0=sp0, sp_r=sp_r,
+        wins0=wins[0.0], n0=n_sets[0.0], wins_r=wins_r,
+        ranking="the paper's ranking does not appear at matched norms either"
+        if ridge_best < 4 else "the paper's ranking appears at matched norms",
+        optima=optima, tail=", not better optima found by the bound.\n" if better <= 0 else
+        "; the bound's better optima are a second effect.\n"))
     return lines
