@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from zbound.bench.report import num
+from zbound.bench.report import num, prose, table
 from zbound.bench.suites.ising.config import EXACT_MAX_D
 from zbound.bench.suites.ising.figures import (
     ERROR_NOTE,
@@ -74,10 +74,9 @@ def _table(recs, key="error_bound", methods=None) -> str:
             names.append(r["method"])
     if not by_setting:
         return ""
-    lines = ["| setting | " + " | ".join(names) + " |", "|---" * (len(names) + 1) + "|"]
-    for (_, setting), cells in sorted(by_setting.items()):
-        lines.append(f"| {setting} | " + " | ".join(cells.get(n, "-") for n in names) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(table(("setting", *names),
+                           [(setting, *(cells.get(n, "-") for n in names))
+                            for (_, setting), cells in sorted(by_setting.items())])) + "\n"
 
 
 def _winners(recs, key="error_bound") -> dict[str, int]:
@@ -105,20 +104,15 @@ _COUPLING_FIGURES = (("logdet", 5, "fig2_logdet_d5.png", "Fig. 2"),
 def report(doc: dict[str, Any], out: Path) -> str:
     out = Path(out)
     recs = doc["records"]
-    parts = ["## Beyler & Bach figures\n",
-             "All values are in the paper's convention Phi_eps (eq. (5), uniform base measure). "
-             "error = (bound - exact)/d, l1 = mean |p_hat(x_i=1) - p(x_i=1)|; mean ± one standard "
-             "deviation over the draws.\n"]
+    parts = [prose("ising", "intro") + "\n"]
     checks = doc.get("extra", {}).get("bound_checks")
     if checks:
         parts.append(f"### Bound validity on every instance with an exact value "
                      f"(d <= {EXACT_MAX_D})\n")
-        parts.append("| method | instances checked | bound < exact |\n|---|---|---|")
-        for name, n in sorted(checks["checked"].items()):
-            parts.append(f"| {name} | {n} | {checks['violations'].get(name, 0)} |")
-        parts.append("\nEvery certified value is checked: TRW's tree-decomposition certificate "
-                     "whether or not its messages converged, log-det, quantum and greedy "
-                     "everywhere.\n")
+        parts += table(("method", "instances checked", "bound < exact"),
+                       [(name, n, checks["violations"].get(name, 0))
+                        for name, n in sorted(checks["checked"].items())])
+        parts.append("\n" + prose("ising", "validity") + "\n")
 
     # Fig. 1
     hier = _groups([r for r in recs if r["task"] == "hierarchy"], lambda r: r["metrics"]["graph"])
@@ -151,8 +145,7 @@ def report(doc: dict[str, Any], out: Path) -> str:
                 [("gain", "gain vs quantum (1,x)")], "coupling strength w",
                 "Fig. 9: gain of greedy features (log-det parameters, d=10)",
                 methods=("quantum-greedy-k3", "quantum-greedy-k10"),
-                caption="gain = (bound_greedy − bound_quantum(1,x))/d; < 0: the features "
-                        "lowered the bound."))
+                caption=prose("ising", "fig9-caption")))
     rel_recs = [r for r in _coupling(recs) if r["metrics"]["d"] > EXACT_MAX_D]
     rel = _groups(rel_recs, _family)
     if rel:
@@ -162,8 +155,7 @@ def report(doc: dict[str, Any], out: Path) -> str:
         parts.append(method_figure(out, f"fig11_logdet_d{'-'.join(map(str, d_rel))}.png", rel,
                                    [("rel_logdet", "(bound - logdet)/d")], "coupling strength w",
                                    f"Fig. 11 (log-det parameters, d={d_txt})",
-                                   caption="No exact value at this d: (bound − log-det "
-                                           "bound)/d; < 0: tighter than log-det."))
+                                   caption=prose("ising", "fig11-caption")))
         for name, rs in rel:
             parts.append(f"**{name}**\n\n" + _table(rs, "rel_logdet"))
 
@@ -186,8 +178,7 @@ def report(doc: dict[str, Any], out: Path) -> str:
                                    [("gain", "(bound_k - bound_quantum)/d")], "temperature eps",
                                    f"Fig. 8(a): gain of k greedy features (Gaussian, d={d_g})",
                                    logx=True,
-                                   caption="bound_k: quantum bound with the first k greedy "
-                                           "features added to (1, x); < 0: they helped."))
+                                   caption=prose("ising", "fig8-caption")))
         parts.append(_table([dict(r, setting=f"eps={r['metrics']['x']}") for r in gain], "gain"))
 
     metric = [r for r in recs if r["task"] == "metric"]
@@ -197,26 +188,18 @@ def report(doc: dict[str, Any], out: Path) -> str:
     zero = [r for r in recs if r["task"] == "zero-temperature"]
     if zero:
         parts.append("### Sec. 6 / Suppl. B: zero temperature, d = 8 (error = (bound - max f)/d)\n")
-        parts.append("| graph | method | error mean | violations |\n|---|---|---|---|")
-        for r in zero:
-            parts.append(f"| {r['dataset']} | {r['method']} | "
-                         f"{num(r['metrics']['error_bound_mean'], '.2e')} | "
-                         f"{r['metrics']['violations']} |")
-        parts.append("")
+        parts += table(("graph", "method", "error mean", "violations"),
+                       [(r["dataset"], r["method"], num(r["metrics"]["error_bound_mean"], ".2e"),
+                         r["metrics"]["violations"]) for r in zero]) + [""]
 
     speed = [r for r in recs if r["task"] == "speed"]
     if speed:
         parts.append("### Speed: Chambolle-Pock vs CVXPY (same relaxation, features (1, x))\n")
-        parts.append("| dataset | setting | method | reached | median s | bound | status |\n"
-                     "|---|---|---|---|---|---|---|")
-        for r in speed:
-            t = r["time_to_target_s"]
-            b = r["final_objective"]
-            parts.append(f"| {r['dataset']} | {r['setting']} | {r['method']} | {r['reached']} | "
-                         f"{'-' if t is None else f'{t:.3g}'} | "
-                         f"{'-' if b is None else f'{b:.6f}'} | "
-                         f"{r['metrics'].get('status', '')} |")
-        parts.append("")
+        parts += table(("dataset", "setting", "method", "reached", "median s", "bound",
+                        "status"),
+                       [(r["dataset"], r["setting"], r["method"], r["reached"],
+                         num(r["time_to_target_s"]), num(r["final_objective"], ".6f"),
+                         r["metrics"].get("status", "")) for r in speed]) + [""]
 
     parts.append(_scale_section([r for r in recs if r["task"] == "scale"], out, doc))
     parts.append(_convergence_figures(doc, out))
@@ -250,26 +233,20 @@ def _scale_section(recs: list[dict], out: Path, doc) -> str:
     if doc.get("quick"):
         parts.append("Quick mode: d <= 200 only (the full run goes to d = 1000).\n")
     parts.append(scale_figure(out, "scale_time_vs_d.png", recs, SCALE_TARGET_S))
-    parts.append("| d | method | seconds | converged | iterations | Newton steps | "
-                 "eigendecompositions | bound | relative gap |\n"
-                 "|---|---|---|---|---|---|---|---|---|")
-    for r in sorted(recs, key=lambda r: (r["metrics"]["d"], r["method"])):
-        m = r["metrics"]
-
-        def f(v, fmt="{}"):
-            return "-" if v is None else fmt.format(v)
-
-        parts.append(f"| {m['d']} | {r['method']} | {num(m['seconds'])} | {m['converged']} | "
-                     f"{f(m['iterations'])} | {f(m['newton_steps'])} | "
-                     f"{f(m['eigendecompositions'])} | {m['bound']:.6f} | {m['gap']:.1e} |")
+    parts += table(("d", "method", "seconds", "converged", "iterations", "Newton steps",
+                    "eigendecompositions", "bound", "relative gap"),
+                   [(m["d"], r["method"], num(m["seconds"]), m["converged"],
+                     num(m["iterations"], ""), num(m["newton_steps"], ""),
+                     num(m["eigendecompositions"], ""), f"{m['bound']:.6f}", f"{m['gap']:.1e}")
+                    for r in sorted(recs, key=lambda r: (r["metrics"]["d"], r["method"]))
+                    for m in [r["metrics"]]])
     q = {r["metrics"]["d"]: r["metrics"]["seconds"] for r in recs
          if r["method"] == "quantum" and r["metrics"]["seconds"] is not None}
     # the growth rate at large d: the top three sizes (the solver changes path at n = 129)
     ds = sorted(q)[-3:]
     if len(ds) >= 2 and all(q[d] > 0 for d in ds):
         slope = float(np.polyfit(np.log(ds), np.log([q[d] for d in ds]), 1)[0])
-        parts.append(f"\nQuantum: seconds grow like d^{slope:.2f} over d = {ds[0]}..{ds[-1]} "
-                     "(least-squares slope of log seconds on log d, largest three d).")
+        parts.append("\n" + prose("ising", "growth", slope=slope, lo=ds[0], hi=ds[-1]))
     parts.append("")
     return "\n".join(parts)
 
@@ -288,14 +265,12 @@ def _convergence_figures(doc, out: Path) -> str:
     parts.append(iterations_figure(
         out, "fig13_cp_iterations_vs_d.png", [r for r in recs if r["task"] == "cp-iterations"],
         "d", "Fig. 13: iterations to gap 1e-8, features (1,x), plain Chambolle-Pock",
-        "Iterations of plain Chambolle-Pock (tau = 3, sigma = 0.3, no Newton polish) until the "
-        "relative duality gap is below 1e-8; Gaussian parameters, complete graph."))
+        prose("ising", "fig13-caption")))
     parts.append(iterations_figure(
         out, "fig15_cp_iterations_vs_n.png",
         [r for r in recs if r["task"] == "cp-iterations-general"], "n",
         "Fig. 15: iterations to gap 1e-2, d=10, n features (degree order)",
-        "Iterations of plain Chambolle-Pock until the relative duality gap is below 1e-2, with "
-        "the first n monomials in degree order as features."))
+        prose("ising", "fig15-caption")))
     return "\n".join(p for p in parts if p)
 
 
@@ -414,10 +389,6 @@ def _discussion(doc) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _fmt(v) -> str:
-    return "" if v is None else f"{v:.3f}"
-
-
 def _metric_section(metric: list[dict], out: Path) -> str:
     """Suppl. C: what diagonal metric learning buys over the plain relaxation, and at what cost."""
     groups = _groups(metric, lambda r: f"gaussian d={r['metrics']['d']}")
@@ -429,8 +400,7 @@ def _metric_section(metric: list[dict], out: Path) -> str:
     for name, rs in groups:
         parts.append(f"**{name}**\n\n" + _table(rs))
     by = {(r["metrics"]["d"], r["metrics"]["eps"], r["method"]): r for r in metric}
-    rows = ["| d | eps | quantum error | metric error | share of the gap closed | "
-            "metric s / quantum s | greedy k=3 error |", "|---|---|---|---|---|---|---|"]
+    rows = []
     shares, ratios = [], []
     for (d, eps, method), r in sorted(by.items()):
         if method != "quantum-metric":
@@ -447,15 +417,14 @@ def _metric_section(metric: list[dict], out: Path) -> str:
         if ratio is not None:
             ratios.append(ratio)
         ge = g["metrics"]["error_bound_mean"] if g else None
-        rows.append(f"| {d} | {eps} | {_fmt(qe)} | {_fmt(me)} | "
-                    f"{'' if share is None else f'{100 * share:.0f}%'} | "
-                    f"{'' if ratio is None else f'{ratio:.0f}x'} | {_fmt(ge)} |")
-    parts.append("\n".join(rows) + "\n")
+        rows.append((d, eps, num(qe, ".3f", ""), num(me, ".3f", ""),
+                     "" if share is None else f"{100 * share:.0f}%",
+                     "" if ratio is None else f"{ratio:.0f}x", num(ge, ".3f", "")))
+    parts.append("\n".join(table(("d", "eps", "quantum error", "metric error",
+                                  "share of the gap closed", "metric s / quantum s",
+                                  "greedy k=3 error"), rows)) + "\n")
     if shares:
-        parts.append(f"Verdict: metric learning closes {100 * min(shares):.0f}-"
-                     f"{100 * max(shares):.0f}% of the plain relaxation's gap"
-                     + (f" at {min(ratios):.0f}-{max(ratios):.0f}x its time" if ratios else "")
-                     + "; the paper (Suppl. C) found the gain \"not very important albeit "
-                     "increased computational complexity\" and recommends greedy features "
-                     "instead: compare the last column.\n")
+        parts.append(prose("ising", "metric-verdict", lo=100 * min(shares), hi=100 * max(shares),
+                           cost=f" at {min(ratios):.0f}-{max(ratios):.0f}x its time"
+                           if ratios else "") + "\n")
     return "\n".join(parts)
