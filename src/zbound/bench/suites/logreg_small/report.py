@@ -12,6 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from zbound.bench.report import prose, table
 from zbound.bench.suites.logreg_small.config import (
     LAMBDAS,
     REL_TARGET,
@@ -217,6 +218,10 @@ def _yes(b: bool | None) -> str:
     return "-" if b is None else ("yes" if b else "**no**")
 
 
+def _ratio_text(x):
+    return "-" if x is None else ("not reached" if math.isinf(x) else f"{x:.2f}")
+
+
 def report(doc: dict[str, Any], out: Path) -> str:
     """Markdown sections of ``logreg-small.md``; writes the convergence PNGs into ``out``."""
     records = doc.get("records", [])
@@ -224,259 +229,183 @@ def report(doc: dict[str, Any], out: Path) -> str:
     cfgx = extra.get("config", {})
     idx = _index(records)
     default = next((r["method"] for r in records if r.get("default")), cfgx.get("default_method"))
-    lines = ["## What was run", ""]
-    lines.append(
-        "L2-regularized logistic regression in the library's softmax parametrization "
-        "(sum of log-losses + reg/2 ||theta||^2) on standardized features plus a bias column. "
-        "Table 3 regime: reg = t * lambda (the paper's (t lambda/2)||theta||^2), lambda in "
-        "{1, 1e2, 1e4}; weak regime: reg = 1/C, C in {1, 10} (scikit-learn's convention; for two "
-        "classes scikit-learn is given C' = 2/reg so that its one-vector objective equals ours). "
-        f"Target: f* + {REL_TARGET:g} |f*| with f* from SciPy BFGS (gtol 1e-10) polished by "
-        f"Newton. Starts: {cfgx.get('starts_table3')} (Table 3) / {cfgx.get('starts_weak')} "
-        f"(weak) shared random points N(0, {START_SCALE}^2); {cfgx.get('repeats')} alternating "
-        "repeats (outer loop over repeats, inner over starts, methods round-robin), median per "
-        "start, then median over starts. Library methods and solver "
-        "peers stop as soon as the objective is <= target; scikit-learn (which starts at 0 and "
-        "cannot stop at a target) gets, per cell, the loosest tol in 1e-2..1e-10 whose solution "
-        f"reaches the target. Default solver: `{default}`. Times include building the model "
-        "(ours) or the estimator's fit (scikit-learn).")
-    lines.append("")
+    lines = [prose("logreg-small", "what-was-run", rel=REL_TARGET, scale=START_SCALE,
+                   default=default, **{k: cfgx.get(k) for k in (
+                       "starts_table3", "starts_weak", "repeats")}), ""]
     refs = extra.get("references", {})
     if refs:
         worst = max(r.get("bfgs_newton_rel_diff", 0.0) or 0.0 for r in refs.values())
-        lines.append(f"Reference optima: BFGS and its Newton polish agree to {worst:.1e} "
-                     "relative (max over cells), far below the 1e-6 target tolerance.")
-        lines.append("")
-
-    costs = extra.get("eval_costs", {})
-    if costs:
-        lines += ["## Cost of one evaluation", ""]
-        lines.append("Median wall time of one call at the first start point (one BLAS thread): "
-                     "building the model, value + gradient (what BFGS/CG/L-BFGS/SD pay per "
-                     "evaluation), value + gradient + Hessian operator (Newton, newton-bound), "
-                     "the Hessian as a dense matrix, and the Alg. 1 bound (plain Alg. 2 and "
-                     "SQUAREM, one per bound step).")
-        lines.append("")
-        lines.append("| data | t x d, classes | model | value+grad | +Hessian | dense Hessian | "
-                     "bound (Alg. 1) | bound / (value+grad) |")
-        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        for d, c in costs.items():
-            ratio = c["bound"] / c["value_and_grad"] if c.get("value_and_grad") else None
-            lines.append(
-                f"| {d} | {c['shape'][0]} x {c['shape'][1]}, {c['n_classes']} | "
-                f"{_fmt_s(c.get('construct'))} | {_fmt_s(c.get('value_and_grad'))} | "
-                f"{_fmt_s(c.get('value_grad_hessian'))} | {_fmt_s(c.get('hessian_dense'))} | "
-                f"{_fmt_s(c.get('bound'))} | {'-' if ratio is None else f'{ratio:.0f}x'} |")
-        lines.append("")
-
-    # (1) Table 3 grid
-    t3_keys = [k for k in idx if k[0] == "table3"]
-    if t3_keys:
-        lines += ["## Table 3: seconds to target, ours next to the paper's", ""]
-        lines.append("Paper: their machine and implementation (2012), average over 10 starts. "
-                     "Ours: this machine, median over starts of the per-start median; "
-                     "'-' = target not reached from every start.")
-        lines.append("")
-        hdr = "| data | lambda | " + " | ".join(f"{p} paper | {p} ours" for p in PAPER_TO_OURS)
-        lines.append(hdr + " |")
-        lines.append("| --- | --- |" + " --- | --- |" * len(PAPER_TO_OURS))
-        for key in t3_keys:
-            d, lam = key[1], _cell_value(idx[key], "lambda")
-            cellsx = []
-            for p, ours in PAPER_TO_OURS.items():
-                paper = PAPER_TABLE3[p].get((d, lam))
-                r = idx[key].get(ours)
-                cellsx.append(f"{paper:.2f}" if paper is not None else "-")
-                cellsx.append(_fmt_s(r.get("time_to_target_s")) if r else "n/a")
-            lines.append(f"| {d} | {_fmt_num(lam)} | " + " | ".join(cellsx) + " |")
-        lines.append("")
+        lines += [prose("logreg-small", "references", worst=worst), ""]
+    lines += _costs(extra.get("eval_costs", {}))
+    lines += _table3(idx)
     for task, title in (("table3", "Table 3 regime"), ("weak-l2", "weak regularization")):
-        keys = [k for k in idx if k[0] == task]
-        if not keys:
-            continue
-        methods = []
-        for k in keys:
-            for m in idx[k]:
-                if m not in methods:
-                    methods.append(m)
-        lib = [m for m in methods if not idx[keys[0]].get(m, {}).get("peer", False)]
-        peers = [m for m in methods if m not in lib]
-        methods = lib + peers
-        lines += [f"## All methods, {title}: time to target (median iterations)", ""]
-        lines.append("| data | setting | " + " | ".join(
-            f"{m}{' (default)' if m == default else ''}" for m in methods) + " |")
-        lines.append("| --- | --- |" + " --- |" * len(methods))
-        for k in keys:
-            row = []
-            for m in methods:
-                r = idx[k].get(m)
-                if r is None:
-                    row.append("n/a")
-                    continue
-                it = r["metrics"].get("iterations")
-                t = _fmt_s(r.get("time_to_target_s")) if r.get("reached") else "not reached"
-                row.append(f"{t} ({it})")
-            lines.append(f"| {k[1]} | {k[2]} | " + " | ".join(row) + " |")
-        lines.append("")
-        sk = [m for m in methods if m.startswith("sklearn-")]
-        if sk:
-            lines.append("scikit-learn tol chosen per cell (loosest that reaches the target): "
-                         + "; ".join(
-                             f"{k[1]} {k[2]}: " + ", ".join(
-                                 f"{m.removeprefix('sklearn-')} "
-                                 f"{_fmt_tol(idx[k][m]['metrics'].get('sklearn_tol'))}"
-                                 + ("" if idx[k][m].get("reached") else " (never)")
-                                 for m in sk if m in idx[k]) for k in keys))
-            lines.append("")
-
-    # (2) ratios
-    verdicts = {}
+        lines += _all_methods(idx, task, title, default)
     for task, title in (("table3", "Table 3 regime"), ("weak-l2", "weak regime")):
-        rows = ratio_rows(records, task)
-        if not rows:
-            continue
-        v = ratio_verdict(rows, task)
-        verdicts[task] = v
-        lines += [f"## Default solver vs fastest peer, {title}", ""]
-        lines.append(f"Target: ratio <= {v['ratio']:g} in >= {v['min_cells']} of the full grid's "
-                     f"{v['grid']} cells and never > {v['cap']:g}."
-                     + ("" if len(rows) >= v["grid"] else
-                        f" This run has {len(rows)} cells, so the share is counted on them: "
-                        f">= {v['needed']} of {len(rows)}."))
-        lines.append("")
-        lines.append("| data | setting | default (s) | fastest peer | peer (s) | ratio | "
-                     f"<= {v['ratio']:g} | <= {v['cap']:g} | fastest SciPy/sklearn | "
-                     "its (s) | ratio to it |")
-        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-
-        def fmt_ratio(x):
-            return "-" if x is None else ("not reached" if math.isinf(x) else f"{x:.2f}")
-
-        for r in rows:
-            x = r["ratio"]
-            lines.append(
-                f"| {r['dataset']} | {r['setting']} | {_fmt_s(r['default_s'])} | {r['peer']} | "
-                f"{_fmt_s(r['peer_s'])} | {fmt_ratio(x)} | "
-                f"{_yes(None if x is None else x <= v['ratio'])} | "
-                f"{_yes(None if x is None else x <= v['cap'])} | {r['external_peer']} | "
-                f"{_fmt_s(r['external_s'])} | {fmt_ratio(r['external_ratio'])} |")
-        lines.append("")
-        worst = "-" if v["worst"] is None else f"{v['worst']:.2f}"
-        word = ("PASS" if v["pass"] else "FAIL") if v["decided"] else \
-            f"NOT DECIDED ({v['cells']} cells are too few to decide; this run would " \
-            f"{'pass' if v['pass'] else 'fail'})"
-        lines.append(f"**{word}**: ratio <= {v['ratio']:g} in "
-                     f"{v['good']} of {v['cells']} cells (needed {v['needed']}), worst "
-                     f"{worst} (cap {v['cap']:g}).")
-        fastest: dict[str, int] = {}
-        for r in rows:
-            if r["peer"]:
-                fastest[r["peer"]] = fastest.get(r["peer"], 0) + 1
-        lines.append("Fastest peer by cells: " + ", ".join(
-            f"{k} {n}" for k, n in sorted(fastest.items(), key=lambda kv: -kv[1])) + ".")
-        ext = [r["external_ratio"] for r in rows if r["external_ratio"] is not None]
-        if ext:
-            n_half = sum(1 for x in ext if x <= 0.5)
-            lines.append(
-                f"Against the fastest SciPy or scikit-learn peer alone (other projects' code; "
-                f"the verdict above also counts the library's own Newton and steepest descent "
-                f"on the same model): ratio {min(ext):.2f}-{max(ext):.2f}, <= 0.5 in {n_half} "
-                f"of {len(ext)} cells, <= 1 in {sum(1 for x in ext if x <= 1.0)}.")
-        lines.append("")
-
-    sq = squarem_rows(records)
-    if sq:
-        lines += ["## SQUAREM vs plain Alg. 2: bound evaluations", ""]
-        lines.append(f"Target: >= {SQUAREM_FACTOR:g}x fewer bound evaluations than plain Alg. 2 "
-                     f"wherever plain Alg. 2 needs > {SQUAREM_MIN_BOUND_EVALS} (or misses the "
-                     "target). Median over starts.")
-        lines.append("")
-        lines.append("| task | data | setting | bound evals (Alg. 2) | SQUAREM evals | factor | "
-                     "target applies | pass |")
-        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        for r in sq:
-            be = f"{r['bound']}" + ("" if r["bound_reached"] else " (not reached)")
-            if r["count_check"]:
-                be = (f">= {r['bound']} (stopped at {SQUAREM_FACTOR:g}x SQUAREM, target not "
-                      "reached)" if r["factor_is_lower_bound"] else f"{r['bound']}") + " [1]"
-            se = f"{r['squarem']}" + ("" if r["squarem_reached"] else " (not reached)")
-            fac = "-" if r["factor"] is None else f"{r['factor']:.1f}"
-            if r["factor"] is not None and r["factor_is_lower_bound"]:
-                fac = ">= " + fac
-            verdict = _yes(r["pass"])
-            if r["applies"] and r["pass"] is None:
-                verdict = "undetermined"
-            lines.append(f"| {r['task']} | {r['dataset']} | {r['setting']} | {be} | {se} | "
-                         f"{fac} | {_yes(r['applies'])} | {verdict} |")
-        applies = [r for r in sq if r["applies"]]
-        n_ok = sum(1 for r in applies if r["pass"])
-        n_fail = sum(1 for r in applies if r["pass"] is False)
-        n_open = len(applies) - n_ok - n_fail
-        word = "FAIL" if n_fail else ("UNDETERMINED" if n_open else "PASS")
-        lines.append("")
-        lines.append(f"**{word}**: passes in {n_ok} of {len(applies)} cells where the target "
-                     f"applies, fails in {n_fail}"
-                     + (f", undetermined in {n_open} (plain Alg. 2 ran out of its time budget, "
-                        "so its count is only a lower bound)" if n_open else "") + ".")
-        if any(r["count_check"] for r in sq):
-            lines.append("")
-            lines.append(f"[1] Plain Alg. 2 or SQUAREM missed the target within the timed runs' "
-                         "budget, so the counts come from untimed re-runs from the same starts: "
-                         "SQUAREM to the target (if its timed run was cut), plain Alg. 2 for "
-                         f"up to {SQUAREM_FACTOR:g}x SQUAREM's bound evaluations (median over "
-                         "the starts checked; `metrics.count_check` in the JSON has each "
-                         "start). Not reaching the target by then decides the factor is above "
-                         f"{SQUAREM_FACTOR:g}x without running to the end.")
-        lines.append("")
-
-    # (3) ranking
-    rk = ranking_rows(records)
-    if rk:
-        lines += ["## Does the paper's ranking hold?", ""]
-        lines.append("Paper (Table 3): Bound fastest in every cell, then Newton, then CG, then "
-                     "BFGS and SD. Ours, the same five algorithms (bound = plain Alg. 2, "
-                     "Newton = the library's Newton with line search, CG/BFGS = SciPy, "
-                     "SD = the library's steepest descent):")
-        lines.append("")
-        lines.append("| data | lambda | our order (fastest first) | Bound first | "
-                     "Newton before CG/BFGS/SD | CG before BFGS/SD |")
-        lines.append("| --- | --- | --- | --- | --- | --- |")
-        for r in rk:
-            lines.append(f"| {r['dataset']} | {_fmt_num(r['lambda'])} | "
-                         f"{' < '.join(r['order'])} | {_yes(r['bound_first'])} | "
-                         f"{_yes(r['newton_before_cg'])} | {_yes(r['cg_before_bfgs_sd'])} |")
-        n = len(rk)
-        nb = sum(r["bound_first"] for r in rk)
-        nn = sum(r["newton_before_cg"] for r in rk)
-        nc = sum(r["cg_before_bfgs_sd"] for r in rk)
-        nh = sum(r["holds"] for r in rk)
-        lines.append("")
-        lines.append(f"Plainly: plain Alg. 2 is the fastest of the five in {nb} of {n} cells; "
-                     f"Newton beats CG, BFGS and SD in {nn} of {n}; CG beats BFGS and SD in "
-                     f"{nc} of {n}; the paper's full ranking holds in {nh} of {n} cells.")
-        not_first = [r for r in rk if not r["bound_first"]]
-        if not_first:
-            lines.append("Where plain Alg. 2 is not fastest: " + "; ".join(
-                f"{r['dataset']} {r['setting']} ({r['order'][0]} fastest, Alg. 2 rank "
-                f"{r['order'].index('Bound') + 1} of 5)" for r in not_first) + ".")
-        lines.append("")
-
-    # (4) plots
+        lines += _ratios(records, task, title)
+    lines += _squarem(squarem_rows(records))
+    lines += _ranking(ranking_rows(records))
     curves = extra.get("curves", {})
-    if curves:
-        files = convergence_plots(curves, Path(out))
-        if files:
-            lines += ["## Convergence (first start point)", ""]
-            lines.append("Objective gap f(θ) - f* (f* the reference optimum) against seconds "
-                         "and iterations, log scale, for "
-                         "the first shared start point (timed runs, stopping at the target: "
-                         "dashed line). scikit-learn has no trace: one marker at its final "
-                         "point.")
-            lines.append("")
-            for f in files:
-                lines.append(f"![{f.stem}]({f.name})")
-            lines.append("")
+    files = convergence_plots(curves, Path(out)) if curves else []
+    if files:
+        lines += [prose("logreg-small", "convergence"), ""]
+        lines += [f"![{f.stem}]({f.name})" for f in files] + [""]
     return "\n".join(lines)
+
+
+def _costs(costs: dict) -> list[str]:
+    if not costs:
+        return []
+    rows = []
+    for d, c in costs.items():
+        ratio = c["bound"] / c["value_and_grad"] if c.get("value_and_grad") else None
+        rows.append((d, f"{c['shape'][0]} x {c['shape'][1]}, {c['n_classes']}",
+                     *(_fmt_s(c.get(k)) for k in ("construct", "value_and_grad",
+                                                  "value_grad_hessian", "hessian_dense",
+                                                  "bound")),
+                     "-" if ratio is None else f"{ratio:.0f}x"))
+    return [prose("logreg-small", "eval-costs"), ""] + table(
+        ("data", "t x d, classes", "model", "value+grad", "+Hessian", "dense Hessian",
+         "bound (Alg. 1)", "bound / (value+grad)"), rows) + [""]
+
+
+def _table3(idx) -> list[str]:
+    t3_keys = [k for k in idx if k[0] == "table3"]
+    if not t3_keys:
+        return []
+    rows = []
+    for key in t3_keys:
+        d, lam = key[1], _cell_value(idx[key], "lambda")
+        cells = []
+        for p, ours in PAPER_TO_OURS.items():
+            paper = PAPER_TABLE3[p].get((d, lam))
+            r = idx[key].get(ours)
+            cells += [f"{paper:.2f}" if paper is not None else "-",
+                      _fmt_s(r.get("time_to_target_s")) if r else "n/a"]
+        rows.append((d, _fmt_num(lam), *cells))
+    return [prose("logreg-small", "table3"), ""] + table(
+        ("data", "lambda", *(f"{p} {who}" for p in PAPER_TO_OURS for who in ("paper", "ours"))),
+        rows) + [""]
+
+
+def _all_methods(idx, task: str, title: str, default) -> list[str]:
+    keys = [k for k in idx if k[0] == task]
+    if not keys:
+        return []
+    methods = list(dict.fromkeys(m for k in keys for m in idx[k]))
+    lib = [m for m in methods if not idx[keys[0]].get(m, {}).get("peer", False)]
+    methods = lib + [m for m in methods if m not in lib]
+
+    def cell(r):
+        if r is None:
+            return "n/a"
+        t = _fmt_s(r.get("time_to_target_s")) if r.get("reached") else "not reached"
+        return f"{t} ({r['metrics'].get('iterations')})"
+
+    lines = [f"## All methods, {title}: time to target (median iterations)", ""] + table(
+        ("data", "setting", *(f"{m}{' (default)' if m == default else ''}" for m in methods)),
+        [(k[1], k[2], *(cell(idx[k].get(m)) for m in methods)) for k in keys]) + [""]
+    sk = [m for m in methods if m.startswith("sklearn-")]
+    if sk:
+        lines += ["scikit-learn tol chosen per cell (loosest that reaches the target): "
+                  + "; ".join(f"{k[1]} {k[2]}: " + ", ".join(
+                      f"{m.removeprefix('sklearn-')} "
+                      f"{_fmt_tol(idx[k][m]['metrics'].get('sklearn_tol'))}"
+                      + ("" if idx[k][m].get("reached") else " (never)")
+                      for m in sk if m in idx[k]) for k in keys), ""]
+    return lines
+
+
+def _ratios(records, task: str, title: str) -> list[str]:
+    rows = ratio_rows(records, task)
+    if not rows:
+        return []
+    v = ratio_verdict(rows, task)
+    target = prose("logreg-small", "ratio-target", **{k: v[k] for k in (
+        "ratio", "min_cells", "grid", "cap")})
+    if len(rows) < v["grid"]:
+        target += prose("logreg-small", "ratio-share", cells=len(rows), needed=v["needed"])
+    lines = [f"## Default solver vs fastest peer, {title}", "", target, ""] + table(
+        ("data", "setting", "default (s)", "fastest peer", "peer (s)", "ratio",
+         f"<= {v['ratio']:g}", f"<= {v['cap']:g}", "fastest SciPy/sklearn", "its (s)",
+         "ratio to it"),
+        [(r["dataset"], r["setting"], _fmt_s(r["default_s"]), r["peer"], _fmt_s(r["peer_s"]),
+          _ratio_text(x), _yes(None if x is None else x <= v["ratio"]),
+          _yes(None if x is None else x <= v["cap"]), r["external_peer"],
+          _fmt_s(r["external_s"]), _ratio_text(r["external_ratio"]))
+         for r in rows for x in [r["ratio"]]]) + [""]
+    word = ("PASS" if v["pass"] else "FAIL") if v["decided"] else prose(
+        "logreg-small", "not-decided", cells=v["cells"], outcome="pass" if v["pass"] else "fail")
+    lines.append(prose("logreg-small", "ratio-verdict", word=word, ratio=v["ratio"],
+                       good=v["good"], cells=v["cells"], needed=v["needed"], cap=v["cap"],
+                       worst="-" if v["worst"] is None else f"{v['worst']:.2f}"))
+    fastest: dict[str, int] = {}
+    for r in rows:
+        if r["peer"]:
+            fastest[r["peer"]] = fastest.get(r["peer"], 0) + 1
+    lines.append("Fastest peer by cells: " + ", ".join(
+        f"{k} {n}" for k, n in sorted(fastest.items(), key=lambda kv: -kv[1])) + ".")
+    ext = [r["external_ratio"] for r in rows if r["external_ratio"] is not None]
+    if ext:
+        lines.append(prose("logreg-small", "external", lo=min(ext), hi=max(ext),
+                           half=sum(1 for x in ext if x <= 0.5), n=len(ext),
+                           one=sum(1 for x in ext if x <= 1.0)))
+    return lines + [""]
+
+
+def _squarem(sq: list[dict]) -> list[str]:
+    if not sq:
+        return []
+    rows = []
+    for r in sq:
+        be = f"{r['bound']}" + ("" if r["bound_reached"] else " (not reached)")
+        if r["count_check"]:
+            be = (f">= {r['bound']} (stopped at {SQUAREM_FACTOR:g}x SQUAREM, target not "
+                  "reached)" if r["factor_is_lower_bound"] else f"{r['bound']}") + " [1]"
+        se = f"{r['squarem']}" + ("" if r["squarem_reached"] else " (not reached)")
+        fac = "-" if r["factor"] is None else f"{r['factor']:.1f}"
+        if r["factor"] is not None and r["factor_is_lower_bound"]:
+            fac = ">= " + fac
+        verdict = _yes(r["pass"])
+        if r["applies"] and r["pass"] is None:
+            verdict = "undetermined"
+        rows.append((r["task"], r["dataset"], r["setting"], be, se, fac, _yes(r["applies"]),
+                     verdict))
+    lines = [prose("logreg-small", "squarem", factor=SQUAREM_FACTOR,
+                   min_evals=SQUAREM_MIN_BOUND_EVALS), ""] + table(
+        ("task", "data", "setting", "bound evals (Alg. 2)", "SQUAREM evals", "factor",
+         "target applies", "pass"), rows)
+    applies = [r for r in sq if r["applies"]]
+    n_ok = sum(1 for r in applies if r["pass"])
+    n_fail = sum(1 for r in applies if r["pass"] is False)
+    n_open = len(applies) - n_ok - n_fail
+    word = "FAIL" if n_fail else ("UNDETERMINED" if n_open else "PASS")
+    lines += ["", f"**{word}**: passes in {n_ok} of {len(applies)} cells where the target "
+              f"applies, fails in {n_fail}"
+              + (prose("logreg-small", "squarem-open", n=n_open) if n_open else "") + "."]
+    if any(r["count_check"] for r in sq):
+        lines += ["", prose("logreg-small", "squarem-note", factor=SQUAREM_FACTOR)]
+    return lines + [""]
+
+
+def _ranking(rk: list[dict]) -> list[str]:
+    if not rk:
+        return []
+    lines = [prose("logreg-small", "ranking"), ""] + table(
+        ("data", "lambda", "our order (fastest first)", "Bound first",
+         "Newton before CG/BFGS/SD", "CG before BFGS/SD"),
+        [(r["dataset"], _fmt_num(r["lambda"]), " < ".join(r["order"]), _yes(r["bound_first"]),
+          _yes(r["newton_before_cg"]), _yes(r["cg_before_bfgs_sd"])) for r in rk])
+    lines += ["", prose("logreg-small", "plainly", n=len(rk),
+                        nb=sum(r["bound_first"] for r in rk),
+                        nn=sum(r["newton_before_cg"] for r in rk),
+                        nc=sum(r["cg_before_bfgs_sd"] for r in rk),
+                        nh=sum(r["holds"] for r in rk))]
+    not_first = [r for r in rk if not r["bound_first"]]
+    if not_first:
+        lines.append("Where plain Alg. 2 is not fastest: " + "; ".join(
+            f"{r['dataset']} {r['setting']} ({r['order'][0]} fastest, Alg. 2 rank "
+            f"{r['order'].index('Bound') + 1} of 5)" for r in not_first) + ".")
+    return lines + [""]
 
 
 def convergence_plots(curves: dict[str, Any], out: Path) -> list[Path]:
@@ -505,7 +434,6 @@ def convergence_plots(curves: dict[str, Any], out: Path) -> list[Path]:
             rows.append(pair)
         path = out / f"logreg-small-{task}-{dataset}.png"
         panel_grid(rows, path, title=f"logreg-small {task}: {dataset}",
-                   caption="f* = reference optimum (SciPy BFGS at gtol 1e-10, polished by "
-                           "Newton steps); dashed line: the target f* + 1e-6 |f*|")
+                   caption=prose("logreg-small", "caption"))
         files.append(path)
     return files
