@@ -12,6 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from zbound.bench.report import num, prose, table
 from zbound.bench.suites.logreg_large.config import (
     ESTIMATOR,
     ESTIMATOR_DOUBLE,
@@ -34,12 +35,6 @@ GOALS = {
     "large_good": 0.5,          # ... and <= 0.5 x in at least half of them
     "estimator_memory": 2.0,    # estimator peak memory <= 2 x scikit-learn's
 }
-TRACEMALLOC_NOTE = (
-    "Peak memory is tracemalloc's peak during one untimed run to the loose target (Table 1: "
-    "to the paper's target): Python and NumPy allocations, including any copy a method makes "
-    "of the input, but not the private buffers of compiled code (SciPy's Fortran L-BFGS-B "
-    "work arrays, scikit-learn's Cython scratch, glum's C++ buffers) nor the input arrays "
-    "themselves, so a peer's number is a lower bound on what it uses.")
 
 
 def _s(t: float | None) -> str:
@@ -142,12 +137,7 @@ def table1_rows(records: list[dict]) -> list[dict[str, Any]]:
 
 
 def _table1_md(doc: dict, idx) -> list[str]:
-    lines = ["## Table 1: logistic regression on SRBCT and Text", "",
-             "The paper's objective (bias penalized, reg = t lambda), 90/10 split, the paper's "
-             "lambda; target = SciPy L-BFGS-B's solution under the paper's termination rule "
-             f"within {PAPER_EPS:g} relative. Seconds (median over starts of the median over "
-             "repeats) and iterations to the target, ours beside the paper's (their 2012 C++ "
-             "code and machine: compare orderings, not seconds).", ""]
+    lines = [prose("logreg-large", "table1", eps=PAPER_EPS), ""]
     refs = doc.get("extra", {}).get("references", {})
     for (task, dataset, setting), recs in idx.items():
         if task != "table1":
@@ -170,22 +160,18 @@ def _table1_md(doc: dict, idx) -> list[str]:
                                                      if ref.get("zero_meets_target") else "")
                             if f0 is not None else "") + ".")
             lines.append("")
-        lines += ["| method | paper's name | seconds | iterations | paper seconds | "
-                  "paper iterations | starts reached | peak MB |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
         ours_to_paper = {v: k for k, v in PAPER_TO_OURS.items()}
+        rows = []
         for n, r in recs.items():
             pn = ours_to_paper.get(n, OURS_EXTRA_ROWS.get(n, ""))
             ps, pi = paper.get(pn, (None, None))
             mm = r["metrics"]
-            mem = mm.get("peak_memory_mb")
-            lines.append(
-                f"| {n} | {pn} | {_cell_text(r)} | "
-                f"{'' if mm.get('iterations') is None else mm['iterations']} | "
-                f"{'' if ps is None else ps} | {'' if pi is None else pi} | "
-                f"{mm.get('n_reached', '')}/{mm.get('n_starts', '')} | "
-                f"{'' if mem is None else f'{mem:.1f}'} |")
-        lines.append("")
+            rows.append((n, pn, _cell_text(r), num(mm.get("iterations"), "", ""),
+                         num(ps, "", ""), num(pi, "", ""),
+                         f"{mm.get('n_reached', '')}/{mm.get('n_starts', '')}",
+                         num(mm.get("peak_memory_mb"), ".1f", "")))
+        lines += table(("method", "paper's name", "seconds", "iterations", "paper seconds",
+                        "paper iterations", "starts reached", "peak MB"), rows) + [""]
     return lines
 
 
@@ -221,13 +207,9 @@ def _table4_md(doc: dict, idx, out: Path) -> list[str]:
     t1 = next((recs for (task, d, _), recs in idx.items()
                if task == "table1" and d == "srbct"), {})
     paper_at = dict(zip(PAPER_RANKS, range(len(PAPER_RANKS)), strict=True))
-    lines += ["Same cell, target and starts as Table 1 (fewer starts); peers from the Table 1 "
-              "cell (they do not depend on k). Gap: (f - f*) / |f*| where the run stopped "
-              "(at the target, or at the time budget).", "",
-              "| k | bound seconds | iterations | gap reached | peak MB | paper Bound | "
-              "paper LBFGS | ours L-BFGS-B | paper CG | ours CG | paper SD | ours SD |",
-              "| --- " * 12 + "|"]
+    lines += [prose("logreg-large", "table4"), ""]
     lb_t = _time(t1.get("scipy-lbfgsb"))
+    cells = []
     for row in rows:
         j = paper_at.get(row["k"])
         r = idx.get(("table4", "srbct", f"k={row['k']}"), {}).get(row["method"])
@@ -235,16 +217,14 @@ def _table4_md(doc: dict, idx, out: Path) -> list[str]:
         def paper(col, j=j):
             return "" if j is None else PAPER_TABLE4[col][j]
 
-        mem = row["peak_memory_mb"]
-        gap = row["gap"]
-        lines.append(
-            f"| {row['k']} | {_cell_text(r)} | "
-            f"{'-' if row['iterations'] is None else row['iterations']} | "
-            f"{'-' if gap is None else f'{gap:.2e}'} | {'' if mem is None else f'{mem:.1f}'} | "
-            f"{paper('Bound')} | {paper('LBFGS')} | {_s(lb_t)} | {paper('CG')} | "
-            f"{_s(_time(t1.get('scipy-cg')))} | {paper('SD')} | "
-            f"{_s(_time(t1.get('steepest')))} |")
-    lines.append("")
+        cells.append((row["k"], _cell_text(r), num(row["iterations"], ""),
+                      num(row["gap"], ".2e"), num(row["peak_memory_mb"], ".1f", ""),
+                      paper("Bound"), paper("LBFGS"), _s(lb_t), paper("CG"),
+                      _s(_time(t1.get("scipy-cg"))), paper("SD"),
+                      _s(_time(t1.get("steepest")))))
+    lines += table(("k", "bound seconds", "iterations", "gap reached", "peak MB", "paper Bound",
+                    "paper LBFGS", "ours L-BFGS-B", "paper CG", "ours CG", "paper SD",
+                    "ours SD"), cells) + [""]
     if not rows:
         return lines
     target_gap = next((x["target_gap"] for x in rows if x["target_gap"] is not None), None)
@@ -258,14 +238,11 @@ def _table4_md(doc: dict, idx, out: Path) -> list[str]:
                                  + ("-" if x["gap"] is None else f"{x['gap']:.2e}"))
             for x in rows)
         budget = next((x["budget_s"] for x in rows if x["budget_s"] is not None), None)
-        lines += ["**The low-rank bound does not reach the Table 1 target within the "
-                  + ("" if budget is None else f"{budget:g} s ")
-                  + "budget at any rank** (target gap "
-                  + ("-" if target_gap is None else f"{target_gap:.2e}")
-                  + (f"; gap at the start {statistics.median(start):.2e}" if start else "")
-                  + f"; {done}). The paper reaches it at every k in 0.56-4.57 s; SciPy "
-                  f"L-BFGS-B reaches it here in {_with_unit(lb_t)}. The plot shows the gap reached "
-                  "instead of the seconds.", ""]
+        lines += [prose("logreg-large", "table4-missed",
+                        budget="" if budget is None else f"{budget:g} s ",
+                        target=num(target_gap, ".2e"),
+                        start=f"; gap at the start {statistics.median(start):.2e}"
+                        if start else "", done=done, lbfgs=_with_unit(lb_t)), ""]
     from zbound.bench.plots import Panel, Series, panel_grid
 
     xs = [x["k"] for x in rows]
@@ -292,8 +269,7 @@ def _table4_md(doc: dict, idx, out: Path) -> list[str]:
                     hline=None if target_gap is None else max(target_gap, 1e-16),
                     hline_label="Table 1 target (the paper reaches it at every k)")]
     path = panel_grid([panels], out / "logreg-large-rank-sweep.png",
-                      caption="Left: missing points of ours = the target was not reached in "
-                              "the budget. Right: the gap at the target or the budget.")
+                      caption=prose("logreg-large", "table4-caption"))
     lines += [f"![rank sweep]({path.name})", ""]
     return lines
 
@@ -323,21 +299,14 @@ def _probe_md(doc: dict) -> list[str]:
         seen.add(key)
         peaks = ", ".join(f"{mb:.1f} MB on {n} rows" for mb, n in
                           zip(pr["peak_mb_by_rows"], pr["rows"], strict=True))
-        lines.append(
-            f"- {r['dataset']} {r['setting']}, {r['method']}: not timed (one "
-            f"iteration estimated at {pr.get('iteration_estimate_s', math.nan):.1f} s); one "
-            f"iteration peaks at {peaks} (up to {max(pr['rank_one_updates_at_most'])} rank-one "
-            f"updates), against {pr['p_by_p_mb']:.0f} MB for one dense p x p matrix "
-            f"(p = {pr['p']}): {100 * pr['peak_memory_mb'] / pr['p_by_p_mb']:.1f}% of it."
-            + _growth(pr))
+        lines.append(prose(
+            "logreg-large", "probe", dataset=r["dataset"], setting=r["setting"],
+            method=r["method"], estimate=pr.get("iteration_estimate_s", math.nan), peaks=peaks,
+            updates=max(pr["rank_one_updates_at_most"]), pp=pr["p_by_p_mb"], p=pr["p"],
+            share=100 * pr["peak_memory_mb"] / pr["p_by_p_mb"], growth=_growth(pr)))
     if not lines:
         return []
-    return ["### Low-rank memory probes", "",
-            "Low-rank methods whose single iteration exceeds the time budget are not timed; "
-            "their peak memory comes from one iteration (one bound build streaming rows x "
-            "classes rank-one updates, and one Woodbury step, from 0) on the first rows of the "
-            "cell, under tracemalloc. '(probe)' in the table above marks these.", ""] \
-        + lines + [""]
+    return [prose("logreg-large", "probes"), ""] + lines + [""]
 
 
 # -- larger data -----------------------------------------------------------------------------
@@ -496,18 +465,11 @@ def _large_md(doc: dict, idx) -> list[str]:
         for n in idx[k]:
             if n not in methods:
                 methods.append(n)
-    lines = ["## Larger data: seconds to target", "",
-             "scikit-learn's objective (sum of log-losses + 1/(2C) ||W||^2, intercepts "
-             "unpenalized), from 0; targets 1e-3 (loose) and 1e-8 (tight) relative to the best "
-             "objective found. scikit-learn, glum and the estimator get the loosest tol that "
-             "reaches the target (whole fit timed). 'not reached': missed within the time budget "
-             f"({doc.get('extra', {}).get('config', {}).get('time_budget_s')} s per method per "
-             "cell); 'skip': not run (reason in the record). Ratio = the default / the "
-             "fastest peer.", ""]
+    lines = [prose("logreg-large", "large",
+                   budget=doc.get("extra", {}).get("config", {}).get("time_budget_s")), ""]
     for tname in TARGETS:
-        lines += [f"### {tname} target ({TARGETS[tname]:g} relative)", "",
-                  "| cell | " + " | ".join(methods) + " | fastest peer | ratio |",
-                  "| --- " * (len(methods) + 3) + "|"]
+        lines += [f"### {tname} target ({TARGETS[tname]:g} relative)", ""]
+        cells = []
         for k in rows:
             recs = idx[k]
             any_r = next(iter(recs.values()))
@@ -518,12 +480,12 @@ def _large_md(doc: dict, idx) -> list[str]:
             t = _time(default)
             ratio = (t / peer_t) if (t is not None and peer_t) else (
                 math.inf if peer_t else None)
-            label = f"{k[1]} C={any_r['metrics'].get('C'):g}"
-            lines.append(f"| {label} | " + " | ".join(_cell_text(recs.get(n)) for n in methods)
-                         + f" | {peer or '-'} {_s(peer_t) if peer else ''} | {_x(ratio)} |")
-        lines.append("")
-    lines += ["### Iterations to the tight target (median; fits: the fit's n_iter_)", "",
-              "| cell | " + " | ".join(methods) + " |", "| --- " * (len(methods) + 1) + "|"]
+            cells.append((f"{k[1]} C={any_r['metrics'].get('C'):g}",
+                          *(_cell_text(recs.get(n)) for n in methods),
+                          f"{peer or '-'} {_s(peer_t) if peer else ''}", _x(ratio)))
+        lines += table(("cell", *methods, "fastest peer", "ratio"), cells) + [""]
+    lines += ["### Iterations to the tight target (median; fits: the fit's n_iter_)", ""]
+    iters, mems = [], []
     for k in rows:
         recs = idx[k]
         any_r = next(iter(recs.values()))
@@ -534,10 +496,11 @@ def _large_md(doc: dict, idx) -> list[str]:
             r = recs.get(n)
             it = None if r is None else r["metrics"].get("iterations")
             cells.append("" if it is None else (str(it) if r["reached"] else f"({it})"))
-        lines.append(f"| {k[1]} C={any_r['metrics'].get('C'):g} | " + " | ".join(cells) + " |")
+        iters.append((f"{k[1]} C={any_r['metrics'].get('C'):g}", *cells))
+    lines += table(("cell", *methods), iters)
     lines += ["", "(In parentheses: iterations made when the method stopped without reaching "
-              "the target.)", "", "## Peak memory (MB)", "", TRACEMALLOC_NOTE, "",
-              "| cell | " + " | ".join(methods) + " |", "| --- " * (len(methods) + 1) + "|"]
+              "the target.)", "", "## Peak memory (MB)", "", prose("logreg-large", "tracemalloc"),
+              ""]
     for k in rows:
         recs = idx[k]
         any_r = next(iter(recs.values()))
@@ -549,8 +512,8 @@ def _large_md(doc: dict, idx) -> list[str]:
             mem = None if r is None else r["metrics"].get("peak_memory_mb")
             probe = r is not None and r["metrics"].get("memory_probe") is not None
             cells.append("" if mem is None else f"{mem:.1f}" + (" (probe)" if probe else ""))
-        lines.append(f"| {k[1]} C={any_r['metrics'].get('C'):g} | " + " | ".join(cells) + " |")
-    lines.append("")
+        mems.append((f"{k[1]} C={any_r['metrics'].get('C'):g}", *cells))
+    lines += table(("cell", *methods), mems) + [""]
     lines += _probe_md(doc)
     return lines
 
@@ -559,30 +522,18 @@ def _estimator_md(doc: dict) -> list[str]:
     lines: list[str] = []
     er = estimator_rows(doc["records"])
     if er:
-        lines += ["## BoundLogisticRegression.fit against LogisticRegression.fit", "",
-                  "Both at matched final objective (the loosest tol that reaches the target).",
-                  "Ours is the default, `precision='auto'` (on large data float32 evaluations "
-                  "first, from row blocks converted per evaluation: no copy of X). "
-                  "`precision='mixed'`: float32 evaluations first, from a float32 copy of X; "
-                  "`'double'`: float64 throughout (the memory target is the default's).",
-                  "", "| cell | ours s | fastest sklearn | its s | time ratio | sklearn-lbfgs s "
-                  "| ours MB | sklearn-lbfgs MB | memory ratio | mixed s | mixed ratio "
-                  "| mixed MB | double s | double ratio | double MB |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- "
-                  "| --- | --- | --- |"]
-        def mb(x):
-            return "-" if x is None else f"{x:.1f}"
-
-        for r in er:
-            lines.append(
-                f"| {r['dataset']} {r['setting']} | {_s(r['est_s'])} | {r['sk_best'] or '-'} | "
-                f"{_s(r['sk_best_s'])} | {_xb(r['time_ratio'], r['bound'])} | "
-                f"{_s(r['sk_lbfgs_s'])} | "
-                f"{mb(r['est_mb'])} | {mb(r['sk_lbfgs_mb'])} | {_x(r['mem_ratio'])} | "
-                f"{_s(r['mixed_s'])} | {_xb(r['mixed_ratio'], r['bound'])} | "
-                f"{mb(r['mixed_mb'])} | {_s(r['double_s'])} | "
-                f"{_xb(r['double_ratio'], r['bound'])} | {mb(r['double_mb'])} |")
-        lines.append("")
+        lines += [prose("logreg-large", "estimator"),
+                  prose("logreg-large", "estimator-precision"), ""]
+        lines += table(
+            ("cell", "ours s", "fastest sklearn", "its s", "time ratio", "sklearn-lbfgs s",
+             "ours MB", "sklearn-lbfgs MB", "memory ratio", "mixed s", "mixed ratio", "mixed MB",
+             "double s", "double ratio", "double MB"),
+            [(f"{r['dataset']} {r['setting']}", _s(r["est_s"]), r["sk_best"] or "-",
+              _s(r["sk_best_s"]), _xb(r["time_ratio"], r["bound"]), _s(r["sk_lbfgs_s"]),
+              num(r["est_mb"], ".1f"), num(r["sk_lbfgs_mb"], ".1f"), _x(r["mem_ratio"]),
+              _s(r["mixed_s"]), _xb(r["mixed_ratio"], r["bound"]), num(r["mixed_mb"], ".1f"),
+              _s(r["double_s"]), _xb(r["double_ratio"], r["bound"]), num(r["double_mb"], ".1f"))
+             for r in er]) + [""]
     return lines
 
 
@@ -614,8 +565,7 @@ def _curve_plots(doc: dict, out: Path) -> list[str]:
                                 hline_label="tightest target"))
         path = panel_grid([panels], out / f"logreg-large-gap-{dataset}.png",
                           title=f"{dataset}: objective gap against time (first start)",
-                          caption="Lines: traces of methods that stop at a target; markers: "
-                                  "scikit-learn / glum / estimator fits at their chosen tol.")
+                          caption=prose("logreg-large", "curves-caption"))
         lines += [f"![{dataset} gap vs time]({path.name})", ""]
     return lines
 
@@ -629,9 +579,7 @@ def report(doc: dict, out) -> str:
         slow = (extra.get("config") or {}).get("slow_unit_s")
         once = (f"; a method whose first repeat took over {slow:g} s is timed once (the "
                 "records' `repeats`)") if slow is not None else ""
-        lines += ["**Quick run**: fewer starts, repeats and C values, smaller budgets, KMNIST "
-                  f"and the synthetic set subsampled (see the data notes){once}. Read it as a "
-                  "smoke test of the full run's numbers.", ""]
+        lines += [prose("logreg-large", "quick", once=once), ""]
     if extra.get("datasets"):
         lines += ["Data:", ""] + [f"- {k}: {v}" for k, v in extra["datasets"].items()] + [""]
     if extra.get("notes"):
