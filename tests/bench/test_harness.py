@@ -125,3 +125,42 @@ def test_ratio_to_and_the_documented_example_run(tmp_path):
     peer, ours = writer.to_dict()["records"]
     assert peer["metrics"]["ratio_to_peer"] == 1.0 and peer["peer"]
     assert ours["default"] and ours["metrics"]["ratio_to_peer"] > 0
+
+
+def _bench_sources():
+    from pathlib import Path
+
+    import zbound.bench
+
+    root = Path(zbound.bench.__file__).parent
+    return root, {p: p.read_text() for p in root.rglob("*.py")}
+
+
+def test_every_markdown_table_comes_from_the_renderer():
+    """One renderer: no suite writes a table's rule line by hand."""
+    import re
+
+    root, sources = _bench_sources()
+    rule = re.compile(r"""["'][^"'\n]*(\| ---|\|---| --- \|)""")
+    hand = [f"{p.relative_to(root)}:{text[:m.start()].count(chr(10)) + 1}"
+            for p, text in sources.items() if p.name != "report.py" or p.parent != root
+            for m in rule.finditer(text)]
+    assert hand == []
+
+
+def test_every_prose_section_is_used_and_exists():
+    """Each prose(suite, section) call names a section of templates/SUITE.md, and each section
+    of a template is used somewhere (no dead prose)."""
+    import re
+
+    from zbound.bench.report import _templates
+
+    root, sources = _bench_sources()
+    calls = {(m.group(1), m.group(2)) for text in sources.values()
+             for m in re.finditer(r'prose\(\s*"([\w-]+)",\s*"([\w.-]+)"', text)}
+    suites = {s for s, _ in calls}
+    assert {p.stem for p in (root / "templates").glob("*.md")} == suites
+    for suite in suites:
+        sections = set(_templates(suite))
+        used = {name for s, name in calls if s == suite}
+        assert used == sections, (suite, used ^ sections)

@@ -100,20 +100,18 @@ def method_table(records: list[dict[str, Any]]) -> str:
                       and r["time_to_target_s"] is not None]
         best_peer = min(peer_times) if peer_times else None
         lines.append(f"### {task} / {dataset} / {setting}\n")
-        lines.append("| method | peer | default | reached | time to target (s) "
-                     "| ratio to best peer | evaluations | final objective | iterations |")
-        lines.append("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        rows = []
         for r in sorted(recs, key=lambda r: (r["time_to_target_s"] is None,
                                              r["time_to_target_s"] or 0.0)):
             t = r["time_to_target_s"]
             ratio = t / best_peer if (t is not None and best_peer) else None
-            name = f"**{r['method']}**" if r["default"] else r["method"]
-            lines.append(
-                f"| {name} | {_fmt(r['peer'])} | {_fmt(r['default'])} | {_fmt(r['reached'])} "
-                f"| {_fmt(t)} | {_fmt(ratio, 3)} | {_fmt(r['evaluations'])} "
-                f"| {_fmt(r['final_objective'], 10)} | {_fmt(r['metrics'].get('iterations'))} |"
-            )
-        lines.append("")
+            rows.append((f"**{r['method']}**" if r["default"] else r["method"], _fmt(r["peer"]),
+                         _fmt(r["default"]), _fmt(r["reached"]), _fmt(t), _fmt(ratio, 3),
+                         _fmt(r["evaluations"]), _fmt(r["final_objective"], 10),
+                         _fmt(r["metrics"].get("iterations"))))
+        lines += table(("method", "peer", "default", "reached", "time to target (s)",
+                        "ratio to best peer", "evaluations", "final objective", "iterations"),
+                       rows) + [""]
     return "\n".join(lines)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from zbound.bench.report import num
+from zbound.bench.report import num, table
 from zbound.bench.timing import thread_limit, time_alternating, traced_peak
 
 SUITE = "chunked"
@@ -126,27 +126,19 @@ def run(ctx) -> None:
 
 def report(doc: dict[str, Any], out) -> str:
     recs = doc["records"]
-    lines = ["## Majorizer memory over row chunks", "",
-             "| method | chunk | chunks | peak MB | stated bound MB | within | build s | "
-             "product s |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]
-    for r in recs:
-        if r["task"] != "majorizer-memory":
-            continue
-        m = r["metrics"]
-        bound = m.get("bound_mb")
-        lines.append(
-            f"| {r['method']} | {m['chunk_size']} | {m['n_chunks']} | "
-            f"{num(m['peak_memory_mb'], '.0f')} | {'' if bound is None else f'{bound:.0f}'} | "
-            f"{'' if bound is None else ('yes' if m['within_bound'] else 'NO')} | "
-            f"{num(r['time_to_target_s'], '.3f')} | {num(m['product_s'], '.4f')} |")
+    lines = ["## Majorizer memory over row chunks", ""] + table(
+        ("method", "chunk", "chunks", "peak MB", "stated bound MB", "within", "build s",
+         "product s"),
+        [(r["method"], m["chunk_size"], m["n_chunks"], num(m["peak_memory_mb"], ".0f"),
+          num(m.get("bound_mb"), ".0f", ""),
+          "" if m.get("bound_mb") is None else ("yes" if m["within_bound"] else "NO"),
+          num(r["time_to_target_s"], ".3f"), num(m["product_s"], ".4f"))
+         for r in recs if r["task"] == "majorizer-memory" for m in [r["metrics"]]])
     vg = [r for r in recs if r["task"] == "value-and-grad"]
     if vg:
-        lines += ["", "## Value and gradient: whole data against row chunks", "",
-                  "| method | chunk | median s | peak MB |", "| --- | --- | --- | --- |"]
-        for r in vg:
-            m = r["metrics"]
-            times = m.get("times_s") or None
-            lines.append(f"| {r['method']} | {m['chunk_size']} | "
-                         f"{num(times and statistics.median(times), '.4f')} | "
-                         f"{num(m['peak_memory_mb'], '.1f')} |")
+        lines += ["", "## Value and gradient: whole data against row chunks", ""] + table(
+            ("method", "chunk", "median s", "peak MB"),
+            [(r["method"], m["chunk_size"],
+              num((m.get("times_s") or None) and statistics.median(m["times_s"]), ".4f"),
+              num(m["peak_memory_mb"], ".1f")) for r in vg for m in [r["metrics"]]])
     return "\n".join(lines) + "\n"
