@@ -31,7 +31,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zbound.bench.harness import timed
 from zbound.bench.records import BenchRecord
+from zbound.bench.timing import time_alternating
 
 SUITE = "crf"
 OPTIONS = ("config",)
@@ -224,13 +226,9 @@ def _median(xs):
 def fb_timing(objs, theta, repeats=7):
     """Median seconds of one value-and-gradient evaluation per objective (``{n_jobs: obj}``),
     the objectives alternating."""
-    times = {k: [] for k in objs}
-    for _ in range(repeats):
-        for k, obj in objs.items():
-            t0 = time.perf_counter()
-            obj.value_and_grad(theta)
-            times[k].append(time.perf_counter() - t0)
-    return {k: float(np.median(v)) for k, v in times.items()}
+    out = time_alternating({k: lambda obj=obj: obj.value_and_grad(theta)
+                            for k, obj in objs.items()}, repeats)
+    return {k: float(e["median_s"]) for k, e in out.items()}
 
 
 def run_corpus(ctx, name, cfg: Config):
@@ -260,12 +258,10 @@ def run_corpus(ctx, name, cfg: Config):
     test_feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1
                                  else None) for x, _ in test]
     ytest = [y for _, y in test]
-    t0 = time.perf_counter()
-    obj = chain_crf_objective(M, lengths, yi, len(classes), cfg.c2, cfg.n_jobs)
-    setup_s = time.perf_counter() - t0          # added to the library's times to target
-    t0 = time.perf_counter()
-    obj2 = chain_crf_objective(M, lengths, yi, len(classes), cfg.c2, 2)  # chunks for 2 threads
-    setup2_s = time.perf_counter() - t0
+    # setup_s is added to the library's times to target; obj2 has chunks for 2 threads
+    setup_s, obj = timed(lambda: chain_crf_objective(M, lengths, yi, len(classes), cfg.c2,
+                                                     cfg.n_jobs))
+    setup2_s, obj2 = timed(lambda: chain_crf_objective(M, lengths, yi, len(classes), cfg.c2, 2))
     items = [[dict(attributes(tok)) for tok in seq] for seq in feats]
     common = dict(task="train", dataset=name,
                   setting=f"c2={cfg.c2},n={len(train)},m={len(crf.classes_)}")

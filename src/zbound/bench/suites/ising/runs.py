@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
+from zbound.bench.harness import timed
 from zbound.bench.suites.ising.config import BOUND_TOL, EXACT_MAX_D
 from zbound.bench.suites.ising.methods import competitors
 from zbound.bench.suites.ising.problems import Problem
@@ -281,14 +282,12 @@ def task_zero_temperature(ctx, cfg, stats):
         features: dict[str, str | None] = {}
         for feats in feature_sets:
             name = "quantum-tree-features" if feats else "quantum"
-            t0 = time.perf_counter()
-            values[name] = [zero_temperature_bound(m, tree_features(m) if feats else None).bound
-                            for m in models]
-            seconds[name] = (time.perf_counter() - t0) / len(models)
+            s, values[name] = timed(lambda f=feats, ms=models: [
+                zero_temperature_bound(m, tree_features(m) if f else None).bound for m in ms])
+            seconds[name] = s / len(models)
             features[name] = "(1, x) + tree edges" if feats else "(1, x)"
-        t0 = time.perf_counter()
-        values["logdet-sdp"] = [logdet_bound(m).bound for m in models]
-        seconds["logdet-sdp"] = (time.perf_counter() - t0) / len(models)
+        s, values["logdet-sdp"] = timed(lambda ms=models: [logdet_bound(m).bound for m in ms])
+        seconds["logdet-sdp"] = s / len(models)
         features["logdet-sdp"] = None
         for method, b in values.items():
             gap = [(bi - t) / problem.d for bi, t in zip(b, tops)]

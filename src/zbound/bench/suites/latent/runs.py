@@ -21,7 +21,7 @@ from zbound.bench.records import BenchRecord
 from zbound.bench.suites.latent.config import PAPER_M, PAPER_TABLE5, PAPER_TOY, Config, config
 from zbound.bench.suites.latent.figures import toy_figure
 from zbound.bench.suites.latent.problems import Split, load_split, stripes
-from zbound.bench.timing import thread_limit
+from zbound.bench.timing import budget_callback, thread_limit
 
 
 def fit_once(X, y, n_classes, M, reg, method: str, x0, cfg: Config) -> dict[str, Any]:
@@ -30,15 +30,12 @@ def fit_once(X, y, n_classes, M, reg, method: str, x0, cfg: Config) -> dict[str,
     from zbound.models.latent import latent_objective
     from zbound.solvers import minimize
 
-    t0 = time.perf_counter()
-    model = latent_objective(X, y, M, reg, n_classes)
     budget, ftol, max_iter = cfg.time_budget_s, cfg.ftol, cfg.max_iter
     if method == "bound-long":
         method, ftol, max_iter, budget = "bound", cfg.toy_long_ftol, 10 * max_iter, 4 * budget
-
-    def stop(x, f):
-        return time.perf_counter() - t0 > budget
-
+    t0 = time.perf_counter()
+    stop = budget_callback(budget)
+    model = latent_objective(X, y, M, reg, n_classes)
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         res = minimize(model, x0, method=method, ftol=ftol, tol=1e-10,
                        max_iter=max_iter, callback=stop)
@@ -53,14 +50,10 @@ def polish(run, cfg: Config) -> Any:
     ``cfg.polish_max_iter`` iterations and ``cfg.time_budget_s`` seconds."""
     from zbound.solvers import minimize
 
-    t0 = time.perf_counter()
-
-    def stop(x, f):
-        return time.perf_counter() - t0 > cfg.time_budget_s
-
     with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
         return minimize(run["model"], run["res"].x, method=cfg.polish_method, tol=1e-9,
-                        max_iter=cfg.polish_max_iter, callback=stop)
+                        max_iter=cfg.polish_max_iter,
+                        callback=budget_callback(cfg.time_budget_s))
 
 
 def _evaluate(run, Xt, yt) -> dict[str, Any]:

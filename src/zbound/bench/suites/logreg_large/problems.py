@@ -34,6 +34,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from zbound.bench.suites.logreg_large.config import PAPER_EPS, PAPER_LAMBDA, START_SCALE, TARGETS
+from zbound.bench.timing import budget_callback
 
 
 @dataclass
@@ -251,11 +252,6 @@ class Problem:
                 "sparse": bool(sp.issparse(self.X))}
 
 
-def _budget(seconds: float):
-    t0 = time.perf_counter()
-    return lambda x, f: time.perf_counter() - t0 > seconds
-
-
 def reference(problem: Problem, budget_s: float) -> dict[str, Any]:
     """Reference values of a cell.
 
@@ -275,7 +271,7 @@ def reference(problem: Problem, budget_s: float) -> dict[str, Any]:
         for name, method in (("lbfgs", "lbfgs"), ("default", DEFAULT_METHOD)):
             t0 = time.perf_counter()
             r = minimize(problem.model(), x0, method=method, tol=1e-12, ftol=0.0,
-                         max_iter=10**6, callback=_budget(budget_s))
+                         max_iter=10**6, callback=budget_callback(budget_s))
             runs[name] = r
             out[f"f_{name}"] = float(r.fun)
             out[f"{name}_seconds"] = time.perf_counter() - t0

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from zbound.bench.harness import timed
 from zbound.bench.suites.logreg_small.config import (
     REL_TARGET,
     SQUAREM_FACTOR,
@@ -153,15 +154,8 @@ def eval_costs(problem: Problem, x0: np.ndarray, n: int = 15) -> dict[str, float
         "hessian_dense": lambda: m.value_grad_hessian(x0)[2].to_dense(),
         "bound": lambda: m.majorizer(x0),
     }
-    out = {}
-    for name, fn in calls.items():
-        ts = []
-        for _ in range(n):
-            t0 = time.perf_counter()
-            fn()
-            ts.append(time.perf_counter() - t0)
-        out[name] = statistics.median(ts)
-    return out
+    return {name: statistics.median(timed(fn)[0] for _ in range(n))
+            for name, fn in calls.items()}
 
 
 def _curve(trace, f_star: float, k: int) -> dict[str, list[float]]:
