@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from zbound.bench.timing import time_alternating, traced_peak
@@ -56,7 +56,6 @@ class Cell:
     methods: list[Method]
     score: Score | None = None
     memory: bool = True
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def ratio_to(peer: str) -> Score:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from zbound.bench.harness import timed
+from zbound.bench.harness import Curve, timed
 from zbound.bench.records import BenchRecord
 from zbound.bench.timing import time_alternating
 
@@ -294,20 +294,20 @@ def run_corpus(ctx, name, cfg: Config):
                                       None))
 
         def zbound(method, first, max_iter, objective=obj, setup=setup_s):
-            trace = []
-            start = [0.0]
+            curve = Curve()
 
             def cb(x, f):
-                trace.append((time.perf_counter() - start[0], f))
-                return trace[-1][0] > cfg.time_limit_s
+                curve(f)
+                return curve.points[-1][0] > cfg.time_limit_s
 
             with PeakRSS() as mem:
-                start[0] = time.perf_counter()
+                curve.restart()
                 res = minimize(objective, np.zeros(obj.n_params),
                                method=LBFGSBound if method == "lbfgs-bound" else method,
                                target=state["target"], max_iter=max_iter, tol=1e-10, ftol=0.0,
                                callback=cb, **ZBOUND_METHODS[method])
-                total = time.perf_counter() - start[0]
+                total = curve.elapsed()
+            trace = curve.points
             if res.target_reached and (not trace or trace[-1][1] > res.fun):
                 trace.append((total, res.fun))     # SciPy stops on the target before callback
             t_hit = next((t + setup for t, f in trace if f <= state["target"]), None)
