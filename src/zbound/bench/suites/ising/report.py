@@ -113,8 +113,21 @@ def report(doc: dict[str, Any], out: Path) -> str:
                        [(name, n, checks["violations"].get(name, 0))
                         for name, n in sorted(checks["checked"].items())])
         parts.append("\n" + prose("ising", "validity") + "\n")
+    parts += _coupling_sections(recs, out)
+    parts += _temperature_sections(recs, out)
+    metric = [r for r in recs if r["task"] == "metric"]
+    if metric:
+        parts.append(_metric_section(metric, out))
+    parts += _zero_and_speed(recs)
+    parts.append(_scale_section([r for r in recs if r["task"] == "scale"], out, doc))
+    parts.append(_convergence_figures(doc, out))
+    parts.append(_discussion(doc))
+    return "\n".join(p for p in parts if p)
 
-    # Fig. 1
+
+def _coupling_sections(recs, out: Path) -> list[str]:
+    """Figs. 1-3, 5, 6, 9-11: hierarchies and the coupling sweeps."""
+    parts = []
     hier = _groups([r for r in recs if r["task"] == "hierarchy"], lambda r: r["metrics"]["graph"])
     if hier:
         parts.append("### Fig. 1: hierarchies, d = 5, Gaussian parameters\n")
@@ -158,7 +171,12 @@ def report(doc: dict[str, Any], out: Path) -> str:
                                    caption=prose("ising", "fig11-caption")))
         for name, rs in rel:
             parts.append(f"**{name}**\n\n" + _table(rs, "rel_logdet"))
+    return parts
 
+
+def _temperature_sections(recs, out: Path) -> list[str]:
+    """Figs. 7 and 8(a): errors and greedy gains against the temperature."""
+    parts = []
     temp = [r for r in recs if r["task"] == "temperature"]
     if temp:
         d_t = temp[0]["metrics"]["d"]
@@ -180,11 +198,11 @@ def report(doc: dict[str, Any], out: Path) -> str:
                                    logx=True,
                                    caption=prose("ising", "fig8-caption")))
         parts.append(_table([dict(r, setting=f"eps={r['metrics']['x']}") for r in gain], "gain"))
+    return parts
 
-    metric = [r for r in recs if r["task"] == "metric"]
-    if metric:
-        parts.append(_metric_section(metric, out))
 
+def _zero_and_speed(recs) -> list[str]:
+    parts = []
     zero = [r for r in recs if r["task"] == "zero-temperature"]
     if zero:
         parts.append("### Sec. 6 / Suppl. B: zero temperature, d = 8 (error = (bound - max f)/d)\n")
@@ -200,11 +218,7 @@ def report(doc: dict[str, Any], out: Path) -> str:
                        [(r["dataset"], r["setting"], r["method"], r["reached"],
                          num(r["time_to_target_s"]), num(r["final_objective"], ".6f"),
                          r["metrics"].get("status", "")) for r in speed]) + [""]
-
-    parts.append(_scale_section([r for r in recs if r["task"] == "scale"], out, doc))
-    parts.append(_convergence_figures(doc, out))
-    parts.append(_discussion(doc))
-    return "\n".join(p for p in parts if p)
+    return parts
 
 
 def scale_verdict(recs: list[dict], target_d: int = 1000, target_s: float = 60.0) -> str:
@@ -277,45 +291,57 @@ def _convergence_figures(doc, out: Path) -> str:
 def _discussion(doc) -> str:
     """Compare the measured orderings with the paper's qualitative statements."""
     recs = doc["records"]
+    temp = [r for r in recs if r["task"] == "temperature"]
     lines = ["### Agreement with the paper's qualitative findings (computed from this run)\n"]
+    lines += _coupling_agreement(recs) + _temperature_agreement(recs, temp)
+    lines += _greedy_agreement(recs, temp) + _hierarchy_agreement(recs)
+    return "\n".join(lines) + "\n"
 
-    def mean_err(params, coupling, d, method, key="error_bound"):
-        vals = [r["metrics"].get(f"{key}_mean") for r in _coupling(recs, params, d, coupling)
-                if r["method"] == method]
-        vals = [v for v in vals if v is not None]
-        return float(np.mean(vals)) if vals else None
 
-    def cmp(a, b):
-        if a is None or b is None:
-            return "n/a"
-        return "yes" if a < b else "no"
+def _mean_err(recs, params, coupling, d, method, key="error_bound"):
+    vals = [r["metrics"].get(f"{key}_mean") for r in _coupling(recs, params, d, coupling)
+            if r["method"] == method]
+    vals = [v for v in vals if v is not None]
+    return float(np.mean(vals)) if vals else None
 
-    def errors(params, coupling, d):
-        """Mean bound errors of quantum, greedy-3, log-det and TRW on one coupling family."""
-        return tuple(mean_err(params, coupling, d, m)
-                     for m in ("quantum", "quantum-greedy-k3", "logdet", "trw"))
 
-    def fmt(v):
-        return "n/a" if v is None else f"{v:.3f}"
+def _below(a, b) -> str:
+    if a is None or b is None:
+        return "n/a"
+    return "yes" if a < b else "no"
 
+
+def _errors(recs, params, coupling, d):
+    """Mean bound errors of quantum, greedy-3, log-det and TRW on one coupling family."""
+    return tuple(_mean_err(recs, params, coupling, d, m)
+                 for m in ("quantum", "quantum-greedy-k3", "logdet", "trw"))
+
+
+def _f3(v):
+    return "n/a" if v is None else f"{v:.3f}"
+
+
+def _coupling_agreement(recs) -> list[str]:
+    """Figs. 2, 3 (log-det parameters) and 5, 6 (TRW parameters)."""
+    lines = []
     for d in (5, 16):
         for coupling in ("attractive", "mixed", "repulsive"):
-            q, g, ld, tr = errors("logdet", coupling, d)
+            q, g, ld, tr = _errors(recs, "logdet", coupling, d)
             if q is None:
                 continue
             lines.append(
                 f"- log-det parameters, {coupling}, d={d}: mean error quantum {q:.3f}, greedy-3 "
-                f"{fmt(g)}, log-det {fmt(ld)}, TRW {fmt(tr)}. Quantum below log-det: "
-                f"{cmp(q, ld)}; greedy below TRW: {cmp(g, tr)}."
+                f"{_f3(g)}, log-det {_f3(ld)}, TRW {_f3(tr)}. Quantum below log-det: "
+                f"{_below(q, ld)}; greedy below TRW: {_below(g, tr)}."
             )
-            ql1 = mean_err("logdet", coupling, d, "quantum", "l1_error")
-            tl1 = mean_err("logdet", coupling, d, "trw", "l1_error")
+            ql1 = _mean_err(recs, "logdet", coupling, d, "quantum", "l1_error")
+            tl1 = _mean_err(recs, "logdet", coupling, d, "trw", "l1_error")
             if ql1 is not None and tl1 is not None:
                 lines.append(f"  l1 error quantum {ql1:.3f} vs TRW {tl1:.3f} (paper: quantum "
                              "higher): " + ("agrees" if ql1 > tl1 else "differs"))
     for coupling in ("attractive", "mixed"):
         for d in (5, 16):
-            q, g, ld, tr = errors("trw", coupling, d)
+            q, g, ld, tr = _errors(recs, "trw", coupling, d)
             if q is None:
                 continue
             paper = ("Fig. 5: log-det much worse than the others, quantum competitive with TRW "
@@ -323,11 +349,16 @@ def _discussion(doc) -> str:
                      "Fig. 6: quantum worse than both competitors for attractive couplings, "
                      "competitive with log-det for mixed, TRW much worse at high coupling")
             lines.append(
-                f"- TRW parameters, {coupling}, d={d}: quantum {q:.3f}, greedy-3 {fmt(g)}, "
-                f"log-det {fmt(ld)}, TRW {fmt(tr)}; quantum below log-det: {cmp(q, ld)}, "
-                f"greedy below TRW: {cmp(g, tr)} (paper, {paper})."
+                f"- TRW parameters, {coupling}, d={d}: quantum {q:.3f}, greedy-3 {_f3(g)}, "
+                f"log-det {_f3(ld)}, TRW {_f3(tr)}; quantum below log-det: {_below(q, ld)}, "
+                f"greedy below TRW: {_below(g, tr)} (paper, {paper})."
             )
-    temp = [r for r in recs if r["task"] == "temperature"]
+    return lines
+
+
+def _temperature_agreement(recs, temp) -> list[str]:
+    """Fig. 7 at the extreme temperatures, and Fig. 10."""
+    lines = []
     if temp:
         xs = sorted({r["metrics"]["x"] for r in temp})
         for eps in (xs[0], xs[-1]):
@@ -342,16 +373,22 @@ def _discussion(doc) -> str:
                 + "."
             )
     for coupling in ("attractive", "mixed", "repulsive"):
-        g10 = mean_err("logdet", coupling, 10, "quantum-greedy-k10")
-        g3 = mean_err("logdet", coupling, 10, "quantum-greedy-k3")
-        ld = mean_err("logdet", coupling, 10, "logdet")
-        tr = mean_err("logdet", coupling, 10, "trw")
+        g10 = _mean_err(recs, "logdet", coupling, 10, "quantum-greedy-k10")
+        g3 = _mean_err(recs, "logdet", coupling, 10, "quantum-greedy-k3")
+        ld = _mean_err(recs, "logdet", coupling, 10, "logdet")
+        tr = _mean_err(recs, "logdet", coupling, 10, "trw")
         if g10 is not None:
             lines.append(
                 f"- Fig. 10 (d=10, {coupling}): greedy-3 {g3:.3f}, greedy-10 {g10:.3f}, log-det "
                 f"{ld:.3f}, TRW {tr:.3f} (paper: k=10 beats log-det at high coupling for mixed "
                 f"and repulsive, narrows the gap for attractive)."
             )
+    return lines
+
+
+def _greedy_agreement(recs, temp) -> list[str]:
+    """Fig. 8(b) and Fig. 11."""
+    lines = []
     if temp:
         kmax = [m for m in {r["method"] for r in temp} if m.startswith("quantum-greedy")]
         for m in kmax:
@@ -373,6 +410,12 @@ def _discussion(doc) -> str:
             lines.append(f"- Fig. 11 (d={d_txt}, {coupling}): (quantum - logdet)/d from "
                          f"{min(q):.3f} to {max(q):.3f}; (TRW - logdet)/d from {min(t):.3f} to "
                          f"{max(t):.3f}.")
+    return lines
+
+
+def _hierarchy_agreement(recs) -> list[str]:
+    """Fig. 1: degree order against greedy at the middle of the hierarchy."""
+    lines = []
     hier = [r for r in recs if r["task"] == "hierarchy"]
     for graph in ("independent", "tree", "complete"):
         rs = [r for r in hier if r["metrics"]["graph"] == graph]
@@ -386,7 +429,7 @@ def _discussion(doc) -> str:
             a, b = deg[0]["metrics"]["error_bound_mean"], gre[0]["metrics"]["error_bound_mean"]
             lines.append(f"- Fig. 1 ({graph}, n={n_mid}): degree order {a:.3f}, greedy {b:.3f} "
                          f"(paper: greedy lower): {'agrees' if b <= a + 1e-9 else 'differs'}.")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _metric_section(metric: list[dict], out: Path) -> str:

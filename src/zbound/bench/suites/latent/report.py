@@ -295,7 +295,21 @@ def _evidence_section(records, out: Path) -> list[str]:
     ridge = [r for r in records if r["task"] == "ridge"]
     if not t5:
         return []
-    # (a) lambda = 0: norms against test log-likelihood
+    lines, rho = _norm_evidence(t5, out)
+    if not ridge:
+        return lines
+    t5c, rc = _cells(records, "table5"), _cells(records, "ridge")
+    sets = list(dict.fromkeys(r["dataset"] for r in ridge))
+    methods = list(dict.fromkeys(r["method"] for r in ridge))
+    lams = sorted({float(r["metrics"]["lambda"]) for r in ridge})
+    ridge_lines, stats = _ridge_tables(t5c, rc, sets, methods, lams, out)
+    optima_lines, tot = _optima_table(rc, sets, methods, lams)
+    return lines + ridge_lines + optima_lines + [_verdict(t5, rho, lams, tot, *stats)]
+
+
+def _norm_evidence(t5, out: Path) -> tuple[list[str], dict[str, float]]:
+    """(a) lambda = 0: how far each method drove ||theta||, against its test log-likelihood;
+    returns the lines and the per-data-set rank correlations."""
     norm_table, stats = _norm_table(t5)
     lines = [p + "\n" for p in prose("latent", "norms").split("\n\n")]
     lines += norm_table
@@ -323,15 +337,14 @@ def _evidence_section(records, out: Path) -> list[str]:
         small=", ".join(_NAMES.get(m, m) for m in small) or "no method",
         big=", ".join(_NAMES.get(m, m) for m in big) or "no method", worse=worse,
         both=len(both), rho=", ".join(f"{d} {v:+.2f}" for d, v in rho.items())) + "\n")
-    if not ridge:
-        return lines
-    # (b) the ridge: the same protocol with lambda > 0
-    t5c, rc = _cells(records, "table5"), _cells(records, "ridge")
-    sets = list(dict.fromkeys(r["dataset"] for r in ridge))
-    methods = list(dict.fromkeys(r["method"] for r in ridge))
-    lams = sorted({float(r["metrics"]["lambda"]) for r in ridge})
+    return lines, rho
+
+
+def _ridge_tables(t5c, rc, sets, methods, lams, out: Path) -> tuple[list[str], tuple]:
+    """(b) the same protocol with a ridge; returns the lines and, per lambda, the bound's
+    wins, the sets counted, and the spreads of test log-likelihoods and of norms."""
     all_lams = [0.0] + lams
-    lines.append(prose("latent", "ridge") + "\n")
+    lines = [prose("latent", "ridge") + "\n"]
     wins = {lam: 0 for lam in all_lams}
     n_sets = {lam: 0 for lam in all_lams}
     spread = {lam: [] for lam in all_lams}
@@ -374,8 +387,12 @@ def _evidence_section(records, out: Path) -> list[str]:
                      _f(float(np.median(spread[lam]))), f"{float(np.median(nspread[lam])):.3g}")
                     for lam in all_lams if n_sets[lam]])
     lines.append("")
-    # (c) local optima: polished objectives from the same starts
-    lines.append(prose("latent", "optima", tie=TIE) + "\n")
+    return lines, (wins, n_sets, spread, nspread)
+
+
+def _optima_table(rc, sets, methods, lams) -> tuple[list[str], dict[str, list[int]]]:
+    """(c) local optima: the bound's polished objectives against each method's, per start."""
+    lines = [prose("latent", "optima", tie=TIE) + "\n"]
     tot = {m: [0, 0, 0] for m in methods if m != "bound"}
     rows = []
     for d in sets:
@@ -406,6 +423,10 @@ def _evidence_section(records, out: Path) -> list[str]:
     lines.append("| **all** | | | | " + " | ".join(f"**{w}/{t}/{lo}**" for w, t, lo in
                                                      tot.values()) + " |")
     lines.append("")
+    return lines, tot
+
+
+def _verdict(t5, rho, lams, tot, wins, n_sets, spread, nspread) -> str:
     W = sum(v[0] for v in tot.values())
     T = sum(v[1] for v in tot.values())
     L = sum(v[2] for v in tot.values())
@@ -437,12 +458,11 @@ def _evidence_section(records, out: Path) -> list[str]:
             cell_win[b] = cell_win.get(b, 0) + 1
     win_txt = ", ".join(f"{_NAMES.get(k, k)} {v}" for k, v in
                         sorted(cell_win.items(), key=lambda kv: -kv[1]))
-    lines.append(prose(
+    return prose(
         "latent", "verdict", neg=", ".join(neg) or "no data set", win_txt=win_txt,
         pos=", ".join(pos) or "no data set", matched=matched, sp0=sp0, sp_r=sp_r,
         wins0=wins[0.0], n0=n_sets[0.0], wins_r=wins_r,
         ranking="the paper's ranking does not appear at matched norms either"
         if ridge_best < 4 else "the paper's ranking appears at matched norms",
         optima=optima, tail=", not better optima found by the bound.\n" if better <= 0 else
-        "; the bound's better optima are a second effect.\n"))
-    return lines
+        "; the bound's better optima are a second effect.\n")
