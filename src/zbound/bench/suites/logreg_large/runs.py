@@ -43,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from zbound.bench.harness import timed
 from zbound.bench.suites.logreg_large.config import (
     ESTIMATOR,
     ESTIMATOR_DOUBLE,
@@ -435,12 +436,45 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
     def evaluate(theta: np.ndarray) -> float:
         return float(check.value(theta))
 
+    def say(text: str) -> None:
+        if log is not None:
+            log(f"  {problem.group}: {text}")
+
     tnames = sorted(problem.targets, key=problem.targets.get, reverse=True)  # loosest first
-    targets = problem.targets
     skipped = dict(skipped)
-    probes: dict[str, dict[str, Any]] = {}
-    probe_s: dict[str, float] = {}
-    kept = []
+    phase: dict[str, float] = {}
+    methods, probes = _too_slow_to_time(problem, methods, cfg, skipped, phase, say)
+    searches = _tolerance_searches(problem, methods, cfg, evaluate, starts, skipped, phase, say)
+    methods = [m for m in methods if m.name not in skipped]
+    units = _units(methods, searches, tnames)
+    timing = _time_units(problem, starts, cfg, units, searches, evaluate, phase, say)
+    peaks = _peaks(problem, starts, cfg, methods, searches, tnames[0], phase)
+    curves: dict[str, Any] = {"_seconds": phase}
+    records: list[dict] = []
+    for m in methods:
+        mu = [u for u in units if units[u][0].name == m.name]
+        curve = _curve_of(problem, cfg, m, mu, timing["first"])
+        if curve is not None:
+            curves[m.name] = curve
+        for tn in tnames:
+            rec = _method_record(problem, cfg, m, mu, tn, units, timing, searches, peaks,
+                                 len(starts))
+            if writer is not None:
+                rec = writer.add(**rec)
+            records.append(rec)
+            if not rec["reached"]:
+                say(f"{m.name} missed the {tn} target")
+    for name, reason in skipped.items():
+        for tn in tnames:
+            rec = _skipped_record(problem, name, reason, tn, probes.get(name))
+            records.append(writer.add(**rec) if writer is not None else rec)
+    return records, curves
+
+
+def _too_slow_to_time(problem, methods, cfg, skipped, phase, say):
+    """The methods to time; a low-rank method whose one iteration is estimated over
+    ``cfg.lowrank_limit_s`` goes to ``skipped`` with a one-iteration memory probe instead."""
+    kept, probes = [], {}
     for m in methods:
         if m.kind == "solver" and m.options.get("rank") is not None:
             est = iteration_estimate(problem, m)
@@ -451,19 +485,22 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
                     "(the time budget is checked between iterations); peak memory from a "
                     "one-iteration probe instead")
                 if cfg.probe_rows:
-                    t0 = time.perf_counter()
-                    probes[m.name] = memory_probe(problem, m, tuple(cfg.probe_rows))
+                    seconds, probes[m.name] = timed(
+                        lambda m=m: memory_probe(problem, m, tuple(cfg.probe_rows)))
                     probes[m.name]["iteration_estimate_s"] = est
-                    probe_s[f"probe {m.name}"] = time.perf_counter() - t0
-                if log is not None:
-                    log(f"  {problem.group}: {m.name} {skipped[m.name]}")
+                    phase[f"probe {m.name}"] = seconds
+                say(f"{m.name} {skipped[m.name]}")
                 continue
         kept.append(m)
-    methods = kept
-    phase: dict[str, float] = dict(probe_s)
-    t_phase = time.perf_counter()
+    return kept, probes
+
+
+def _tolerance_searches(problem, methods, cfg, evaluate, starts, skipped, phase, say):
+    """Per fitted method (scikit-learn, glum, the estimator) and target, the loosest tol
+    that reaches it; a peer that raises goes to ``skipped``, the library's own error is
+    raised."""
     searches = {}
-    failed = set()
+    t_phase = time.perf_counter()
     for m in methods:
         if m.fits:
             t0 = time.perf_counter()
@@ -475,13 +512,15 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
                 # a peer broken by its own dependencies (glum 3.4.1 calls SciPy's L-BFGS-B
                 # with an argument SciPy 1.18 removed) is recorded, not the end of the run
                 skipped[m.name] = peer_failure(m, exc)
-                failed.add(m.name)
-                if log is not None:
-                    log(f"  {problem.group}: {m.name} {skipped[m.name]}")
+                say(f"{m.name} {skipped[m.name]}")
             phase[f"search {m.name}"] = time.perf_counter() - t0
-    methods = [m for m in methods if m.name not in failed]
     phase["search"] = time.perf_counter() - t_phase
-    # units: one per solver method (answers every target), one per distinct tol of a fit
+    return searches
+
+
+def _units(methods, searches, tnames) -> dict[str, tuple[Method, float | None, list[str]]]:
+    """What is timed: one unit per solver method (it answers every target) and one per
+    distinct tol of a fitted method, each with the targets it answers."""
     units: dict[str, tuple[Method, float | None, list[str]]] = {}
     for m in methods:
         if not m.fits:
@@ -494,8 +533,15 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
                 by_tol.setdefault(s["tol"], []).append(tn)
         for tol, tns in by_tol.items():
             units[f"{m.name}@{tol:g}"] = (m, tol, tns)
+    return units
 
-    n = len(starts)
+
+def _time_units(problem, starts, cfg, units, searches, evaluate, phase, say) -> dict:
+    """Repeats outer, starts inner, units alternating; a unit that misses every target in
+    the first repeat is not timed again, one slower than ``cfg.slow_unit_s`` is timed once.
+    Returns times[unit][start][target], first[unit][start] (the first repeat's outcome) and
+    reps[unit] (repeats run from the first start)."""
+    targets, n = problem.targets, len(starts)
     times = {u: [{tn: [] for tn in units[u][2]} for _ in range(n)] for u in units}
     first: dict[str, list[dict[str, Any]]] = {u: [None] * n for u in units}
     goal = {u: [min(targets[tn] for tn in units[u][2])] * n for u in units}
@@ -515,53 +561,58 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
         for i in range(n):
             order = [u for u in units if alive[u][i]]
             if rep and cfg.slow_unit_s is not None:
-                # a unit whose first repeat took longer than slow_unit_s is timed once
                 order = [u for u in order if spent[u] <= cfg.slow_unit_s]
             for u in order:
-                fn = make(u, i)
-                t0 = time.perf_counter()
-                out = fn()
-                dt = time.perf_counter() - t0
+                dt, out = timed(make(u, i))
                 if rep == 0:
                     spent[u] += dt
                 if i == 0:
                     reps[u] += 1
                 key = f"run {units[u][0].name}"
                 phase[key] = phase.get(key, 0.0) + dt
-                m, tol, tns = units[u]
-                if tol is None:
-                    r = out["res"]
-                    obj = np.asarray(r.trace.objective)
-                    secs = np.asarray(r.trace.seconds)
-                    for tn in tns:
-                        k = _first_index(obj, targets[tn])
-                        if k is None:
-                            continue
-                        t = out["total"] if targets[tn] == goal[u][i] else \
-                            out["t_build"] + float(secs[k])
-                        times[u][i][tn].append(t)
-                        out.setdefault("iters", {})[tn] = k
-                        out.setdefault("evals", {})[tn] = int(r.trace.n_evals[k])
-                    out["f"] = float(r.fun)
-                else:
-                    out["f"] = evaluate(out["theta"])
-                    if out["total"] <= cfg.time_budget_s:
-                        for tn in tns:
-                            if out["f"] <= targets[tn]:
-                                times[u][i][tn].append(out["total"])
+                _times_to_targets(out, units[u], goal[u][i], times[u][i], targets, evaluate,
+                                  cfg.time_budget_s)
                 if rep == 0:
                     first[u][i] = out
-                    reached = [tn for tn in tns if times[u][i][tn]]
+                    reached = [tn for tn in units[u][2] if times[u][i][tn]]
                     if not reached:
                         alive[u][i] = False
                     else:
                         goal[u][i] = min(targets[tn] for tn in reached)
-        if log is not None and rep == 0:
-            log(f"  {problem.group}: repeat 1 done")
+        if rep == 0:
+            say("repeat 1 done")
+    return {"times": times, "first": first, "reps": reps}
 
-    # peak memory: one untimed run per method, to the loose target, from the first start
+
+def _times_to_targets(out, unit, goal, times, targets, evaluate, budget_s) -> None:
+    """Add one run's seconds to each target it reached: a solver's from its trace (the
+    model's construction included; its own stopping target the whole run), a fit's whole
+    time where its solution reaches the target within the budget."""
+    m, tol, tns = unit
+    if tol is None:
+        r = out["res"]
+        obj = np.asarray(r.trace.objective)
+        secs = np.asarray(r.trace.seconds)
+        for tn in tns:
+            k = _first_index(obj, targets[tn])
+            if k is None:
+                continue
+            times[tn].append(out["total"] if targets[tn] == goal else
+                             out["t_build"] + float(secs[k]))
+            out.setdefault("iters", {})[tn] = k
+            out.setdefault("evals", {})[tn] = int(r.trace.n_evals[k])
+        out["f"] = float(r.fun)
+    else:
+        out["f"] = evaluate(out["theta"])
+        if out["total"] <= budget_s:
+            for tn in tns:
+                if out["f"] <= targets[tn]:
+                    times[tn].append(out["total"])
+
+
+def _peaks(problem, starts, cfg, methods, searches, loose, phase) -> dict[str, float | None]:
+    """Peak memory: one untimed run per method, to the loose target, from the first start."""
     peaks: dict[str, float | None] = {}
-    loose = tnames[0]
     t_mem = time.perf_counter()
     for m in methods:
         t0 = time.perf_counter()
@@ -577,88 +628,83 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Me
                                      fit_call(problem, m, tol, mi, starts[0]))
         else:
             peaks[m.name] = _peak_mb(lambda m=m: solver_call(
-                problem, m, starts[0], targets[loose], cfg.memory_budget_s, cfg.max_iter))
+                problem, m, starts[0], problem.targets[loose], cfg.memory_budget_s,
+                cfg.max_iter))
         phase[f"memory {m.name}"] = time.perf_counter() - t0
     phase["memory"] = time.perf_counter() - t_mem
+    return peaks
 
-    curves: dict[str, Any] = {"_seconds": phase}
-    records: list[dict] = []
-    for m in methods:
-        mu = [u for u in units if units[u][0].name == m.name]
-        if m.fits:
-            pts = [(first[u][0]["total"], first[u][0]["f"] - problem.f_star) for u in mu
-                   if first[u][0] is not None]
-            if pts:
-                curves[m.name] = {"point": True, "seconds": [p[0] for p in pts],
-                                  "gap": [p[1] for p in pts]}
-        elif first[m.name][0] is not None:
-            out = first[m.name][0]
-            r = out["res"]
-            obj = np.asarray(r.trace.objective)
-            idx = downsample(obj.shape[0], cfg.curve_points)
-            curves[m.name] = {"seconds": (out["t_build"]
-                                          + np.asarray(r.trace.seconds)[idx]).tolist(),
-                              "iteration": idx.tolist(),
-                              "gap": (obj[idx] - problem.f_star).tolist()}
-        for tn in tnames:
-            unit = next((u for u in mu if tn in units[u][2]), None)
-            per_start, finals, iters, evals = [], [], [], []
-            for i in range(n):
-                ts = times[unit][i][tn] if unit is not None else []
-                per_start.append(statistics.median(ts) if ts else None)
-                o = first[unit][i] if unit is not None else None
-                if o is not None:
-                    finals.append(o["f"])
-                    if m.fits:
-                        iters.append(o["n_iter"])
-                    elif tn in o.get("iters", {}):
-                        iters.append(o["iters"][tn])
-                        evals.append(o["evals"][tn])
-                    else:
-                        iters.append(o["n_iter"])
-            ok = n > 0 and all(t is not None for t in per_start)
-            rec = _record(problem, m, tn, ok, per_start, finals, iters, evals, peaks[m.name],
-                          cfg)
-            rec["metrics"]["repeats"] = max((reps[u] for u in mu), default=0)
+
+def _curve_of(problem, cfg, m, mu, first) -> dict[str, Any] | None:
+    """The first start's objective gap against seconds: a fit's points, a solver's trace."""
+    if m.fits:
+        pts = [(first[u][0]["total"], first[u][0]["f"] - problem.f_star) for u in mu
+               if first[u][0] is not None]
+        return {"point": True, "seconds": [p[0] for p in pts],
+                "gap": [p[1] for p in pts]} if pts else None
+    if first[m.name][0] is None:
+        return None
+    out = first[m.name][0]
+    r = out["res"]
+    obj = np.asarray(r.trace.objective)
+    idx = downsample(obj.shape[0], cfg.curve_points)
+    return {"seconds": (out["t_build"] + np.asarray(r.trace.seconds)[idx]).tolist(),
+            "iteration": idx.tolist(), "gap": (obj[idx] - problem.f_star).tolist()}
+
+
+def _method_record(problem, cfg, m, mu, tn, units, timing, searches, peaks, n) -> dict:
+    """The record of one method at one target, from its units' times and first runs."""
+    times, first = timing["times"], timing["first"]
+    unit = next((u for u in mu if tn in units[u][2]), None)
+    per_start, finals, iters, evals = [], [], [], []
+    for i in range(n):
+        ts = times[unit][i][tn] if unit is not None else []
+        per_start.append(statistics.median(ts) if ts else None)
+        o = first[unit][i] if unit is not None else None
+        if o is not None:
+            finals.append(o["f"])
             if m.fits:
-                s = searches[m.name][tn]
-                rec["metrics"].update({
-                    "tol": s["tol"], "tols_tried": [t["tol"] for t in s["tried"]],
-                    "search": s["tried"], "over_budget": s["over_budget"],
-                    "max_iter": s["max_iter"], "stops_at_target": False,
-                    "start_point": _start_note(m, problem)})
-                if m.kind == "glum":
-                    rec["metrics"]["glum_alpha"] = problem.glum_alpha()
-                if m.kind == "sklearn":
-                    rec["metrics"]["sklearn_C"] = problem.sklearn_C()
+                iters.append(o["n_iter"])
+            elif tn in o.get("iters", {}):
+                iters.append(o["iters"][tn])
+                evals.append(o["evals"][tn])
             else:
-                rec["metrics"].update({"stops_at_target": True, "options": m.options,
-                                       "start_point": _start_note(m, problem)})
-                if first[m.name][0] is not None:
-                    rec["metrics"]["message"] = first[m.name][0]["res"].message
-            if writer is not None:
-                rec = writer.add(**rec)
-            records.append(rec)
-            if log is not None and not ok:
-                log(f"  {problem.group}: {m.name} missed the {tn} target")
-    for name, reason in skipped.items():
-        for tn in tnames:
-            rec = {"task": problem.task, "dataset": problem.dataset,
-                   "setting": setting_label(problem, tn), "method": name,
-                   "peer": not name.startswith("bound"),
-                   "default": False, "reached": False, "time_to_target_s": None,
-                   "evaluations": None, "final_objective": None,
-                   "target_objective": targets[tn],
-                   "metrics": {"skipped": reason, "target_name": tn, "rel_target":
-                               problem.rel[tn], **problem.describe()}}
-            if name in probes:  # not timed; its peak memory from the one-iteration probe
-                pr = probes[name]
-                rec["metrics"].update({"peak_memory_mb": pr["peak_memory_mb"],
-                                       "peak_memory_note": pr["note"], "memory_probe": pr})
-            if writer is not None:
-                rec = writer.add(**rec)
-            records.append(rec)
-    return records, curves
+                iters.append(o["n_iter"])
+    ok = n > 0 and all(t is not None for t in per_start)
+    rec = _record(problem, m, tn, ok, per_start, finals, iters, evals, peaks[m.name], cfg)
+    rec["metrics"]["repeats"] = max((timing["reps"][u] for u in mu), default=0)
+    if m.fits:
+        s = searches[m.name][tn]
+        rec["metrics"].update({
+            "tol": s["tol"], "tols_tried": [t["tol"] for t in s["tried"]],
+            "search": s["tried"], "over_budget": s["over_budget"],
+            "max_iter": s["max_iter"], "stops_at_target": False,
+            "start_point": _start_note(m, problem)})
+        if m.kind == "glum":
+            rec["metrics"]["glum_alpha"] = problem.glum_alpha()
+        if m.kind == "sklearn":
+            rec["metrics"]["sklearn_C"] = problem.sklearn_C()
+    else:
+        rec["metrics"].update({"stops_at_target": True, "options": m.options,
+                               "start_point": _start_note(m, problem)})
+        if first[m.name][0] is not None:
+            rec["metrics"]["message"] = first[m.name][0]["res"].message
+    return rec
+
+
+def _skipped_record(problem, name, reason, tn, probe) -> dict:
+    rec = {"task": problem.task, "dataset": problem.dataset,
+           "setting": setting_label(problem, tn), "method": name,
+           "peer": not name.startswith("bound"),
+           "default": False, "reached": False, "time_to_target_s": None,
+           "evaluations": None, "final_objective": None,
+           "target_objective": problem.targets[tn],
+           "metrics": {"skipped": reason, "target_name": tn, "rel_target":
+                       problem.rel[tn], **problem.describe()}}
+    if probe is not None:  # not timed; its peak memory from the one-iteration probe
+        rec["metrics"].update({"peak_memory_mb": probe["peak_memory_mb"],
+                               "peak_memory_note": probe["note"], "memory_probe": probe})
+    return rec
 
 
 def setting_label(problem: Problem, target_name: str) -> str:
