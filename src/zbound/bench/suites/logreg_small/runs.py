@@ -185,44 +185,77 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, plan, writer=Non
     def evaluate(theta):
         return float(check.value(theta))
 
-    sk_choice: dict[str, dict[str, Any]] = {}
     sk_names = [n for n in cfg.sklearn_peers if cfg.methods is None or n in cfg.methods]
-    for name in sk_names:
-        sk_choice[name] = choose_sklearn_tol(problem, cfg.sklearn_peers[name], cfg, evaluate)
-
+    sk_choice = {name: choose_sklearn_tol(problem, cfg.sklearn_peers[name], cfg, evaluate)
+                 for name in sk_names}
     names = list(solver_of) + sk_names
-    per = {n: {"times": [], "reached": [], "nit": [], "evals": [], "bound_evals": [],
-               "final": [], "message": None} for n in names}
 
     def reached(n, r):
         if n in sk_choice:
             return sk_choice[n]["reached"]
         return bool(r.fun <= problem.target)
 
-    # Repeats are the outer loop and start points the inner one, so a burst of machine load
-    # lands on one repeat of several starts (which the medians absorb) rather than on every
-    # repeat of one start. Within each (repeat, start) the methods run round-robin.
-    fns: list[dict[str, Callable[[], Any]]] = []
+    fns = []
     for x0 in starts:
         f_i = {n: _library_fn(problem, m, x0, cfg) for n, m in solver_of.items()}
         f_i.update({n: _sklearn_fn(problem, cfg.sklearn_peers[n], sk_choice[n]["tol"], cfg)
                     for n in sk_names})
         fns.append(f_i)
-    times: list[dict[str, list[float]]] = [{n: [] for n in names} for _ in starts]
-    results: list[dict[str, Any]] = [{} for _ in starts]
-    alive = [list(names) for _ in starts]
-    for rep in range(cfg.repeats):
-        for i in range(len(starts)):
+    times, results = _time_over_starts(fns, names, cfg.repeats, reached)
+    per, curves = _per_method(problem, cfg, names, sk_choice, times, results, reached,
+                              evaluate)
+    count_check = None
+    if ("bound" in per and "squarem" in per and cfg.count_check_starts > 0
+            and not (all(per["bound"]["reached"]) and all(per["squarem"]["reached"]))):
+        count_check = squarem_count_check(problem, starts, per["squarem"], per["bound"], cfg)
+        if log is not None:
+            log(f"  {problem.group}: plain Alg. 2 bound-evaluation count check: "
+                f"{count_check['verdict']}")
+    records = []
+    for n in names:
+        rec = _cell_record(problem, cfg, n, per[n], library, default, solver_of,
+                           sk_choice.get(n), len(starts))
+        if n == "bound" and count_check is not None:
+            rec["metrics"]["count_check"] = count_check
+        if writer is not None:
+            rec = writer.add(**rec)
+        records.append(rec)
+        if log is not None and not rec["reached"]:
+            log(f"  {problem.group}: {n} reached the target from {sum(per[n]['reached'])}/"
+                f"{len(starts)} starts")
+    return records, curves
+
+
+def _time_over_starts(fns: list[dict[str, Callable[[], Any]]], names: list[str], repeats: int,
+                      reached: Callable[[str, Any], bool]) -> tuple[list[dict], list[dict]]:
+    """Repeats are the outer loop and start points the inner one, so a burst of machine load
+    lands on one repeat of several starts (which the medians absorb) rather than on every
+    repeat of one start; within each (repeat, start) the methods run round-robin, and a
+    method that misses the target in the first repeat is not timed again. Returns the times
+    and the last results, per start and method."""
+    times: list[dict[str, list[float]]] = [{n: [] for n in names} for _ in fns]
+    results: list[dict[str, Any]] = [{} for _ in fns]
+    alive = [list(names) for _ in fns]
+    for rep in range(repeats):
+        for i, f_i in enumerate(fns):
             if not alive[i]:
                 continue
-            out = time_alternating({n: fns[i][n] for n in alive[i]}, 1)
+            out = time_alternating({n: f_i[n] for n in alive[i]}, 1)
             for n, e in out.items():
                 times[i][n].extend(e["times"])
                 results[i][n] = e["result"]
-            if rep == 0:  # a method that misses the target is not timed again
+            if rep == 0:
                 alive[i] = [n for n in names if reached(n, results[i][n])]
+    return times, results
+
+
+def _per_method(problem, cfg, names, sk_choice, times, results, reached, evaluate):
+    """Per method, over the starts: median time, whether it reached, iterations,
+    evaluations, final objective; and the first start's curve of each."""
+    per = {n: {"times": [], "reached": [], "nit": [], "evals": [], "bound_evals": [],
+               "final": [], "message": None} for n in names}
     curves: dict[str, Any] = {}
-    for i in range(len(starts)):
+    for i in range(len(times)):
         for n in names:
             r = results[i][n]
             p = per[n]
@@ -245,69 +278,52 @@ def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, plan, writer=Non
                 p["message"] = r.message
                 if i == 0:
                     curves[n] = _curve(r.trace, problem.f_star, cfg.curve_points)
+    return per, curves
 
-    count_check = None
-    if ("bound" in per and "squarem" in per and cfg.count_check_starts > 0
-            and not (all(per["bound"]["reached"]) and all(per["squarem"]["reached"]))):
-        count_check = squarem_count_check(problem, starts, per["squarem"], per["bound"], cfg)
-        if log is not None:
-            log(f"  {problem.group}: plain Alg. 2 bound-evaluation count check: "
-                f"{count_check['verdict']}")
 
-    records = []
-    for n in names:
-        p = per[n]
-        all_ok = all(p["reached"])
-        reached_times = [t for t, ok in zip(p["times"], p["reached"]) if ok]
-        metrics: dict[str, Any] = {
-            "iterations": int(statistics.median(p["nit"])),
-            "n_starts": len(starts),
-            "n_reached": int(sum(p["reached"])),
-            "repeats": cfg.repeats,
-            "time_per_start_s": p["times"],
-            "time_mean_over_starts_s": _mean(reached_times) if all_ok else None,
-            "max_final_objective": max(p["final"]),
-            **problem.describe(),
-        }
-        rec: dict[str, Any] = {
-            "task": problem.task, "dataset": problem.dataset, "setting": problem.setting,
-            "method": n, "peer": n not in library, "default": n == default,
-            "reached": all_ok,
-            "time_to_target_s": statistics.median(p["times"]) if all_ok else None,
-            "final_objective": statistics.median(p["final"]),
-            "target_objective": problem.target,
-        }
-        if n in sk_choice:
-            ch = sk_choice[n]
-            rec["evaluations"] = None
-            metrics.update({
-                "solver": cfg.sklearn_peers[n],
-                "sklearn_C": sklearn_C(problem.reg, problem.n_classes),
-                "sklearn_tol": ch["tol"],
-                "sklearn_tols_tried": [t for t, _ in ch["tried"]],
-                "start_point": "none: scikit-learn always starts at 0 (cannot take x0)",
-                "stops_at_target": False,
-            })
-        else:
-            rec["evaluations"] = int(statistics.median(p["evals"]))
-            metrics.update({
-                "solver": solver_of[n],
-                "bound_evaluations": int(statistics.median(p["bound_evals"])),
-                "bound_evaluations_per_start": p["bound_evals"],
-                "start_point": f"shared N(0, {START_SCALE}^2) starts",
-                "stops_at_target": True,
-                "message": p["message"],
-            })
-        if n == "bound" and count_check is not None:
-            metrics["count_check"] = count_check
-        rec["metrics"] = metrics
-        if writer is not None:
-            rec = writer.add(**rec)
-        records.append(rec)
-        if log is not None and not all_ok:
-            log(f"  {problem.group}: {n} reached the target from {sum(p['reached'])}/"
-                f"{len(starts)} starts")
-    return records, curves
+def _cell_record(problem, cfg, n, p, library, default, solver_of, choice, n_starts) -> dict:
+    all_ok = all(p["reached"])
+    reached_times = [t for t, ok in zip(p["times"], p["reached"]) if ok]
+    metrics: dict[str, Any] = {
+        "iterations": int(statistics.median(p["nit"])),
+        "n_starts": n_starts,
+        "n_reached": int(sum(p["reached"])),
+        "repeats": cfg.repeats,
+        "time_per_start_s": p["times"],
+        "time_mean_over_starts_s": _mean(reached_times) if all_ok else None,
+        "max_final_objective": max(p["final"]),
+        **problem.describe(),
+    }
+    rec: dict[str, Any] = {
+        "task": problem.task, "dataset": problem.dataset, "setting": problem.setting,
+        "method": n, "peer": n not in library, "default": n == default,
+        "reached": all_ok,
+        "time_to_target_s": statistics.median(p["times"]) if all_ok else None,
+        "final_objective": statistics.median(p["final"]),
+        "target_objective": problem.target,
+    }
+    if choice is not None:
+        rec["evaluations"] = None
+        metrics.update({
+            "solver": cfg.sklearn_peers[n],
+            "sklearn_C": sklearn_C(problem.reg, problem.n_classes),
+            "sklearn_tol": choice["tol"],
+            "sklearn_tols_tried": [t for t, _ in choice["tried"]],
+            "start_point": "none: scikit-learn always starts at 0 (cannot take x0)",
+            "stops_at_target": False,
+        })
+    else:
+        rec["evaluations"] = int(statistics.median(p["evals"]))
+        metrics.update({
+            "solver": solver_of[n],
+            "bound_evaluations": int(statistics.median(p["bound_evals"])),
+            "bound_evaluations_per_start": p["bound_evals"],
+            "start_point": f"shared N(0, {START_SCALE}^2) starts",
+            "stops_at_target": True,
+            "message": p["message"],
+        })
+    rec["metrics"] = metrics
+    return rec
 
 
 def squarem_count_check(problem: Problem, starts: np.ndarray, squarem: dict[str, list],
