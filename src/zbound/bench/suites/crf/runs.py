@@ -236,9 +236,7 @@ def run_corpus(ctx, name, cfg: Config):
 
     from zbound.estimators.crf import ChainCRF
     from zbound.models.crf import chain_crf_objective
-    from zbound.solvers import minimize
-    from zbound.solvers.quasi_newton import LBFGSBound
-    from zbound.structured.features import attributes, encode_labels, featurize, token_features
+    from zbound.structured.features import attributes
 
     n_train, n_test = cfg.corpora[name]
     data = ctx.load(name, load, name, n_train, n_test)
@@ -246,17 +244,10 @@ def run_corpus(ctx, name, cfg: Config):
         return
     train, test = data
     chunked = name != "treebank"
-    t0 = time.perf_counter()
-    feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1 else None)
-             for x, _ in train]
-    ytr = [y for _, y in train]
-    M, lengths, index = featurize(feats, None, grow=True)
-    yi, classes = encode_labels(ytr, lengths)
-    featurize_s = time.perf_counter() - t0
+    featurize_s, (feats, ytr, M, lengths, index, yi, classes) = timed(lambda: _featurize(train))
     crf = ChainCRF(c2=cfg.c2, n_jobs=cfg.n_jobs)     # predicts at a given theta (coef_)
     crf.index_, crf.classes_, crf.n_features_in_ = index, classes, M.shape[1]
-    test_feats = [token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1
-                                 else None) for x, _ in test]
+    test_feats = [_tokens(x) for x, _ in test]
     ytest = [y for _, y in test]
     # setup_s is added to the library's times to target; obj2 has chunks for 2 threads
     setup_s, obj = timed(lambda: chain_crf_objective(M, lengths, yi, len(classes), cfg.c2,
@@ -276,68 +267,11 @@ def run_corpus(ctx, name, cfg: Config):
     with tempfile.TemporaryDirectory() as tmp, threadpool_limits(1):
         state = {}
 
-        def crfsuite_lbfgs(first):
-            with PeakRSS() as mem:
-                path, trace, total = crfsuite_run(items, ytr, cfg.c2, "lbfgs", cfg.lbfgs_iter,
-                                                  tmp)
-            if first:
-                tg, th_cs = crfsuite_theta(path, crf)
-                f_ours = obj.value(th_cs)
-                state.update(target=f_ours * (1 + REL_TARGET), f_ours=f_ours, theta=th_cs,
-                             f_cs=trace[-1][1],
-                             scores=scores([tg.tag(pycrfsuite_items(x)) for x in test_feats],
-                                           ytest, chunked))
-            target = state["target"]
-            t_hit = next((t for t, f in trace if f <= target), None)
-            return dict(t_hit=t_hit, total=total, iterations=len(trace), mem=mem.mb, trace=trace,
-                        iter_hit=next((i + 1 for i, (_, f) in enumerate(trace) if f <= target),
-                                      None))
-
-        def zbound(method, first, max_iter, objective=obj, setup=setup_s):
-            curve = Curve()
-
-            def cb(x, f):
-                curve(f)
-                return curve.points[-1][0] > cfg.time_limit_s
-
-            with PeakRSS() as mem:
-                curve.restart()
-                res = minimize(objective, np.zeros(obj.n_params),
-                               method=LBFGSBound if method == "lbfgs-bound" else method,
-                               target=state["target"], max_iter=max_iter, tol=1e-10, ftol=0.0,
-                               callback=cb, **ZBOUND_METHODS[method])
-                total = curve.elapsed()
-            trace = curve.points
-            if res.target_reached and (not trace or trace[-1][1] > res.fun):
-                trace.append((total, res.fun))     # SciPy stops on the target before callback
-            t_hit = next((t + setup for t, f in trace if f <= state["target"]), None)
-            return dict(t_hit=t_hit, total=total + setup, iterations=res.nit, mem=mem.mb,
-                        res=res, trace=trace, counts=res.counts, info=res.info)
-
-        runs = {k: [] for k in REPEATED}
-        for rep in range(cfg.repeats):
-            ctx.log(f"{name}: round {rep + 1}/{cfg.repeats}: CRFsuite L-BFGS, zbound "
-                    "lbfgs-bound (1 and 2 threads), zbound lbfgs")
-            runs["crfsuite-lbfgs"].append(crfsuite_lbfgs(rep == 0))
-            for method in ("lbfgs-bound", "lbfgs"):
-                runs[f"zbound-{method}"].append(zbound(method, rep == 0, cfg.lbfgs_iter))
-            runs["zbound-lbfgs-bound-2threads"].append(
-                zbound("lbfgs-bound", rep == 0, cfg.lbfgs_iter, obj2, setup2_s))
+        runs = _rounds(ctx, name, cfg, (obj, setup_s), (obj2, setup2_s), state,
+                       lambda first: _crfsuite_lbfgs(items, ytr, cfg, tmp, state, first, crf, obj,
+                                                     (test_feats, ytest, chunked)))
         target = state["target"]
-        cs = runs["crfsuite-lbfgs"]
-        acc, f1 = state["scores"]
-        ctx.writer.add_record(BenchRecord(
-            **common, method="crfsuite-lbfgs", peer=True, reached=cs[0]["t_hit"] is not None,
-            time_to_target_s=_median([r["t_hit"] for r in cs]), evaluations=cs[0]["iterations"],
-            final_objective=state["f_ours"], target_objective=target,
-            metrics={**size, "iterations": cs[0]["iterations"],
-                     "iterations_to_target": cs[0]["iter_hit"],
-                     "times_to_target_s": [r["t_hit"] for r in cs],
-                     "total_time_s": _median([r["total"] for r in cs]), "test_accuracy": acc,
-                     "f1": f1, "peak_memory_mb": cs[0]["mem"], "crfsuite_loss": state["f_cs"],
-                     "objective_check_rel": abs(state["f_ours"] - state["f_cs"])
-                     / abs(state["f_cs"]),
-                     "trace": [[t, f] for t, f in cs[0]["trace"]]}))
+        _crfsuite_record(ctx, runs["crfsuite-lbfgs"], state, common, size)
         ctx.log(f"{name}: CRFsuite l2sgd")
         with PeakRSS() as mem:
             path, trace, total = crfsuite_run(items, ytr, cfg.c2, "l2sgd", cfg.sgd_epochs, tmp)
@@ -354,29 +288,14 @@ def run_corpus(ctx, name, cfg: Config):
                                                    "f1": f1, "peak_memory_mb": mem.mb}))
         for method in ("newton-bound", "bound"):
             ctx.log(f"{name}: zbound {method}")
-            runs[f"zbound-{method}"] = [zbound(method, True, cfg.newton_iter
-                                               if method == "newton-bound" else cfg.bound_iter)]
+            runs[f"zbound-{method}"] = [_zbound_run(
+                obj, method, cfg.newton_iter if method == "newton-bound" else cfg.bound_iter,
+                state["target"], setup_s, cfg)]
         for method in [*ZBOUND_METHODS, "lbfgs-bound-2threads"]:
-            rs = runs[f"zbound-{method}"]
-            r0 = rs[0]
-            acc, f1 = test_scores(r0["res"].x)
-            ctx.writer.add_record(BenchRecord(
-                **common, method=f"zbound-{method}", default=method == "lbfgs-bound",
-                reached=r0["t_hit"] is not None,
-                time_to_target_s=_median([r["t_hit"] for r in rs])
-                if all(r["t_hit"] is not None for r in rs) else None,
-                evaluations=sum(r0["counts"].values()), final_objective=r0["res"].fun,
-                target_objective=target,
-                metrics={**size, "iterations": r0["iterations"],
-                         "times_to_target_s": [r["t_hit"] for r in rs],
-                         "total_time_s": _median([r["total"] for r in rs]),
-                         "test_accuracy": acc, "f1": f1, "peak_memory_mb": r0["mem"],
-                         "counts": r0["counts"], "info": r0["info"],
-                         "n_jobs": 2 if method.endswith("2threads") else cfg.n_jobs,
-                         "trace": [[t, f] for t, f in r0["trace"]]}))
+            _zbound_record(ctx, method, runs[f"zbound-{method}"], test_scores, target, cfg,
+                           common, size)
         ctx.log(f"{name}: forward-backward with 1 and 2 threads")
-        theta = state["theta"]
-        fb = fb_timing({1: obj, 2: obj2}, theta)
+        fb = fb_timing({1: obj, 2: obj2}, state["theta"])
         for k, sec in fb.items():
             ctx.writer.add_record(BenchRecord(
                 task="forward-backward", dataset=name, setting=common["setting"],
@@ -386,41 +305,170 @@ def run_corpus(ctx, name, cfg: Config):
             record_memory(ctx, name, n_train, cfg, common, size)
         ctx.log(f"{name}: zbound sgd and partial_fit")
         for method in ("sgd", "partial_fit"):
-            est = ChainCRF(c2=cfg.c2, solver="adagrad", max_iter=cfg.sgd_epochs, n_jobs=cfg.n_jobs,
-                           batch_size=cfg.batch_size, random_state=0,
-                           n_samples_hint=len(train))
-            with PeakRSS() as mem:
-                t0 = time.perf_counter()
-                if method == "sgd":
-                    est.fit(feats, ytr)
-                else:
-                    for _ in range(cfg.stream_epochs):
-                        for X_b, y_b in stream(name, n_train, 64):
-                            est.partial_fit(X_b, y_b, classes=crf.classes_)
-                total = time.perf_counter() - t0
-            pred = est.predict(test_feats)
-            acc, f1 = scores(pred, ytest, chunked)
-            # objective in the training vocabulary (streaming grows its own)
-            ours = est.index_.vocabulary_
-            m = len(crf.classes_)
-            perm = [list(est.classes_).index(c) for c in crf.classes_]
-            W = np.zeros((crf.index_.n_features, m))
-            for a, j in crf.index_.vocabulary_.items():
-                k = ours.get(a)
-                if k is not None and k < est.state_weights_.shape[0]:
-                    W[j] = est.state_weights_[k, perm]
-            th = np.concatenate([W.ravel(), est.transitions_[np.ix_(perm, perm)].ravel()])
-            fin = obj.value(th)
-            ctx.writer.add_record(BenchRecord(**common, method=f"zbound-{method}",
-                                              reached=fin <= target,
-                                              time_to_target_s=total if fin <= target else None,
-                                              final_objective=fin, target_objective=target,
-                                              metrics={**size, "total_time_s": total,
-                                                       "test_accuracy": acc, "f1": f1,
-                                                       "peak_memory_mb": mem.mb,
-                                                       "epochs": cfg.stream_epochs
-                                                       if method == "partial_fit"
-                                                       else cfg.sgd_epochs}))
+            _stochastic_record(ctx, name, cfg, method, crf, obj, (feats, ytr),
+                               (test_feats, ytest, chunked), common, size, target)
+
+
+def _rounds(ctx, name, cfg, one, two, state, crfsuite) -> dict[str, list[dict]]:
+    """The alternating rounds: CRFsuite L-BFGS (the first sets the target), then the
+    library's lbfgs-bound and lbfgs on one thread (``one``: objective, set-up seconds) and
+    lbfgs-bound on two (``two``)."""
+    runs: dict[str, list[dict]] = {k: [] for k in REPEATED}
+    for rep in range(cfg.repeats):
+        ctx.log(f"{name}: round {rep + 1}/{cfg.repeats}: CRFsuite L-BFGS, zbound "
+                "lbfgs-bound (1 and 2 threads), zbound lbfgs")
+        runs["crfsuite-lbfgs"].append(crfsuite(rep == 0))
+        for method in ("lbfgs-bound", "lbfgs"):
+            runs[f"zbound-{method}"].append(_zbound_run(one[0], method, cfg.lbfgs_iter,
+                                                        state["target"], one[1], cfg))
+        runs["zbound-lbfgs-bound-2threads"].append(
+            _zbound_run(two[0], "lbfgs-bound", cfg.lbfgs_iter, state["target"], two[1], cfg))
+    return runs
+
+
+def _crfsuite_lbfgs(items, ytr, cfg, tmp, state, first, crf, obj, test) -> dict:
+    """One CRFsuite L-BFGS training; the first also sets the shared target (its objective
+    under ours, times 1 + REL_TARGET) and its test scores in ``state``."""
+    with PeakRSS() as mem:
+        path, trace, total = crfsuite_run(items, ytr, cfg.c2, "lbfgs", cfg.lbfgs_iter, tmp)
+    if first:
+        test_feats, ytest, chunked = test
+        tg, th_cs = crfsuite_theta(path, crf)
+        f_ours = obj.value(th_cs)
+        state.update(target=f_ours * (1 + REL_TARGET), f_ours=f_ours, theta=th_cs,
+                     f_cs=trace[-1][1],
+                     scores=scores([tg.tag(pycrfsuite_items(x)) for x in test_feats],
+                                   ytest, chunked))
+    target = state["target"]
+    t_hit = next((t for t, f in trace if f <= target), None)
+    return dict(t_hit=t_hit, total=total, iterations=len(trace), mem=mem.mb, trace=trace,
+                iter_hit=next((i + 1 for i, (_, f) in enumerate(trace) if f <= target), None))
+
+
+def _zbound_run(objective, method, max_iter, target, setup, cfg) -> dict:
+    """One of the library's solvers from zero to ``target`` (``setup``, the objective's
+    construction, added to its times), its curve and counts."""
+    from zbound.solvers import minimize
+    from zbound.solvers.quasi_newton import LBFGSBound
+
+    curve = Curve()
+
+    def cb(x, f):
+        curve(f)
+        return curve.points[-1][0] > cfg.time_limit_s
+
+    with PeakRSS() as mem:
+        curve.restart()
+        res = minimize(objective, np.zeros(objective.n_params),
+                       method=LBFGSBound if method == "lbfgs-bound" else method,
+                       target=target, max_iter=max_iter, tol=1e-10, ftol=0.0,
+                       callback=cb, **ZBOUND_METHODS[method])
+        total = curve.elapsed()
+    trace = curve.points
+    if res.target_reached and (not trace or trace[-1][1] > res.fun):
+        trace.append((total, res.fun))     # SciPy stops on the target before the callback
+    t_hit = next((t + setup for t, f in trace if f <= target), None)
+    return dict(t_hit=t_hit, total=total + setup, iterations=res.nit, mem=mem.mb,
+                res=res, trace=trace, counts=res.counts, info=res.info)
+
+
+def _tokens(x):
+    """The token features of one sentence (words, and tags where the corpus has them)."""
+    from zbound.structured.features import token_features
+
+    return token_features([w[0] for w in x], [w[1] for w in x] if len(x[0]) > 1 else None)
+
+
+def _featurize(train):
+    """(token features, labels, feature matrix, lengths, index, label codes, classes)."""
+    from zbound.structured.features import encode_labels, featurize
+
+    feats = [_tokens(x) for x, _ in train]
+    ytr = [y for _, y in train]
+    M, lengths, index = featurize(feats, None, grow=True)
+    yi, classes = encode_labels(ytr, lengths)
+    return feats, ytr, M, lengths, index, yi, classes
+
+
+def _crfsuite_record(ctx, cs, state, common, size) -> None:
+    """CRFsuite L-BFGS over the timed rounds, its first round's trace and test scores."""
+    acc, f1 = state["scores"]
+    ctx.writer.add_record(BenchRecord(
+        **common, method="crfsuite-lbfgs", peer=True, reached=cs[0]["t_hit"] is not None,
+        time_to_target_s=_median([r["t_hit"] for r in cs]), evaluations=cs[0]["iterations"],
+        final_objective=state["f_ours"], target_objective=state["target"],
+        metrics={**size, "iterations": cs[0]["iterations"],
+                 "iterations_to_target": cs[0]["iter_hit"],
+                 "times_to_target_s": [r["t_hit"] for r in cs],
+                 "total_time_s": _median([r["total"] for r in cs]), "test_accuracy": acc,
+                 "f1": f1, "peak_memory_mb": cs[0]["mem"], "crfsuite_loss": state["f_cs"],
+                 "objective_check_rel": abs(state["f_ours"] - state["f_cs"])
+                 / abs(state["f_cs"]),
+                 "trace": [[t, f] for t, f in cs[0]["trace"]]}))
+
+
+def _zbound_record(ctx, method, rs, test_scores, target, cfg, common, size) -> None:
+    """One of the library's methods over its rounds (the first round's result scored)."""
+    r0 = rs[0]
+    acc, f1 = test_scores(r0["res"].x)
+    ctx.writer.add_record(BenchRecord(
+        **common, method=f"zbound-{method}", default=method == "lbfgs-bound",
+        reached=r0["t_hit"] is not None,
+        time_to_target_s=_median([r["t_hit"] for r in rs])
+        if all(r["t_hit"] is not None for r in rs) else None,
+        evaluations=sum(r0["counts"].values()), final_objective=r0["res"].fun,
+        target_objective=target,
+        metrics={**size, "iterations": r0["iterations"],
+                 "times_to_target_s": [r["t_hit"] for r in rs],
+                 "total_time_s": _median([r["total"] for r in rs]),
+                 "test_accuracy": acc, "f1": f1, "peak_memory_mb": r0["mem"],
+                 "counts": r0["counts"], "info": r0["info"],
+                 "n_jobs": 2 if method.endswith("2threads") else cfg.n_jobs,
+                 "trace": [[t, f] for t, f in r0["trace"]]}))
+
+
+def _stochastic_record(ctx, name, cfg, method, crf, obj, train, test, common, size, target):
+    """``ChainCRF(solver="adagrad")``: ``fit`` on the corpus, or ``partial_fit`` over a
+    stream of it, scored on the shared objective in the training vocabulary."""
+    from zbound.estimators.crf import ChainCRF
+
+    (feats, ytr), (test_feats, ytest, chunked) = train, test
+    n_train = len(ytr)
+    est = ChainCRF(c2=cfg.c2, solver="adagrad", max_iter=cfg.sgd_epochs, n_jobs=cfg.n_jobs,
+                   batch_size=cfg.batch_size, random_state=0, n_samples_hint=n_train)
+
+    def train_it():
+        if method == "sgd":
+            est.fit(feats, ytr)
+            return
+        for _ in range(cfg.stream_epochs):
+            for X_b, y_b in stream(name, cfg.corpora[name][0], 64):
+                est.partial_fit(X_b, y_b, classes=crf.classes_)
+
+    with PeakRSS() as mem:
+        total, _ = timed(train_it)
+    acc, f1 = scores(est.predict(test_feats), ytest, chunked)
+    fin = obj.value(_in_vocabulary(est, crf))
+    ctx.writer.add_record(BenchRecord(
+        **common, method=f"zbound-{method}", reached=fin <= target,
+        time_to_target_s=total if fin <= target else None, final_objective=fin,
+        target_objective=target,
+        metrics={**size, "total_time_s": total, "test_accuracy": acc, "f1": f1,
+                 "peak_memory_mb": mem.mb,
+                 "epochs": cfg.stream_epochs if method == "partial_fit" else cfg.sgd_epochs}))
+
+
+def _in_vocabulary(est, crf) -> np.ndarray:
+    """``est``'s weights in ``crf``'s training vocabulary and label order (streaming grows a
+    vocabulary of its own)."""
+    ours = est.index_.vocabulary_
+    perm = [list(est.classes_).index(c) for c in crf.classes_]
+    W = np.zeros((crf.index_.n_features, len(crf.classes_)))
+    for a, j in crf.index_.vocabulary_.items():
+        k = ours.get(a)
+        if k is not None and k < est.state_weights_.shape[0]:
+            W[j] = est.state_weights_[k, perm]
+    return np.concatenate([W.ravel(), est.transitions_[np.ix_(perm, perm)].ravel()])
 
 
 def _memory_probe(name, n_train, method, c2, lbfgs_iter, stream_epochs, batch_size):
