@@ -341,7 +341,31 @@ def run_inverted(ctx, cfg: Config, ds: str) -> dict | None:
     T = cfg.iters
     n_inst = cfg.instances.get(ds, 1)
     ctx.start(f"inverted {ds}: single experts, tuning", 1)
-    # Table 1: one logistic expert (k = 1: EM is one exact M-step), original and inverted
+    single = _single_experts(ctx, cfg, ds, split, C)
+    # tuning on separate instances
+    Tt = cfg.tune_iters.get(ds, T)
+    runners = []
+    for t in range(cfg.tune_instances.get(ds, 1)):
+        rng = np.random.default_rng(_TUNE_SEED + t)
+        pb = MoEProblem(invert(Xtr, rng), ytr, 2, "logistic", n_classes=C, reg=cfg.reg)
+        theta0 = unit_init(pb, rng)
+        runners.append(lambda m, lr, pb=pb, th=theta0: _inv_run(pb, th, m, lr, Tt, cfg, ds))
+    lrs, table = tune(runners, cfg.lr_grid, cfg.tune_search)
+    ctx.advance()
+    ctx.start(f"inverted {ds}: instances", n_inst)
+    per = _inverted_instances(ctx, cfg, ds, split, C, lrs)
+    summary = {"single": single, "methods": {}, "tuning": table, "iters": T,
+               "grid_edge": at_grid_edge(lrs, cfg.lr_grid),
+               "tune_instances": len(runners), "tune_search": cfg.tune_search,
+               "instances": n_inst}
+    for m in METHOD_INFO:
+        summary["methods"][m] = _inverted_record(ctx, cfg, ds, m, per, lrs.get(m))
+    return summary
+
+
+def _single_experts(ctx, cfg: Config, ds: str, split, C: int) -> dict:
+    """Table 1: one logistic expert (k = 1: EM is one exact M-step), original and inverted."""
+    Xtr, ytr, Xte, yte = split
     rng = np.random.default_rng(0)
     Xtr_inv, Xte_inv = invert(Xtr, rng), invert(Xte, rng)
     single = {}
@@ -356,20 +380,16 @@ def run_inverted(ctx, cfg: Config, ds: str) -> dict | None:
             final_objective=fit.fun,
             metrics={"test_accuracy": acc, "test_cross_entropy": ce, "test_loglik": -ce,
                      "random_invert": label == "inverted", "iterations": fit.nit}))
-    # tuning on separate instances
-    Tt = cfg.tune_iters.get(ds, T)
-    runners = []
-    for t in range(cfg.tune_instances.get(ds, 1)):
-        rng = np.random.default_rng(_TUNE_SEED + t)
-        pb = MoEProblem(invert(Xtr, rng), ytr, 2, "logistic", n_classes=C, reg=cfg.reg)
-        theta0 = unit_init(pb, rng)
-        runners.append(lambda m, lr, pb=pb, th=theta0: _inv_run(pb, th, m, lr, Tt, cfg, ds))
-    lrs, table = tune(runners, cfg.lr_grid, cfg.tune_search)
-    ctx.advance()
+    return single
+
+
+def _inverted_instances(ctx, cfg: Config, ds: str, split, C: int, lrs: dict) -> dict:
+    """Every method on each random inversion (the order rotating), at its tuned step."""
+    Xtr, ytr, Xte, yte = split
+    T = cfg.iters
     methods = list(METHOD_INFO)
-    per = {m: [] for m in methods}
-    ctx.start(f"inverted {ds}: instances", n_inst)
-    for i in range(n_inst):
+    per: dict[str, list] = {m: [] for m in methods}
+    for i in range(cfg.instances.get(ds, 1)):
         rng = np.random.default_rng(2000 + i)
         A, B = invert(Xtr, rng), invert(Xte, rng)
         pb = MoEProblem(A, ytr, 2, "logistic", n_classes=C, reg=cfg.reg)
@@ -394,53 +414,49 @@ def run_inverted(ctx, cfg: Config, ds: str) -> dict | None:
             k = _first(fits[m].trace.objective, target + 1e-12 * max(1.0, abs(target)))
             per[m][-1]["time_to_common"] = float(fits[m].trace.seconds[k])
         ctx.advance()
-    summary = {"single": single, "methods": {}, "tuning": table, "iters": T,
-               "grid_edge": at_grid_edge(lrs, cfg.lr_grid),
-               "tune_instances": len(runners), "tune_search": cfg.tune_search,
-               "instances": n_inst}
-    for m in methods:
-        runs = per[m]
-        accs = [r["accuracy"] for r in runs]
-        ces = [r["cross_entropy"] for r in runs]
-        peer, default = METHOD_INFO[m]
-        lr = lrs.get(m)
-        at = {str(c): float(np.mean([r["accuracy_curve"][c] for r in runs]))
-              for c in cfg.checkpoints if c <= T}
-        at_sd = {str(c): float(np.std([r["accuracy_curve"][c] for r in runs]))
-                 for c in cfg.checkpoints if c <= T}
-        metrics = {"test_accuracy": float(np.mean(accs)),
-                   "test_accuracy_at": at, "test_accuracy_at_std": at_sd,
-                   "test_accuracy_std": float(np.std(accs)),
-                   "test_cross_entropy": float(np.mean(ces)),
-                   "test_cross_entropy_std": float(np.std(ces)),
-                   "test_loglik": -float(np.mean(ces)), "iterations": T,
-                   "median_total_time_s": statistics.median(r["times"][-1] for r in runs),
-                   "monotone_all": all(r["monotone"] for r in runs),
-                   "step_size": list(lr) if isinstance(lr, tuple) else lr,
-                   "instances": len(runs)}
-        time_common = None
-        if m in ("em", "em-inner-gd"):
-            time_common = statistics.median(r["time_to_common"] for r in runs)
-            metrics["median_time_to_common_objective_s"] = time_common
-        ctx.writer.add_record(BenchRecord(
-            task="inverted", dataset=ds, setting=f"k=2,T={T}", method=m, peer=peer,
-            default=default, reached=time_common is not None,
-            time_to_target_s=time_common,
-            final_objective=statistics.median(r["final"] for r in runs),
-            target_objective=statistics.median(per["em"][j]["common_target"]
-                                               for j in range(len(runs)))
-            if time_common is not None else None,
-            metrics=metrics))
-        if m == "em":
-            for key in ("mstep_cg_products", "mstep_preconditioner_builds"):
-                if key in runs[0]["info"]:
-                    metrics[f"median_{key}"] = statistics.median(r["info"][key] for r in runs)
-        summary["methods"][m] = dict(metrics, curve=_mean_curve([r["objectives"]
-                                                                  for r in runs]),
-                                     curve_accuracy=_mean_curve([r["accuracy_curve"]
-                                                                 for r in runs]),
-                                     curve_time=_median_curve([r["times"] for r in runs]))
-    return summary
+    return per
+
+
+def _inverted_record(ctx, cfg: Config, ds: str, m: str, per: dict, lr) -> dict:
+    """Method ``m``'s record over the instances; returns its summary with mean curves."""
+    runs, T = per[m], cfg.iters
+    accs = [r["accuracy"] for r in runs]
+    ces = [r["cross_entropy"] for r in runs]
+    peer, default = METHOD_INFO[m]
+    curve_at = [c for c in cfg.checkpoints if c <= T]
+    metrics = {"test_accuracy": float(np.mean(accs)),
+               "test_accuracy_at": {str(c): float(np.mean([r["accuracy_curve"][c]
+                                                           for r in runs])) for c in curve_at},
+               "test_accuracy_at_std": {str(c): float(np.std([r["accuracy_curve"][c]
+                                                              for r in runs]))
+                                        for c in curve_at},
+               "test_accuracy_std": float(np.std(accs)),
+               "test_cross_entropy": float(np.mean(ces)),
+               "test_cross_entropy_std": float(np.std(ces)),
+               "test_loglik": -float(np.mean(ces)), "iterations": T,
+               "median_total_time_s": statistics.median(r["times"][-1] for r in runs),
+               "monotone_all": all(r["monotone"] for r in runs),
+               "step_size": list(lr) if isinstance(lr, tuple) else lr,
+               "instances": len(runs)}
+    time_common = None
+    if m in ("em", "em-inner-gd"):
+        time_common = statistics.median(r["time_to_common"] for r in runs)
+        metrics["median_time_to_common_objective_s"] = time_common
+    ctx.writer.add_record(BenchRecord(
+        task="inverted", dataset=ds, setting=f"k=2,T={T}", method=m, peer=peer,
+        default=default, reached=time_common is not None, time_to_target_s=time_common,
+        final_objective=statistics.median(r["final"] for r in runs),
+        target_objective=statistics.median(per["em"][j]["common_target"]
+                                           for j in range(len(runs)))
+        if time_common is not None else None,
+        metrics=metrics))
+    if m == "em":     # in the report's summary, not the record
+        for key in ("mstep_cg_products", "mstep_preconditioner_builds"):
+            if key in runs[0]["info"]:
+                metrics[f"median_{key}"] = statistics.median(r["info"][key] for r in runs)
+    return dict(metrics, curve=_mean_curve([r["objectives"] for r in runs]),
+                curve_accuracy=_mean_curve([r["accuracy_curve"] for r in runs]),
+                curve_time=_median_curve([r["times"] for r in runs]))
 
 
 def run(ctx) -> None:
