@@ -173,6 +173,32 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
+def _checked_metrics(metrics: Any, where: str) -> dict[str, Any]:
+    """``metrics`` made JSON-safe, the standard metrics checked (numbers in their ranges)."""
+    if not isinstance(metrics, dict):
+        raise TypeError(f"{where}: metrics must be a dict, got {type(metrics).__name__}")
+    bad_keys = [k for k in metrics if not isinstance(k, str)]
+    if bad_keys:
+        raise TypeError(f"{where}: metrics keys must be str, got {bad_keys!r}")
+    metrics = _clean(metrics)
+    for name in STANDARD_METRICS:
+        value = metrics.get(name)
+        if value is None:
+            continue
+        if not _is_real(value):
+            raise TypeError(f"{where}: metrics[{name!r}] must be a number or None, got "
+                            f"{type(value).__name__} {value!r}")
+        if name in _UNIT_METRICS and not 0.0 <= value <= 1.0:
+            raise ValueError(f"{where}: metrics[{name!r}] must lie in [0, 1], got {value!r}")
+        if name in _NONNEGATIVE_METRICS and value < 0:
+            raise ValueError(f"{where}: metrics[{name!r}] must be >= 0, got {value!r}")
+    try:
+        json.dumps(metrics, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{where}: metrics are not JSON-serializable: {exc}") from None
+    return metrics
+
+
 @dataclass(frozen=True)
 class BenchRecord:
     """One benchmark result: one method on one (task, dataset, setting).
@@ -289,29 +315,7 @@ class BenchRecord:
             raise ValueError(f"{where}: reached the target {self.target_objective!r} but gives no "
                              "time_to_target_s (records without a target may omit the time)")
 
-        metrics = self.metrics
-        if not isinstance(metrics, dict):
-            raise TypeError(f"{where}: metrics must be a dict, got {type(metrics).__name__}")
-        bad_keys = [k for k in metrics if not isinstance(k, str)]
-        if bad_keys:
-            raise TypeError(f"{where}: metrics keys must be str, got {bad_keys!r}")
-        metrics = _clean(metrics)
-        for name in STANDARD_METRICS:
-            value = metrics.get(name)
-            if value is None:
-                continue
-            if not _is_real(value):
-                raise TypeError(f"{where}: metrics[{name!r}] must be a number or None, got "
-                                f"{type(value).__name__} {value!r}")
-            if name in _UNIT_METRICS and not 0.0 <= value <= 1.0:
-                raise ValueError(f"{where}: metrics[{name!r}] must lie in [0, 1], got {value!r}")
-            if name in _NONNEGATIVE_METRICS and value < 0:
-                raise ValueError(f"{where}: metrics[{name!r}] must be >= 0, got {value!r}")
-        try:
-            json.dumps(metrics, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"{where}: metrics are not JSON-serializable: {exc}") from None
-        put("metrics", metrics)
+        put("metrics", _checked_metrics(self.metrics, where))
 
     @property
     def key(self) -> tuple[str, str, str, str]:

@@ -43,19 +43,16 @@ def _gap_curve(history) -> tuple[list[int], list[float]]:
             [(h[1] - h[2]) / max(abs(h[1]), abs(h[2]), 1.0) for h in history])
 
 
-def compare(ctx, task: str, problem: Problem, setting: str, x: float, models: list[IsingModel],
-            methods: dict[str, Any], stats: dict[str, Any]) -> dict[str, list[dict]]:
-    """Run every method on every model (alternating per model), then write one record each."""
-    d = problem.d
-    with_exact = d <= EXACT_MAX_D
+def _run_all(models, methods, with_exact):
+    """Every method on every model (alternating per model), and the exact values where the
+    dimension allows: (exacts, runs per method, seconds of each exact value)."""
     exacts: list[dict | None] = []
     runs: dict[str, list[dict]] = {name: [] for name in methods}
     exact_seconds = []
     for model in models:
         if with_exact:
-            t0 = time.perf_counter()
-            e = enumerate_exact(model, moments=False)
-            exact_seconds.append(time.perf_counter() - t0)
+            seconds, e = timed(lambda model=model: enumerate_exact(model, moments=False))
+            exact_seconds.append(seconds)
             exacts.append({"value": e.log_partition, "marginals": e.marginals})
         else:
             exacts.append(None)
@@ -68,6 +65,27 @@ def compare(ctx, task: str, problem: Problem, setting: str, x: float, models: li
                        "converged": False, "guaranteed": False, "error": repr(exc)}
             out["seconds"] = time.perf_counter() - t0
             runs[name].append(out)
+    return exacts, runs, exact_seconds
+
+
+def _check_bounds(outs, bounds, exact) -> tuple[int, int]:
+    """(certified values checked against an exact one, values below it)."""
+    checked = violations = 0
+    for o, b, v in zip(outs, bounds, exact):
+        if v is None or b is None or not o.get("guaranteed"):
+            continue
+        checked += 1
+        if b < v - BOUND_TOL * max(1.0, abs(v)):
+            violations += 1
+    return checked, violations
+
+
+def compare(ctx, task: str, problem: Problem, setting: str, x: float, models: list[IsingModel],
+            methods: dict[str, Any], stats: dict[str, Any]) -> dict[str, list[dict]]:
+    """Run every method on every model (alternating per model), then write one record each."""
+    d = problem.d
+    with_exact = d <= EXACT_MAX_D
+    exacts, runs, exact_seconds = _run_all(models, methods, with_exact)
     logdet_vals = [r["bound"] for r in runs.get("logdet", [])]
     quantum_vals = [r["bound"] for r in runs.get("quantum", [])]
     for name, outs in runs.items():
@@ -81,14 +99,7 @@ def compare(ctx, task: str, problem: Problem, setting: str, x: float, models: li
                for b, ld in zip(bounds, logdet_vals)] if logdet_vals else []
         gain = [(b - q) / d if (b is not None and q is not None) else None
                 for b, q in zip(bounds, quantum_vals)] if quantum_vals else []
-        violations = 0
-        checked = 0
-        for o, b, v in zip(outs, bounds, ex):
-            if v is None or b is None or not o.get("guaranteed"):
-                continue
-            checked += 1
-            if b < v - BOUND_TOL * max(1.0, abs(v)):
-                violations += 1
+        checked, violations = _check_bounds(outs, bounds, ex)
         stats["checked"][name] += checked
         stats["violations"][name] += violations
         its = [o["iterations"] for o in outs if o.get("iterations") is not None]

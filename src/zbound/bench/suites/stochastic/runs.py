@@ -116,6 +116,29 @@ def epoch_batches(T: int, bs: int, epochs: int, seed: int) -> list[list[np.ndarr
     return out
 
 
+def _sklearn_theta(sk, n_classes: int) -> np.ndarray:
+    """SGDClassifier's weights in the softmax layout (two classes: its one vector)."""
+    coef = sk.coef_[1:] if n_classes == 2 and sk.coef_.shape[0] > 1 else sk.coef_
+    return coef.ravel().copy()
+
+
+def _stop_status(gaps, k, stop, prune, ref, max_evals) -> str:
+    """Why a trajectory stops at its latest point (``k`` points per epoch), or "running"."""
+    e = len(gaps) - 1
+    if gaps[-1] <= stop:
+        return "reached"
+    if (prune is not None and e >= 3 * k and e < len(prune)
+            and min(prune[:e + 1]) <= GAPS[0] and gaps[-1] > 10 * prune[e]):
+        return "pruned"
+    if prune is not None and e >= 5 * k and e < len(prune) and gaps[-1] > 3 * prune[e]:
+        return "pruned"
+    if ref is not None and e >= 3 * k and e < len(ref) and gaps[-1] > 10 * ref[e]:
+        return "pruned"
+    if max_evals is not None and e >= max_evals:
+        return "budget"
+    return "running"
+
+
 def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
                schedule: str = "inverse-1", prune=None, max_epochs: float | None = None,
                ref=None, extra: dict | None = None) -> dict:
@@ -166,11 +189,7 @@ def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
                     break
             if i not in marks:
                 continue
-            if solver is None:
-                theta = (sk.coef_[1:] if prob.n_classes == 2 and sk.coef_.shape[0] > 1
-                         else sk.coef_).ravel().copy()
-            else:
-                theta = state.x
+            theta = state.x if solver is not None else _sklearn_theta(sk, prob.n_classes)
             with np.errstate(all="ignore"):
                 f = prob.mean_objective(theta) if np.isfinite(theta).all() else math.inf
             if not math.isfinite(f):
@@ -181,19 +200,7 @@ def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
             test.append(tl)
             secs.append(elapsed)
             epochs.append(ep + marks[i] / k)
-            e = len(gaps) - 1
-            if gaps[-1] <= stop:
-                status = "reached"
-            elif (prune is not None and e >= 3 * k and e < len(prune)
-                  and min(prune[:e + 1]) <= GAPS[0] and gaps[-1] > 10 * prune[e]):
-                status = "pruned"
-            elif (prune is not None and e >= 5 * k and e < len(prune)
-                  and gaps[-1] > 3 * prune[e]):
-                status = "pruned"
-            elif ref is not None and e >= 3 * k and e < len(ref) and gaps[-1] > 10 * ref[e]:
-                status = "pruned"
-            elif max_evals is not None and e >= max_evals:
-                status = "budget"
+            status = _stop_status(gaps, k, stop, prune, ref, max_evals)
             if status != "running":
                 break
         if status != "running":
@@ -242,25 +249,7 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
         if cfg.cap_by_first_order and name not in FIRST_ORDER and fo_best is not None:
             cap, ref = cfg.cap_factor * fo_best[0], fo_best[1]
         caps[name] = cap
-        best = None
-        grids[name] = {}
-        scheds = ("constant",) if name in CONSTANT_ONLY else cfg.schedules
-        for extra in variants(cfg, name, prob):
-            for sched in scheds:
-                # largest step first: diverging runs stop at once, and the first run to reach
-                # 1% caps the slower (smaller-step) ones at its epochs
-                for lr in sorted(cfg.grid, reverse=True):
-                    # a run that has not reached 1% by the best epochs of its method so far
-                    # cannot win: stop it there
-                    own = None if best is None else first_hit(best[2], GAPS[0])[0]
-                    lim = min([c for c in (cap, own) if c is not None], default=None)
-                    tr = trajectory(prob, name, lr, cfg, stream, sched,
-                                    prune=None if best is None else best[2]["gap"],
-                                    max_epochs=lim, ref=ref, extra=extra)
-                    grids[name][f"{sched}:{lr}{_variant_key(extra)}"] = first_hit(
-                        tr, GAPS[0])[0]
-                    if best is None or _score(tr) < _score(best[2]):
-                        best = (lr, sched, tr, extra)
+        best, grids[name] = _tune(prob, name, cfg, stream, cap, ref)
         tuned[name] = best
         if name in FIRST_ORDER:
             e = first_hit(best[2], GAPS[0])[0]
@@ -274,40 +263,70 @@ def run_problem(ctx, cfg: Config, prob: Problem) -> dict:
             runs[name].append(trajectory(prob, name, lr, cfg, stream, sched,
                                          max_epochs=tr["epochs"][-1], extra=extra))
     for name, (lr, sched, tr, extra) in tuned.items():
-        hits = {}
-        for gap in GAPS:
-            e, _ = first_hit(tr, gap)
-            times = [first_hit(r, gap)[1] for r in runs[name]]
-            s = statistics.median(times) if e is not None and None not in times else None
-            hits[gap] = (e, s)
-        # the repeat whose seconds are the median is drawn; epochs are identical (same stream)
-        secs = np.median(np.array([r["seconds"] for r in runs[name]
-                                   if len(r["seconds"]) == len(tr["seconds"])]), axis=0)
-        curves[name] = {"gap": tr["gap"], "test_loss": tr["test_loss"],
-                        "seconds": secs.tolist(), "epochs": tr["epochs"]}
-        e1, s1 = hits[GAPS[0]]
-        e2, s2 = hits[GAPS[1]]
-        peer = name in PEERS
-        ctx.writer.add(
-            task="fig1", dataset=prob.name, setting=f"lambda={prob.lam:g},batch={cfg.batch_size}",
-            method=name, peer=peer, default=name == "spfb", reached=e1 is not None,
-            time_to_target_s=s1,
-            evaluations=None if e1 is None else int(round(e1 * len(stream[0]))),
-            final_objective=prob.f_star * (1.0 + tr["final_gap"]),
-            target_objective=prob.f_star * (1.0 + GAPS[0]),
-            metrics={"epochs_to_target": e1, "epochs_to_0.1%": e2, "seconds_to_0.1%": s2,
-                     "lr": lr, "schedule": sched, "grid": list(cfg.grid), "variant": extra,
-                     "schedules": list(cfg.schedules), "lam": prob.lam,
-                     "lr_at_edge": len(cfg.grid) > 1 and lr in (cfg.grid[0], cfg.grid[-1]),
-                     "epochs": cfg.epochs_of(prob.name), "grid_epochs_to_1%": grids[name],
-                     "epoch_cap": caps.get(name),
-                     "test_loglik": -tr["test_loss"][-1],
-                     "test_accuracy": tr["test_accuracy"], "status": tr["status"],
-                     "seconds_total": float(secs[-1]) if len(secs) else None,
-                     "f_star": prob.f_star, "p": prob.p, "T": prob.T,
-                     "repeats": len(runs[name]),
-                     "same_objective": not (name == "sklearn-sgd" and prob.n_classes > 2)})
+        curves[name] = _winner_record(ctx, cfg, prob, name, (lr, sched, tr, extra),
+                                      runs[name], grids[name], caps.get(name), stream)
     return {"curves": curves, "skipped": [n for n, g in grids.items() if g is None]}
+
+
+def _tune(prob, name, cfg, stream, cap, ref):
+    """The method's best run over the step-size grid, schedules and variants, and each grid
+    point's epochs to 1%."""
+    best, grid = None, {}
+    scheds = ("constant",) if name in CONSTANT_ONLY else cfg.schedules
+    for extra in variants(cfg, name, prob):
+        for sched in scheds:
+            # largest step first: diverging runs stop at once, and the first run to reach
+            # 1% caps the slower (smaller-step) ones at its epochs
+            for lr in sorted(cfg.grid, reverse=True):
+                # a run that has not reached 1% by the best epochs of its method so far
+                # cannot win: stop it there
+                own = None if best is None else first_hit(best[2], GAPS[0])[0]
+                lim = min([c for c in (cap, own) if c is not None], default=None)
+                tr = trajectory(prob, name, lr, cfg, stream, sched,
+                                prune=None if best is None else best[2]["gap"],
+                                max_epochs=lim, ref=ref, extra=extra)
+                grid[f"{sched}:{lr}{_variant_key(extra)}"] = first_hit(tr, GAPS[0])[0]
+                if best is None or _score(tr) < _score(best[2]):
+                    best = (lr, sched, tr, extra)
+    return best, grid
+
+
+def _winner_record(ctx, cfg, prob, name, winner, runs, grid, cap, stream) -> dict:
+    """The tuned run's record (epochs and median seconds to 1% and 0.1%) and its curves."""
+    lr, sched, tr, extra = winner
+    hits = {}
+    for gap in GAPS:
+        e, _ = first_hit(tr, gap)
+        times = [first_hit(r, gap)[1] for r in runs]
+        s = statistics.median(times) if e is not None and None not in times else None
+        hits[gap] = (e, s)
+    # the repeat whose seconds are the median is drawn; epochs are identical (same stream)
+    secs = np.median(np.array([r["seconds"] for r in runs
+                               if len(r["seconds"]) == len(tr["seconds"])]), axis=0)
+    e1, s1 = hits[GAPS[0]]
+    e2, s2 = hits[GAPS[1]]
+    peer = name in PEERS
+    ctx.writer.add(
+        task="fig1", dataset=prob.name, setting=f"lambda={prob.lam:g},batch={cfg.batch_size}",
+        method=name, peer=peer, default=name == "spfb", reached=e1 is not None,
+        time_to_target_s=s1,
+        evaluations=None if e1 is None else int(round(e1 * len(stream[0]))),
+        final_objective=prob.f_star * (1.0 + tr["final_gap"]),
+        target_objective=prob.f_star * (1.0 + GAPS[0]),
+        metrics={"epochs_to_target": e1, "epochs_to_0.1%": e2, "seconds_to_0.1%": s2,
+                 "lr": lr, "schedule": sched, "grid": list(cfg.grid), "variant": extra,
+                 "schedules": list(cfg.schedules), "lam": prob.lam,
+                 "lr_at_edge": len(cfg.grid) > 1 and lr in (cfg.grid[0], cfg.grid[-1]),
+                 "epochs": cfg.epochs_of(prob.name), "grid_epochs_to_1%": grid,
+                 "epoch_cap": cap,
+                 "test_loglik": -tr["test_loss"][-1],
+                 "test_accuracy": tr["test_accuracy"], "status": tr["status"],
+                 "seconds_total": float(secs[-1]) if len(secs) else None,
+                 "f_star": prob.f_star, "p": prob.p, "T": prob.T,
+                 "repeats": len(runs),
+                 "same_objective": not (name == "sklearn-sgd" and prob.n_classes > 2)})
+    return {"gap": tr["gap"], "test_loss": tr["test_loss"], "seconds": secs.tolist(),
+            "epochs": tr["epochs"]}
 
 
 def run(ctx) -> None:
