@@ -51,6 +51,11 @@ def num(value: Any, spec: str = ".3g", missing: str = "-") -> str:
     return format(value, spec)
 
 
+def holds(ok: bool) -> str:
+    """The verdict word of a claim."""
+    return "holds" if ok else "does not hold"
+
+
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]],
           right: Sequence[int] = ()) -> list[str]:
     """A Markdown table's lines: the header, the rule (columns ``right`` aligned right), and

@@ -97,10 +97,6 @@ class MetricResult(BoundResult):
     quantum: QuantumResult
     history: list[tuple[float, float]] = field(default_factory=list, repr=False)
 
-    @property
-    def iterations(self) -> int:
-        return self.nit
-
 
 def _objective(Sigma, F, eps):
     lam, U = scipy.linalg.eigh(Sigma)

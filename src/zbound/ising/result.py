@@ -46,6 +46,11 @@ class BoundResult(Result):
     seconds: float = 0.0
     certified: bool = True
 
+    @property
+    def iterations(self) -> int:
+        """The method's iterations (``nit``)."""
+        return self.nit
+
     def __post_init__(self) -> None:
         if math.isnan(self.fun) and self.bound is not None:
             self.fun = float(self.bound)

@@ -86,10 +86,6 @@ class TRWResult(BoundResult):
     gap: float = float("nan")
 
     @property
-    def iterations(self) -> int:
-        return self.nit
-
-    @property
     def means(self) -> np.ndarray:
         """E[x_i] = 2 P(x_i = 1) - 1."""
         return 2.0 * self.marginals - 1.0

@@ -13,7 +13,7 @@ from zbound.ising.model import check_scale, relative_gap
 from zbound.ising.quantum.chambolle_pock import solve_quantum
 from zbound.ising.quantum.checks import check_int, check_positive, resolve_features
 from zbound.ising.quantum.duality import marginals_from_means, spin_means
-from zbound.ising.result import BoundResult, CheckLog
+from zbound.ising.result import BoundResult
 from zbound.utils.threads import blas_threads as _limit_blas_threads
 
 
@@ -50,10 +50,6 @@ class QuantumResult(BoundResult):
     epsilon: float
     newton_steps: int = 0
     history: list[tuple[int, float, float]] = field(default_factory=list, repr=False)
-
-    @property
-    def iterations(self) -> int:
-        return self.nit
 
     @property
     def eigendecompositions(self) -> int:
@@ -170,7 +166,7 @@ def quantum_bound(
         converged=sol.converged,
         message="converged" if sol.converged else "max_iter reached",
         method="chambolle-pock" + ("+newton" if sol.newton_steps else ""),
-        trace=sol.history.trace() if isinstance(sol.history, CheckLog) else None,
+        trace=sol.history.trace(),
         seconds=time.perf_counter() - start,
         marginals=marginals_from_means(means),
         means=means,

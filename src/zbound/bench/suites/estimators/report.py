@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from zbound.bench.report import num, prose, table
+from zbound.bench.report import holds, num, prose, table
 from zbound.bench.suites.estimators.config import (
     LATENT_MAX_RATIO,
     MEMORY_MAX_RATIO,
@@ -27,10 +27,6 @@ def _section(title: str, claim: str, header: tuple[str, ...], rows: list) -> lis
     return [f"## {title}", "", f"Claim: {claim}", ""] + table(header, rows)
 
 
-def _verdict(ok: bool) -> str:
-    return "holds" if ok else "does not hold"
-
-
 def _ratio_table(recs, task, title, limit, peer_name) -> list[str]:
     groups = _groups(recs, task)
     if not groups:
@@ -44,7 +40,7 @@ def _ratio_table(recs, task, title, limit, peer_name) -> list[str]:
             if acc is None or ref is None:
                 acc, ref = m["test_accuracy"], m["peer_accuracy"]
             if r["default"] and m["ratio_to_peer"] is not None:
-                claim = _verdict(m["ratio_to_peer"] <= limit and acc >= ref)
+                claim = holds(m["ratio_to_peer"] <= limit and acc >= ref)
             rows.append((data, setting, r["method"], num(r["time_to_target_s"], ".4f"),
                          num(m["ratio_to_peer"], ".1f"), num(m.get("cv_accuracy"), ".4f"),
                          num(m.get("peer_cv_accuracy"), ".4f"), num(m["test_accuracy"], ".4f"),
@@ -71,7 +67,7 @@ def _sgd_table(recs) -> list[str]:
         ref_acc = ref["metrics"][key] if ref else None
         if r["method"] == "zbound-sgd" and ref_acc is not None and \
                 m["ratio_to_peer"] is not None:
-            claim = _verdict(m["ratio_to_peer"] <= 1.0
+            claim = holds(m["ratio_to_peer"] <= 1.0
                              and m[key] >= ref_acc - SGD_ACCURACY_SLACK - 1e-12)
         rows.append((r["dataset"], r["method"], num(r["time_to_target_s"], ".4f"),
                      num(m["ratio_to_peer"], ".2f"), num(m.get("cv_accuracy"), ".4f"),
@@ -85,7 +81,7 @@ def _sgd_table(recs) -> list[str]:
         rows = []
         for r in streams:
             m = r["metrics"]
-            claim = _verdict(m["ratio_to_peer"] <= 1.0) \
+            claim = holds(m["ratio_to_peer"] <= 1.0) \
                 if r["method"] == "zbound-sgd" and m["ratio_to_peer"] is not None else ""
             rows.append((r["setting"], r["method"], num(m["rows_per_s"], ",.0f"),
                          num(m["ratio_to_peer"], ".2f"), num(m["train_accuracy"], ".4f"),
@@ -115,7 +111,7 @@ def _logistic_table(recs, task, title) -> list[str]:
                     m["ratio_to_fastest_peer"] <= 1.0
                 m_ok = m.get("memory_ratio_to_fastest_peer") is None or \
                     m["memory_ratio_to_fastest_peer"] <= MEMORY_MAX_RATIO
-                claim = _verdict(r_ok and m_ok) + f" (fastest: {fastest})"
+                claim = holds(r_ok and m_ok) + f" (fastest: {fastest})"
             rows.append((data, setting.removeprefix("C="), r["method"],
                          num(r["time_to_target_s"], ".4f"), num(m["objective_gap"], ".1e"),
                          m.get("n_iter", ""), num(m.get("peak_memory_mb"), ".1f"), reach, ratio,

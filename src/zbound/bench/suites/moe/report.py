@@ -6,17 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from zbound.bench.plots import Panel, Series, panel_grid
-from zbound.bench.report import num, prose, table
+from zbound.bench.report import holds, num, prose, table
 from zbound.bench.suites.moe.runs import UNSTABLE_RISE
 
 PAPER = {"em": (0.792, 0.801), "gradient-em": (0.657, 1.30), "gd": (0.619, 1.33),
          "single-original": 0.832, "single-inverted": 0.102}
 LABELS = {"em": "EM (bound M-steps)", "em-inner-gd": "EM (inner GD, paper)",
           "gradient-em": "Gradient EM", "gd": "GD", "adam": "Adam"}
-
-
-def _holds(ok: bool) -> str:
-    return "holds" if ok else "does not hold"
 
 
 def _known(*values) -> bool:
@@ -60,7 +56,7 @@ def _synthetic(name: str, s: dict, recs: dict, out: Path) -> list[str]:
         ok_em = it["em"] <= T / 5
         ok_gem = it["em"] <= it["gradient-em"] <= it["gd"]
         lines += prose("moe", "synthetic-claims", iters=T, em=it["em"], gem=it["gradient-em"],
-                       gd=it["gd"], ok_em=_holds(ok_em), ok_gem=_holds(ok_gem)).split("\n")
+                       gd=it["gd"], ok_em=holds(ok_em), ok_gem=holds(ok_gem)).split("\n")
     else:
         lines.append("- Claims not decided: the iterations to GD's final objective were not "
                      "measured for EM, Gradient EM and GD.")
@@ -146,8 +142,8 @@ def _inverted_claims(recs: dict, single: dict) -> list[str]:
     if _known(acc.get("em"), acc.get("gd"), single_acc):
         beat = acc["em"] - acc["gd"]
         close = single_acc - acc["em"]
-        lines += prose("moe", "accuracy-claims", beat=beat * 100, ok_beat=_holds(beat >= 0.10),
-                       close=close * 100, ok_close=_holds(close <= 0.05)).split("\n")
+        lines += prose("moe", "accuracy-claims", beat=beat * 100, ok_beat=holds(beat >= 0.10),
+                       close=close * 100, ok_close=holds(close <= 0.05)).split("\n")
     else:
         lines.append("- Claims on test accuracy not decided: accuracies were not measured.")
     if _known(t_em, t_in):
