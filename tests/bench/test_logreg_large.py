@@ -15,7 +15,8 @@ from zbound.bench.suites.logreg_large.config import (
     PAPER_EPS,
     PAPER_TO_OURS,
 )
-from zbound.bench.suites.logreg_large.problems import Data, Problem, large_problem
+from zbound.bench.suites.logreg import Data, Problem, with_bias
+from zbound.bench.suites.logreg_large.problems import large_problem
 from zbound.bench.suites.logreg_large.report import verdicts
 from zbound.bench.suites.logreg_large.runs import glum_status, lowrank_available
 
@@ -57,7 +58,7 @@ def test_glum_paper_mapping_matches_ours():
     """Table 1 (bias penalized, no intercept): alpha = reg / (2 t) and theta = [-w/2, w/2]."""
     glum = pytest.importorskip("glum")
     data = _binary(300, 5, 1)
-    prob = Problem("table1", "toy", "lambda=0.1", data, L.problems._with_bias(data.X), lam=0.1)
+    prob = Problem("table1", "toy", "lambda=0.1", data, with_bias(data.X), lam=0.1)
     f_ours = _optimum(prob)
     clf = glum.GeneralizedLinearRegressor(family="binomial", alpha=prob.glum_alpha(),
                                           l1_ratio=0.0, fit_intercept=False, gradient_tol=1e-12,
@@ -105,7 +106,7 @@ def test_a_failing_peer_is_recorded_and_the_library_failing_is_raised(tmp_path, 
     """A peer whose fit raises (a third-party package broken by another's release) is
     recorded as failed, with the error and the versions, and the run goes on; the library's
     own method raising ends the run with its error."""
-    from zbound.bench.suites.logreg_large import runs
+    from zbound.bench.suites import logreg as runs
 
     real = runs.fit_call
 
@@ -281,7 +282,7 @@ def test_tol_search_with_a_stride_finds_what_a_full_search_finds(monkeypatch):
     fewer fits; over random monotone objective-vs-tol curves and fit times."""
     from dataclasses import replace
 
-    from zbound.bench.suites.logreg_large import runs
+    from zbound.bench.suites import logreg as runs
 
     class Cell:
         targets = {"loose": 1e-3, "tight": 1e-8}

@@ -119,6 +119,19 @@ def measure(methods: dict[str, Callable[[], Any]], repeats: int, min_time: float
     return timing
 
 
+def suite_config(ctx, config: Callable[[bool], Any], kind: type) -> Any:
+    """The run's configuration: ``ctx.options["config"]`` where given (a ``kind``, else a
+    TypeError naming the suite's class), else ``config(ctx.quick)``. The runner has already
+    refused option names the suite does not know."""
+    cfg = (getattr(ctx, "options", None) or {}).get("config")
+    if cfg is None:
+        return config(ctx.quick)
+    if not isinstance(cfg, kind):
+        raise TypeError(f"option 'config' must be a {kind.__module__}.{kind.__name__}, got "
+                        f"{type(cfg).__name__}")
+    return cfg
+
+
 def run_cells(ctx, cells: Iterable[Cell], repeats: int, min_time: float = 0.0) -> None:
     """Time each cell, score it, and write one record per method (the median as
     ``time_to_target_s``, the repeats' times and peak memory among the metrics)."""

@@ -81,7 +81,6 @@ ESTIMATOR_DOUBLE = "zbound-estimator-double"
 #: decades from 1e-1 to 1e-12 (with decades only, a method whose tol reaches a target just
 #: past a decade, e.g. at 3e-3, paid for up to a decade more accuracy than it needed).
 TOLS = tuple(10.0 ** (-k / 2) for k in range(2, 25))
-START_SCALE = 0.01
 
 
 @dataclass
@@ -97,7 +96,7 @@ class Config:
     #: estimator-only cells (data sets of Table 1, scikit-learn's objective) and their C
     estimator_sets: tuple[str, ...] = ESTIMATOR_SETS
     estimator_C: tuple[float, ...] = ESTIMATOR_C
-    #: random starts N(0, START_SCALE^2) per Table 1 cell (larger data: start at 0, as
+    #: random starts N(0, 0.01^2) per Table 1 cell (larger data: start at 0, as
     #: scikit-learn and glum do)
     paper_starts: int = 10
     rank_starts: int = 3

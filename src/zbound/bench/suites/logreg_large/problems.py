@@ -23,37 +23,16 @@ against scikit-learn only)
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
-import zlib
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
-from zbound.bench.suites.logreg_large.config import PAPER_EPS, PAPER_LAMBDA, START_SCALE, TARGETS
+from zbound.bench.suites.logreg import Data, Problem, with_bias
+from zbound.bench.suites.logreg_large.config import PAPER_EPS, PAPER_LAMBDA, TARGETS
 from zbound.bench.timing import budget_callback
-
-
-@dataclass
-class Data:
-    """A data set as the cells use it: features (no intercept column), labels, classes."""
-
-    name: str
-    X: Any
-    y: np.ndarray
-    n_classes: int
-    note: str
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
-def _with_bias(X):
-    ones = np.ones((X.shape[0], 1))
-    if sp.issparse(X):
-        return sp.hstack([X, ones], format="csr")
-    return np.hstack([np.asarray(X, dtype=np.float64), ones])
 
 
 def load_paper(name: str, seed: int = 0) -> Data:
@@ -129,128 +108,6 @@ def load_large(name: str, synthetic_rows: int = 200_000, kmnist_rows: int | None
     return Data(name, X, y, int(y.max()) + 1, note)
 
 
-@dataclass
-class Problem:
-    """One cell: data, objective, targets, and the maps from a peer's solution to our theta."""
-
-    task: str
-    dataset: str
-    setting: str
-    data: Data
-    #: design matrix of our objective (features + a last column of ones)
-    X: Any
-    lam: float | None = None
-    C: float | None = None
-    f_star: float = math.nan
-    targets: dict[str, float] = field(default_factory=dict)
-    rel: dict[str, float] = field(default_factory=dict)
-    reference: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def y(self) -> np.ndarray:
-        return self.data.y
-
-    @property
-    def n_classes(self) -> int:
-        return self.data.n_classes
-
-    @property
-    def t(self) -> int:
-        return int(self.X.shape[0])
-
-    @property
-    def paper(self) -> bool:
-        """Table 1 objective (also the Table 4 rank sweep on the same cell)."""
-        return self.task in ("table1", "table4")
-
-    @property
-    def k(self) -> int:
-        """Weight vectors: n_classes, except 1 for the estimator's binary model."""
-        return 1 if (not self.paper and self.n_classes == 2) else self.n_classes
-
-    @property
-    def n_params(self) -> int:
-        return self.k * int(self.X.shape[1])
-
-    @property
-    def reg(self) -> float:
-        return self.t * self.lam if self.paper else 1.0 / self.C
-
-    @property
-    def group(self) -> str:
-        return f"{self.task}/{self.dataset}/{self.setting}"
-
-    def model(self):
-        """Our objective (built anew: building it is part of what every library run pays)."""
-        if self.paper:
-            from zbound.models.multinomial import MultinomialLogistic
-
-            return MultinomialLogistic(self.X, self.y, self.n_classes, self.reg)
-        from zbound.models.multinomial import logistic_objective
-
-        k, d = self.k, self.X.shape[1]
-        pen = np.full((k, d), 1.0 / self.C)
-        pen[:, -1] = 0.0
-        center = self.t / k**2 if k > 1 else 0.0
-        return logistic_objective(self.X, self.y, self.n_classes, pen.ravel(), None, center)
-
-    # -- peers ------------------------------------------------------------------------------
-    @property
-    def fit_X(self):
-        """What a peer's ``fit`` gets: the design (Table 1, no intercept fitted) or the raw
-        features (larger data, intercept fitted, unpenalized)."""
-        return self.X if self.paper else self.data.X
-
-    @property
-    def fit_intercept(self) -> bool:
-        return not self.paper
-
-    def sklearn_C(self) -> float:
-        """scikit-learn's C whose optimum is ours. Table 1: C = 1/reg for >= 3 classes and
-        2/reg for 2 (its one vector w is our w_1 - w_0; see logreg-small). Larger data: C."""
-        if self.paper:
-            return (2.0 if self.n_classes == 2 else 1.0) / self.reg
-        return float(self.C)
-
-    def glum_alpha(self) -> float:
-        """glum's alpha whose optimum is ours (two classes).
-
-        glum minimizes sum_i s_i deviance_i / (2 sum_i s_i) + alpha/2 ||w||^2 (l1_ratio 0,
-        intercept unpenalized), and the binomial deviance is 2 x the log-loss, so with unit
-        weights it minimizes (1/t) sum loss + alpha/2 ||w||^2 = (ours) / t when
-        alpha = 1 / (C t) (larger data). Table 1 (bias a penalized column, no intercept): ours
-        is sum loss + reg/4 ||w||^2 at w = w_1 - w_0, so alpha = reg / (2 t) = lambda / 2.
-        """
-        if self.paper:
-            return self.reg / (2.0 * self.t)
-        return 1.0 / (self.C * self.t)
-
-    def theta_from(self, coef, intercept=None) -> np.ndarray:
-        """Our theta from a peer's coefficients (and intercepts, larger data)."""
-        coef = np.atleast_2d(np.asarray(coef, dtype=np.float64))
-        if self.paper:
-            if self.n_classes == 2:
-                w = coef.ravel()
-                return np.concatenate([-0.5 * w, 0.5 * w])
-            return coef.ravel().copy()
-        b = np.zeros(coef.shape[0]) if intercept is None else \
-            np.asarray(intercept, dtype=np.float64).ravel()
-        if coef.shape[0] > 1:
-            b = b - b.mean()        # the sum-zero representative (same loss and penalty)
-        return np.hstack([coef, b[:, None]]).ravel()
-
-    def theta_to_glum_start(self, theta: np.ndarray) -> np.ndarray:
-        """glum's ``start_params`` for our start theta (Table 1, two classes)."""
-        W = theta.reshape(2, -1)
-        return W[1] - W[0]
-
-    def describe(self) -> dict[str, Any]:
-        """The cell's numbers, stored in every record's metrics."""
-        return {"lambda": self.lam, "C": self.C, "reg": self.reg, "t": self.t,
-                "features": int(self.X.shape[1]) - 1, "n_classes": self.n_classes,
-                "n_params": self.n_params, "f_star": self.f_star,
-                "sparse": bool(sp.issparse(self.X))}
-
 
 def reference(problem: Problem, budget_s: float) -> dict[str, Any]:
     """Reference values of a cell.
@@ -308,17 +165,12 @@ def build(problem: Problem, budget_s: float) -> Problem:
 
 def paper_problem(data: Data) -> Problem:
     lam = PAPER_LAMBDA[data.name]
-    return Problem("table1", data.name, f"lambda={lam:g}", data, _with_bias(data.X), lam=lam)
+    return Problem("table1", data.name, f"lambda={lam:g}", data, with_bias(data.X), lam=lam)
 
 
 def large_problem(data: Data, C: float, task: str = "large") -> Problem:
     """A cell of scikit-learn's objective at ``C``: task "large" (the larger-data block) or
     "estimator" (``BoundLogisticRegression.fit`` against ``LogisticRegression.fit`` only)."""
-    return Problem(task, data.name, f"C={C:g}", data, _with_bias(data.X), C=float(C))
+    return Problem(task, data.name, f"C={C:g}", data, with_bias(data.X), C=float(C),
+                   paper=False)
 
-
-def start_points(dataset: str, n_starts: int, p: int) -> np.ndarray:
-    """Shared random starts N(0, 0.01^2) near 0, fixed per data set (the paper: "ten random
-    initializations close to 0")."""
-    rng = np.random.default_rng(zlib.crc32(dataset.encode()))
-    return START_SCALE * rng.standard_normal((n_starts, p))

@@ -1,5 +1,5 @@
-"""Running ``logreg-large``: the method plan of a cell, scikit-learn / glum tolerance searches,
-timed alternating runs, peak memory, and :func:`run`, the suite's entry point.
+"""Running ``logreg-large``: the method plan of a cell, the Table 4 rank sweep, and
+:func:`run`, the suite's entry point.
 
 Methods
     Library: ``newton-bound`` (``zbound.solvers.DEFAULT_METHOD``), ``lbfgs-precond`` (the
@@ -13,61 +13,45 @@ Methods
     scikit-learn ``LogisticRegression`` (lbfgs, newton-cg, newton-cholesky, saga); glum's
     binomial ``GeneralizedLinearRegressor`` (irls-cd, lbfgs) on two-class problems.
 
-Timing
-    Methods that take a target stop at it; one run to the tight target also gives the time to
-    the loose one (the seconds at which its trace first crossed it, plus the model
-    construction). Peers that cannot stop at a target get, per cell and target, the loosest
-    tolerance whose solution reaches it (searched untimed; a fit longer than the time budget
-    ends the search: not reached). Repeats are the outer loop, start points the next, and the
-    methods alternate within each (repeat, start); medians over repeats, then over starts. A
-    method that misses every target in the first repeat is not timed again. One BLAS thread.
 
-Peak memory
-    One more untimed run per method (to the loose target, stopped after
-    ``memory_budget_s``) under ``tracemalloc``: Python and NumPy allocations (NumPy reports its
-    buffers to tracemalloc), not the private buffers of compiled code (SciPy's Fortran L-BFGS-B
-    work arrays, scikit-learn's Cython/OpenMP scratch, glum's C++), and not the input arrays
-    (allocated before), but any copy a method makes of them. A low-rank method whose single
-    iteration is estimated over ``Config.lowrank_limit_s`` is not timed; :func:`memory_probe`
-    (one iteration on the first ``Config.probe_rows`` rows) gives its records' peak memory.
+The timing and memory protocol is :mod:`zbound.bench.suites.logreg`'s; one BLAS thread.
 """
 
 from __future__ import annotations
 
-import statistics
 import time
 import warnings
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from zbound.bench.harness import timed
+from zbound.bench.harness import suite_config
+from zbound.bench.suites.logreg import (
+    START_SCALE,
+    Method,
+    Problem,
+    cell_default,
+    default_method,
+    run_cell,
+    start_points,
+)
 from zbound.bench.suites.logreg_large.config import (
     ESTIMATOR,
     ESTIMATOR_DOUBLE,
     ESTIMATOR_MIXED,
     PAPER_LAMBDA,
-    START_SCALE,
     Config,
     config,
 )
 from zbound.bench.suites.logreg_large.problems import (
-    Problem,
     build,
     large_problem,
     load_large,
     load_paper,
     paper_problem,
-    start_points,
 )
-
-# shared with logreg-small: the default's name, the time-budget callback, curve downsampling,
-# the BLAS thread limit
-from zbound.bench.suites.logreg_small.runs import default_method
-from zbound.bench.timing import budget_callback as _budget
-from zbound.bench.timing import downsample, thread_limit, traced_peak
+from zbound.bench.timing import thread_limit
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -96,39 +80,7 @@ def glum_status() -> str | None:
     return None
 
 
-def peer_failure(m: Method, exc: Exception) -> str:
-    """The record's reason for a peer whose fit raised: the error and the versions of the
-    peer's package and of the libraries it builds on."""
-    from importlib.metadata import PackageNotFoundError, version
 
-    package = {"glum": "glum", "sklearn": "scikit-learn"}.get(m.kind)
-    versions = []
-    for name in (package, "scipy", "numpy"):
-        if name is None:
-            continue
-        try:
-            versions.append(f"{name} {version(name)}")
-        except PackageNotFoundError:
-            pass
-    message = " ".join(str(exc).split())[:200]
-    return f"failed: {type(exc).__name__}: {message} ({', '.join(versions)})"
-
-
-@dataclass
-class Method:
-    """One record name: how it runs (``kind``: solver, sklearn, glum, estimator)."""
-
-    name: str
-    kind: str
-    spec: str
-    peer: bool
-    default: bool = False
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def fits(self) -> bool:
-        """Fitted like scikit-learn (no start-to-target control): tolerance searched."""
-        return self.kind != "solver"
 
 
 def _sklearn_methods(cfg: Config, problem: Problem, skipped: dict[str, str]) -> list[Method]:
@@ -161,15 +113,6 @@ def _estimator_plan(cfg: Config, problem: Problem):
     methods = _estimator_methods(cfg) + _sklearn_methods(cfg, problem, skipped)
     methods = [m for m in methods if cfg.keep(m.name)]
     return methods, {k: v for k, v in skipped.items() if cfg.keep(k)}, {}
-
-
-def cell_default(problem: Problem) -> str:
-    """What ``minimize`` runs on this cell's objective when no method is named
-    (``zbound.solvers.choose_method``: "lbfgs-precond" on the large multiclass cells, else
-    ``DEFAULT_METHOD``); its record carries ``default=True``."""
-    from zbound.solvers import choose_method
-
-    return choose_method(problem.model())
 
 
 def method_plan(cfg: Config, problem: Problem
@@ -218,550 +161,7 @@ def method_plan(cfg: Config, problem: Problem
     return methods, skipped, notes
 
 
-# -- one call of each kind -----------------------------------------------------------------
-
-def solver_call(problem: Problem, m: Method, x0: np.ndarray, goal: float, budget_s: float,
-                max_iter: int) -> dict[str, Any]:
-    """Build the model and run ``minimize`` to ``goal`` (stopped after ``budget_s``)."""
-    from zbound.solvers import minimize
-
-    t0 = time.perf_counter()
-    model = problem.model()
-    t_build = time.perf_counter() - t0
-    r = minimize(model, x0, method=m.spec, target=goal, tol=1e-12, max_iter=max_iter,
-                 callback=_budget(budget_s), **m.options)
-    return {"res": r, "t_build": t_build, "total": time.perf_counter() - t0,
-            "theta": r.x, "n_iter": int(r.nit)}
-
-
-def fit_call(problem: Problem, m: Method, tol: float, max_iter: int,
-             x0: np.ndarray | None = None) -> dict[str, Any]:
-    """One scikit-learn / glum / estimator fit at ``tol``; theta mapped to ours."""
-    X, y = problem.fit_X, problem.y
-    t0 = time.perf_counter()
-    if m.kind == "sklearn":
-        from sklearn.linear_model import LogisticRegression
-
-        clf = LogisticRegression(C=problem.sklearn_C(), fit_intercept=problem.fit_intercept,
-                                 tol=tol, solver=m.spec, max_iter=max_iter).fit(X, y)
-        total = time.perf_counter() - t0
-        theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
-        n_iter = int(np.max(clf.n_iter_))
-    elif m.kind == "glum":
-        import glum._solvers
-        from glum import GeneralizedLinearRegressor
-
-        from zbound.bench.compat import patched_lbfgsb
-
-        start = None
-        if problem.paper and x0 is not None:
-            start = problem.theta_to_glum_start(x0)
-        # glum's "lbfgs" passes SciPy's L-BFGS-B iprint: deprecated up to SciPy 1.17 (the
-        # warning is the peer's business, not the bench's output), removed in 1.18 (dropped)
-        with warnings.catch_warnings(), patched_lbfgsb(glum._solvers):
-            warnings.filterwarnings("ignore", message=".*`disp` and `iprint`.*",
-                                    category=DeprecationWarning)
-            clf = GeneralizedLinearRegressor(
-                family="binomial", alpha=problem.glum_alpha(), l1_ratio=0.0,
-                fit_intercept=problem.fit_intercept, solver=m.spec, gradient_tol=tol,
-                max_iter=max_iter, start_params=start).fit(X, y)
-        total = time.perf_counter() - t0
-        theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
-        n_iter = int(np.max(clf.n_iter_))
-    elif m.kind == "estimator":
-        from zbound.estimators.logistic import BoundLogisticRegression
-
-        clf = BoundLogisticRegression(C=problem.C, tol=tol, max_iter=max_iter,
-                                      precision=m.spec).fit(X, y)
-        total = time.perf_counter() - t0
-        theta = problem.theta_from(clf.coef_, clf.intercept_)
-        n_iter = int(clf.n_iter_[0])
-    else:
-        raise ValueError(f"not a fitted method: {m.kind!r}")
-    return {"theta": theta, "total": total, "n_iter": n_iter}
-
-
-def search_tol(problem: Problem, m: Method, cfg: Config, evaluate: Callable[[np.ndarray], float],
-               x0: np.ndarray | None) -> dict[str, dict[str, Any]]:
-    """Per target (loosest first): the loosest tol in ``cfg.tols`` whose fit reaches it.
-
-    The tols are stepped ``cfg.tol_stride`` at a time (then the tightest); once a fit reaches
-    the target, the skipped looser tols are tried back up to the last fit that missed it, so
-    the answer is the same as a tol-by-tol search with fewer fits. A fit longer than
-    ``cfg.time_budget_s`` ends the search (that target and the tighter ones are not
-    reached). ``max_iter`` is capped at 1.5 x the iterations that fit in the budget at the
-    seconds per iteration of a 2-iteration probe fit (then of the last fit), so no fit
-    overruns the budget by much.
-    """
-    order = sorted(problem.targets, key=problem.targets.get, reverse=True)
-    tols = cfg.tols
-    stride = max(1, int(cfg.tol_stride))
-    tried: list[dict[str, Any]] = []
-    done: dict[int, dict[str, Any]] = {}
-    out: dict[str, dict[str, Any]] = {}
-    state: dict[str, Any] = {"per_iter": None}
-
-    def fit_at(j: int) -> dict[str, Any]:
-        if j in done:
-            return done[j]
-        tol = tols[j]
-        if state["per_iter"] is None:  # a 2-iteration probe fit: the cost of an iteration
-            probe = fit_call(problem, m, tol, 2, x0)
-            state["per_iter"] = probe["total"] / max(probe["n_iter"], 1)
-        max_iter = max(5, min(cfg.peer_max_iter,
-                              int(1.5 * cfg.time_budget_s / state["per_iter"])))
-        r = fit_call(problem, m, tol, max_iter, x0)
-        state["per_iter"] = r["total"] / max(r["n_iter"], 1)
-        e = {"tol": tol, "f": evaluate(r["theta"]), "seconds": r["total"],
-             "n_iter": r["n_iter"], "max_iter": max_iter}
-        tried.append(e)
-        done[j] = e
-        return e
-
-    def over(e: dict[str, Any]) -> bool:
-        return e["seconds"] > cfg.time_budget_s
-
-    # i: index of the last fit; miss: of the last fit that missed the current target; cap: a
-    # fit over budget (the tols from it on are out of reach)
-    i, last, miss, cap, stopped = 0, None, -1, None, False
-    for name in order:
-        target = problem.targets[name]
-        found = None
-        while not stopped:
-            if last is not None and over(last):
-                if i - miss > 1:              # looser tols were skipped: go through them
-                    cap, stride, i = i, 1, miss + 1
-                    last = fit_at(i)
-                    continue
-                stopped = True
-                break
-            if last is not None and last["f"] <= target:
-                found = last
-                j = i - 1                     # the looser tols the stride skipped
-                while j > miss:
-                    e = fit_at(j)
-                    if over(e) or e["f"] > target:
-                        break
-                    found = e
-                    j -= 1
-                break
-            if last is not None:
-                miss = i
-                if i == len(tols) - 1:
-                    break
-                i = min(i + stride, len(tols) - 1)
-            if cap is not None and i >= cap:
-                stopped = True
-                break
-            last = fit_at(i)
-        out[name] = {"tol": found["tol"] if found else None, "reached": found is not None,
-                     "max_iter": found["max_iter"] if found else (last or {}).get("max_iter"),
-                     "over_budget": stopped, "tried": [dict(t) for t in tried]}
-    return out
-
-
-def iteration_estimate(problem: Problem, m: Method, rows: int = 500) -> float:
-    """Seconds one iteration of solver method ``m`` should take on the whole cell: one
-    iteration timed on the first ``rows`` rows, scaled by t / rows (a bound build is linear in
-    the rows). The time budget is checked between iterations, so a method whose single
-    iteration exceeds it could not be stopped in time."""
-    from zbound.solvers import minimize
-
-    r = min(problem.t, rows)
-    sub = _rows(problem, r)
-    x0 = np.zeros(sub.n_params)
-    t0 = time.perf_counter()
-    minimize(sub.model(), x0, method=m.spec, max_iter=1, tol=0.0, **m.options)
-    return (time.perf_counter() - t0) * problem.t / r
-
-
-def _rows(problem: Problem, rows: int) -> Problem:
-    """The cell restricted to its first ``rows`` rows (same columns, same parameters)."""
-    r = min(problem.t, int(rows))
-    return replace(problem, X=problem.X[:r],
-                   data=replace(problem.data, X=problem.data.X[:r], y=problem.data.y[:r]))
-
-
-def memory_probe(problem: Problem, m: Method, rows: tuple[int, ...]) -> dict[str, Any]:
-    """Peak memory of ONE iteration of solver method ``m`` (one bound build and one step, from
-    0) on the first ``r`` rows of the cell for each ``r`` in ``rows`` (a cell with fewer than
-    twice the largest: a quarter and a half of its rows, so the probe stays cheaper than one
-    iteration of the cell), under tracemalloc.
-
-    For a method too slow to time (the low-rank bound on KMNIST): the rows only change how many
-    rank-one updates stream through the same O(p k) working set, so the peaks at two row counts
-    show whether memory grows with the rows. ``p_by_p_mb`` is the size of one dense p x p
-    float64 matrix (8 p^2 bytes), which the low-rank curvature must never form.
-    """
-    from zbound.solvers import minimize
-
-    rows = tuple(sorted({int(r) for r in rows}))
-    if problem.t < 2 * rows[-1]:  # a small cell (SRBCT): a quarter and half of its rows
-        rows = tuple(sorted({max(1, problem.t // 4), max(1, problem.t // 2)}))
-    peaks, seconds, used = [], [], []
-    for r in rows:
-        sub = _rows(problem, r)
-        x0 = np.zeros(sub.n_params)
-        t0 = time.perf_counter()
-        peaks.append(_peak_mb(lambda sub=sub, x0=x0: minimize(
-            sub.model(), x0, method=m.spec, max_iter=1, tol=0.0, **m.options)))
-        seconds.append(time.perf_counter() - t0)
-        used.append(sub.t)
-    p = problem.n_params
-    return {"rows": used, "rank_one_updates_at_most": [u * problem.n_classes for u in used],
-            "peak_mb_by_rows": peaks, "seconds": seconds, "iterations": 1,
-            "peak_memory_mb": max(peaks), "p": p, "p_by_p_mb": 8.0 * p * p / 2**20,
-            "note": (f"one-iteration probe (one bound build + one step from 0) on the first "
-                     f"{used} of {problem.t} rows under tracemalloc; the method was not timed "
-                     "to the target")}
-
-
-def _first_index(obj: np.ndarray, target: float) -> int | None:
-    hit = np.flatnonzero(obj <= target)
-    return int(hit[0]) if hit.size else None
-
-
-def _peak_mb(fn: Callable[[], Any]) -> float:
-    return traced_peak(fn)[0]
-
-
-# -- one cell --------------------------------------------------------------------------------
-
-def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Method],
-             skipped: dict[str, str], writer=None, log: Callable[[str], None] | None = None
-             ) -> tuple[list[dict], dict[str, Any]]:
-    """Time every method of one cell at every target; returns (records, curves)."""
-    check = problem.model()
-
-    def evaluate(theta: np.ndarray) -> float:
-        return float(check.value(theta))
-
-    def say(text: str) -> None:
-        if log is not None:
-            log(f"  {problem.group}: {text}")
-
-    tnames = sorted(problem.targets, key=problem.targets.get, reverse=True)  # loosest first
-    skipped = dict(skipped)
-    phase: dict[str, float] = {}
-    methods, probes = _too_slow_to_time(problem, methods, cfg, skipped, phase, say)
-    searches = _tolerance_searches(problem, methods, cfg, evaluate, starts, skipped, phase, say)
-    methods = [m for m in methods if m.name not in skipped]
-    units = _units(methods, searches, tnames)
-    timing = _time_units(problem, starts, cfg, units, searches, evaluate, phase, say)
-    peaks = _peaks(problem, starts, cfg, methods, searches, tnames[0], phase)
-    curves: dict[str, Any] = {"_seconds": phase}
-    records: list[dict] = []
-    for m in methods:
-        mu = [u for u in units if units[u][0].name == m.name]
-        curve = _curve_of(problem, cfg, m, mu, timing["first"])
-        if curve is not None:
-            curves[m.name] = curve
-        for tn in tnames:
-            rec = _method_record(problem, cfg, m, mu, tn, units, timing, searches, peaks,
-                                 len(starts))
-            if writer is not None:
-                rec = writer.add(**rec)
-            records.append(rec)
-            if not rec["reached"]:
-                say(f"{m.name} missed the {tn} target")
-    for name, reason in skipped.items():
-        for tn in tnames:
-            rec = _skipped_record(problem, name, reason, tn, probes.get(name))
-            records.append(writer.add(**rec) if writer is not None else rec)
-    return records, curves
-
-
-def _too_slow_to_time(problem, methods, cfg, skipped, phase, say):
-    """The methods to time; a low-rank method whose one iteration is estimated over
-    ``cfg.lowrank_limit_s`` goes to ``skipped`` with a one-iteration memory probe instead."""
-    kept, probes = [], {}
-    for m in methods:
-        if m.kind == "solver" and m.options.get("rank") is not None:
-            est = iteration_estimate(problem, m)
-            if est > cfg.lowrank_limit_s:
-                skipped[m.name] = (
-                    f"skipped: one iteration estimated at {est:.1f} s (one iteration on 500 "
-                    f"rows, scaled to {problem.t}), over the {cfg.lowrank_limit_s:g} s limit "
-                    "(the time budget is checked between iterations); peak memory from a "
-                    "one-iteration probe instead")
-                if cfg.probe_rows:
-                    seconds, probes[m.name] = timed(
-                        lambda m=m: memory_probe(problem, m, tuple(cfg.probe_rows)))
-                    probes[m.name]["iteration_estimate_s"] = est
-                    phase[f"probe {m.name}"] = seconds
-                say(f"{m.name} {skipped[m.name]}")
-                continue
-        kept.append(m)
-    return kept, probes
-
-
-def _tolerance_searches(problem, methods, cfg, evaluate, starts, skipped, phase, say):
-    """Per fitted method (scikit-learn, glum, the estimator) and target, the loosest tol
-    that reaches it; a peer that raises goes to ``skipped``, the library's own error is
-    raised."""
-    searches = {}
-    t_phase = time.perf_counter()
-    for m in methods:
-        if m.fits:
-            t0 = time.perf_counter()
-            try:
-                searches[m.name] = search_tol(problem, m, cfg, evaluate, starts[0])
-            except Exception as exc:
-                if not m.peer:
-                    raise                      # the library's own failure is a bug: loud
-                # a peer broken by its own dependencies (glum 3.4.1 calls SciPy's L-BFGS-B
-                # with an argument SciPy 1.18 removed) is recorded, not the end of the run
-                skipped[m.name] = peer_failure(m, exc)
-                say(f"{m.name} {skipped[m.name]}")
-            phase[f"search {m.name}"] = time.perf_counter() - t0
-    phase["search"] = time.perf_counter() - t_phase
-    return searches
-
-
-def _units(methods, searches, tnames) -> dict[str, tuple[Method, float | None, list[str]]]:
-    """What is timed: one unit per solver method (it answers every target) and one per
-    distinct tol of a fitted method, each with the targets it answers."""
-    units: dict[str, tuple[Method, float | None, list[str]]] = {}
-    for m in methods:
-        if not m.fits:
-            units[m.name] = (m, None, list(tnames))
-            continue
-        by_tol: dict[float, list[str]] = {}
-        for tn in tnames:
-            s = searches[m.name][tn]
-            if s["reached"]:
-                by_tol.setdefault(s["tol"], []).append(tn)
-        for tol, tns in by_tol.items():
-            units[f"{m.name}@{tol:g}"] = (m, tol, tns)
-    return units
-
-
-def _time_units(problem, starts, cfg, units, searches, evaluate, phase, say) -> dict:
-    """Repeats outer, starts inner, units alternating; a unit that misses every target in
-    the first repeat is not timed again, one slower than ``cfg.slow_unit_s`` is timed once.
-    Returns times[unit][start][target], first[unit][start] (the first repeat's outcome) and
-    reps[unit] (repeats run from the first start)."""
-    targets, n = problem.targets, len(starts)
-    times = {u: [{tn: [] for tn in units[u][2]} for _ in range(n)] for u in units}
-    first: dict[str, list[dict[str, Any]]] = {u: [None] * n for u in units}
-    goal = {u: [min(targets[tn] for tn in units[u][2])] * n for u in units}
-    alive = {u: [True] * n for u in units}
-
-    def make(u: str, i: int) -> Callable[[], dict[str, Any]]:
-        m, tol, _ = units[u]
-        if tol is None:
-            return lambda: solver_call(problem, m, starts[i], goal[u][i], cfg.time_budget_s,
-                                       cfg.max_iter)
-        max_iter = searches[m.name][units[u][2][0]]["max_iter"]
-        return lambda: fit_call(problem, m, tol, max_iter, starts[i])
-
-    spent = {u: 0.0 for u in units}       # seconds of the first repeat, per unit
-    reps = {u: 0 for u in units}
-    for rep in range(cfg.repeats):
-        for i in range(n):
-            order = [u for u in units if alive[u][i]]
-            if rep and cfg.slow_unit_s is not None:
-                order = [u for u in order if spent[u] <= cfg.slow_unit_s]
-            for u in order:
-                dt, out = timed(make(u, i))
-                if rep == 0:
-                    spent[u] += dt
-                if i == 0:
-                    reps[u] += 1
-                key = f"run {units[u][0].name}"
-                phase[key] = phase.get(key, 0.0) + dt
-                _times_to_targets(out, units[u], goal[u][i], times[u][i], targets, evaluate,
-                                  cfg.time_budget_s)
-                if rep == 0:
-                    first[u][i] = out
-                    reached = [tn for tn in units[u][2] if times[u][i][tn]]
-                    if not reached:
-                        alive[u][i] = False
-                    else:
-                        goal[u][i] = min(targets[tn] for tn in reached)
-        if rep == 0:
-            say("repeat 1 done")
-    return {"times": times, "first": first, "reps": reps}
-
-
-def _times_to_targets(out, unit, goal, times, targets, evaluate, budget_s) -> None:
-    """Add one run's seconds to each target it reached: a solver's from its trace (the
-    model's construction included; its own stopping target the whole run), a fit's whole
-    time where its solution reaches the target within the budget."""
-    m, tol, tns = unit
-    if tol is None:
-        r = out["res"]
-        obj = np.asarray(r.trace.objective)
-        secs = np.asarray(r.trace.seconds)
-        for tn in tns:
-            k = _first_index(obj, targets[tn])
-            if k is None:
-                continue
-            times[tn].append(out["total"] if targets[tn] == goal else
-                             out["t_build"] + float(secs[k]))
-            out.setdefault("iters", {})[tn] = k
-            out.setdefault("evals", {})[tn] = int(r.trace.n_evals[k])
-        out["f"] = float(r.fun)
-    else:
-        out["f"] = evaluate(out["theta"])
-        if out["total"] <= budget_s:
-            for tn in tns:
-                if out["f"] <= targets[tn]:
-                    times[tn].append(out["total"])
-
-
-def _peaks(problem, starts, cfg, methods, searches, loose, phase) -> dict[str, float | None]:
-    """Peak memory: one untimed run per method, to the loose target, from the first start."""
-    peaks: dict[str, float | None] = {}
-    t_mem = time.perf_counter()
-    for m in methods:
-        t0 = time.perf_counter()
-        if m.fits:
-            s = searches[m.name][loose]
-            tried = s["tried"]
-            tol = s["tol"] if s["reached"] else (tried[-1]["tol"] if tried else cfg.tols[0])
-            max_iter = s["max_iter"] or cfg.peer_max_iter
-            if tried and not s["reached"] and tried[-1]["seconds"] > cfg.memory_budget_s:
-                max_iter = max(1, int(tried[-1]["n_iter"] * cfg.memory_budget_s
-                                      / tried[-1]["seconds"]))
-            peaks[m.name] = _peak_mb(lambda m=m, tol=tol, mi=max_iter:
-                                     fit_call(problem, m, tol, mi, starts[0]))
-        else:
-            peaks[m.name] = _peak_mb(lambda m=m: solver_call(
-                problem, m, starts[0], problem.targets[loose], cfg.memory_budget_s,
-                cfg.max_iter))
-        phase[f"memory {m.name}"] = time.perf_counter() - t0
-    phase["memory"] = time.perf_counter() - t_mem
-    return peaks
-
-
-def _curve_of(problem, cfg, m, mu, first) -> dict[str, Any] | None:
-    """The first start's objective gap against seconds: a fit's points, a solver's trace."""
-    if m.fits:
-        pts = [(first[u][0]["total"], first[u][0]["f"] - problem.f_star) for u in mu
-               if first[u][0] is not None]
-        return {"point": True, "seconds": [p[0] for p in pts],
-                "gap": [p[1] for p in pts]} if pts else None
-    if first[m.name][0] is None:
-        return None
-    out = first[m.name][0]
-    r = out["res"]
-    obj = np.asarray(r.trace.objective)
-    idx = downsample(obj.shape[0], cfg.curve_points)
-    return {"seconds": (out["t_build"] + np.asarray(r.trace.seconds)[idx]).tolist(),
-            "iteration": idx.tolist(), "gap": (obj[idx] - problem.f_star).tolist()}
-
-
-def _method_record(problem, cfg, m, mu, tn, units, timing, searches, peaks, n) -> dict:
-    """The record of one method at one target, from its units' times and first runs."""
-    times, first = timing["times"], timing["first"]
-    unit = next((u for u in mu if tn in units[u][2]), None)
-    per_start, finals, iters, evals = [], [], [], []
-    for i in range(n):
-        ts = times[unit][i][tn] if unit is not None else []
-        per_start.append(statistics.median(ts) if ts else None)
-        o = first[unit][i] if unit is not None else None
-        if o is not None:
-            finals.append(o["f"])
-            if m.fits:
-                iters.append(o["n_iter"])
-            elif tn in o.get("iters", {}):
-                iters.append(o["iters"][tn])
-                evals.append(o["evals"][tn])
-            else:
-                iters.append(o["n_iter"])
-    ok = n > 0 and all(t is not None for t in per_start)
-    rec = _record(problem, m, tn, ok, per_start, finals, iters, evals, peaks[m.name], cfg)
-    rec["metrics"]["repeats"] = max((timing["reps"][u] for u in mu), default=0)
-    if m.fits:
-        s = searches[m.name][tn]
-        rec["metrics"].update({
-            "tol": s["tol"], "tols_tried": [t["tol"] for t in s["tried"]],
-            "search": s["tried"], "over_budget": s["over_budget"],
-            "max_iter": s["max_iter"], "stops_at_target": False,
-            "start_point": _start_note(m, problem)})
-        if m.kind == "glum":
-            rec["metrics"]["glum_alpha"] = problem.glum_alpha()
-        if m.kind == "sklearn":
-            rec["metrics"]["sklearn_C"] = problem.sklearn_C()
-    else:
-        rec["metrics"].update({"stops_at_target": True, "options": m.options,
-                               "start_point": _start_note(m, problem)})
-        if first[m.name][0] is not None:
-            rec["metrics"]["message"] = first[m.name][0]["res"].message
-    return rec
-
-
-def _skipped_record(problem, name, reason, tn, probe) -> dict:
-    rec = {"task": problem.task, "dataset": problem.dataset,
-           "setting": setting_label(problem, tn), "method": name,
-           "peer": not name.startswith("bound"),
-           "default": False, "reached": False, "time_to_target_s": None,
-           "evaluations": None, "final_objective": None,
-           "target_objective": problem.targets[tn],
-           "metrics": {"skipped": reason, "target_name": tn, "rel_target":
-                       problem.rel[tn], **problem.describe()}}
-    if probe is not None:  # not timed; its peak memory from the one-iteration probe
-        rec["metrics"].update({"peak_memory_mb": probe["peak_memory_mb"],
-                               "peak_memory_note": probe["note"], "memory_probe": probe})
-    return rec
-
-
-def setting_label(problem: Problem, target_name: str) -> str:
-    if problem.paper:
-        return problem.setting
-    return f"{problem.setting} {target_name}"
-
-
-def _start_note(m: Method, problem: Problem) -> str:
-    if m.kind == "sklearn":
-        return "0 (scikit-learn cannot take a start point)"
-    if m.kind == "estimator":
-        return "0 (the estimator's start)"
-    if m.kind == "glum":
-        return "the shared starts (start_params)" if problem.paper else \
-            "glum's own (intercept at the mean response, coefficients 0)"
-    return f"shared N(0, {START_SCALE}^2) starts" if problem.paper else "0"
-
-
-def _record(problem: Problem, m: Method, tn: str, ok: bool, per_start: list, finals: list,
-            iters: list, evals: list, peak: float | None, cfg: Config) -> dict[str, Any]:
-    reached_times = [t for t in per_start if t is not None]
-    return {
-        "task": problem.task, "dataset": problem.dataset,
-        "setting": setting_label(problem, tn), "method": m.name, "peer": m.peer,
-        "default": m.default, "reached": ok,
-        "time_to_target_s": statistics.median(per_start) if ok else None,
-        "evaluations": int(statistics.median(evals)) if (evals and ok) else None,
-        "final_objective": statistics.median(finals) if finals else None,
-        "target_objective": problem.targets[tn],
-        "metrics": {
-            "iterations": int(statistics.median(iters)) if iters else None,
-            "n_starts": len(per_start), "n_reached": len(reached_times),
-            "repeats": cfg.repeats, "time_per_start_s": per_start,
-            "time_mean_over_starts_s": statistics.fmean(reached_times) if ok else None,
-            "peak_memory_mb": peak, "target_name": tn, "rel_target": problem.rel[tn],
-            "kind": m.kind, "solver": m.spec, "time_budget_s": cfg.time_budget_s,
-            **problem.describe(),
-        },
-    }
-
-
 # -- the suite -------------------------------------------------------------------------------
-
-def suite_config(ctx) -> Config:
-    options = dict(getattr(ctx, "options", None) or {})
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(f"logreg-large: unknown options {unknown}; known: {list(OPTIONS)}")
-    cfg = options.get("config")
-    if cfg is None:
-        return config(ctx.quick)
-    if not isinstance(cfg, Config):
-        raise TypeError(f"logreg-large: option 'config' must be a Config, got "
-                        f"{type(cfg).__name__}")
-    return cfg
-
 
 def rank_sweep(problem: Problem, starts: np.ndarray, cfg: Config, writer, log) -> dict:
     """Table 4: the low-rank bound at every rank on the Table 1 cell (same target, starts)."""
@@ -780,7 +180,7 @@ def run(ctx) -> None:
     """Entry point for :func:`zbound.bench.runner.run_suite`."""
     from sklearn.exceptions import ConvergenceWarning
 
-    cfg = suite_config(ctx)
+    cfg = suite_config(ctx, config, Config)
     writer = ctx.writer
     writer.set_extra("config", {
         "paper_sets": list(cfg.paper_sets), "large_sets": list(cfg.large_sets),
