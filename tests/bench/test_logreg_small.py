@@ -11,6 +11,7 @@ import pytest
 from zbound.bench.records import REQUIRED_FIELDS, read_suite
 from zbound.bench.runner import run_suite
 from zbound.bench.suites import logreg_small as L
+from zbound.bench.suites.logreg import Data, Problem, start_points
 from zbound.bench.suites.logreg_small.config import (
     LAMBDAS,
     SKLEARN_PEERS,
@@ -19,14 +20,10 @@ from zbound.bench.suites.logreg_small.config import (
 )
 from zbound.bench.suites.logreg_small.problems import (
     PAPER_DIMS,
-    Problem,
     build_problem,
     cells,
     load_design,
     reference_optimum,
-    sklearn_C,
-    sklearn_theta,
-    start_points,
 )
 from zbound.bench.suites.logreg_small.report import (
     PAPER_TABLE3,
@@ -36,16 +33,24 @@ from zbound.bench.suites.logreg_small.report import (
     ratio_verdict,
     squarem_rows,
 )
-from zbound.bench.suites.logreg_small.runs import default_method, method_plan, squarem_count_check
+from zbound.bench.suites.logreg_small.runs import (
+    default_method,
+    method_plan,
+    squarem_count_check,
+)
 from zbound.solvers import MethodInfo, Solver, State, register, unregister
 
 
-def _wine(binary: bool):
-    X, y, K = load_design("wine")
+def _wine(binary: bool) -> Data:
+    data = load_design("wine")
     if binary:
-        keep = y < 2
-        return X[keep], y[keep], 2
-    return X, y, K
+        keep = data.y < 2
+        return Data("wine", data.X[keep], data.y[keep], 2, "two classes")
+    return data
+
+
+def _problem(data: Data, reg: float) -> Problem:
+    return Problem("t", data.name, "s", data, data.X, C=1.0 / reg)
 
 
 @pytest.mark.parametrize("binary", [True, False])
@@ -55,13 +60,13 @@ def test_sklearn_objective_matches_ours(binary, reg):
     classes, C = 1/reg for >= 3)."""
     from sklearn.linear_model import LogisticRegression
 
-    X, y, K = _wine(binary)
-    prob = Problem("t", "wine", "s", X, y, K, reg, math.nan, math.nan, {})
+    data = _wine(binary)
+    prob = _problem(data, reg)
     model = prob.model()
     ref = reference_optimum(model)
-    clf = LogisticRegression(C=sklearn_C(reg, K), fit_intercept=False, tol=1e-12,
-                             max_iter=10000).fit(X, y)
-    theta = sklearn_theta(clf.coef_, K)
+    clf = LogisticRegression(C=prob.sklearn_C(), fit_intercept=False, tol=1e-12,
+                             max_iter=10000).fit(data.X, data.y)
+    theta = prob.theta_from(clf.coef_)
     assert theta.shape == (model.n_params,)
     f_sk = model.value(theta)
     assert abs(f_sk - ref["f_star"]) <= 1e-9 * abs(ref["f_star"])
@@ -73,11 +78,12 @@ def test_sklearn_objective_matches_ours(binary, reg):
 
 def test_binary_mapping_has_opposite_rows():
     w = np.array([[1.0, -2.0, 4.0]])
-    theta = sklearn_theta(w, 2)
+    binary, three = _problem(_wine(True), 4.0), _problem(_wine(False), 4.0)
+    theta = binary.theta_from(w)
     W = theta.reshape(2, 3)
     np.testing.assert_allclose(W[1] - W[0], w[0])
     np.testing.assert_allclose(W[0] + W[1], 0.0)
-    assert sklearn_C(4.0, 2) == 0.5 and sklearn_C(4.0, 3) == 0.25
+    assert binary.sklearn_C() == 0.5 and three.sklearn_C() == 0.25
 
 
 def test_paper_table_is_complete():
@@ -94,9 +100,10 @@ def test_cells_and_quick_config_keep_every_method():
     assert len(cells(full)) == 15 + 12
     assert full.starts_table3 == 10 and full.repeats >= 3 and quick.repeats >= 3
     assert quick.methods is None  # --quick keeps every method and peer
-    library, solver_of, default = method_plan(quick)
-    assert default in library and set(SOLVER_PEERS) <= set(solver_of)
-    assert {"bound", "squarem", "newton-bound"} <= set(library)
+    methods = {m.name: m for m in method_plan(quick)}
+    library = {n for n, m in methods.items() if not m.peer}
+    assert default_method() in library and set(SOLVER_PEERS) | set(SKLEARN_PEERS) <= set(methods)
+    assert {"bound", "squarem", "newton-bound"} <= library
 
 
 def test_start_points_shared_and_small():
@@ -146,14 +153,15 @@ def tiny_methods():
 
 
 def test_extra_methods_come_from_the_registry(tiny_methods):
-    base = method_plan(L.config(True))
-    library, solver_of, default = method_plan(
-        L.tiny(extra_methods=("tiny-newton", "tiny-peer", "bfgs", "bound")))
-    assert solver_of["tiny-newton"] == "tiny-newton" and solver_of["tiny-peer"] == "tiny-peer"
-    assert "tiny-newton" in library and "tiny-peer" not in library  # METHODS[name].peer
+    base = [m.name for m in method_plan(L.config(True))]
+    plan = method_plan(L.tiny(extra_methods=("tiny-newton", "tiny-peer", "bfgs", "bound")))
+    spec = {m.name: m.spec for m in plan}
+    assert spec["tiny-newton"] == "tiny-newton" and spec["tiny-peer"] == "tiny-peer"
+    peer = {m.name: m.peer for m in plan}
+    assert not peer["tiny-newton"] and peer["tiny-peer"]  # METHODS[name].peer
     # already run under another record name (scipy-bfgs) or as a built-in: not twice
-    assert "bfgs" not in solver_of and list(solver_of).count("bound") == 1
-    assert set(solver_of) == set(base[1]) | {"tiny-newton", "tiny-peer"}
+    assert "bfgs" not in spec and [m.name for m in plan].count("bound") == 1
+    assert set(spec) == set(base) | {"tiny-newton", "tiny-peer"}
     with pytest.raises(ValueError, match="not registered"):
         method_plan(L.tiny(extra_methods=("no-such-method",)))
 
@@ -166,8 +174,10 @@ def test_smoke_run_json_contract(tmp_path):
     assert on_disk["suite"] == "logreg-small" and on_disk["quick"] is True
     assert on_disk["records"] == doc["records"]
     recs = doc["records"]
-    library, solver_of, default = method_plan(L.tiny())
-    methods = set(solver_of) | set(SKLEARN_PEERS)
+    plan = method_plan(L.tiny())
+    library = {m.name for m in plan if not m.peer}
+    methods = {m.name for m in plan}
+    default = default_method()
     cells = {("table3", "wine", "lambda=100"), ("weak-l2", "wine", "C=1")}
     cells_sorted = sorted(cells)
     assert {(r["task"], r["dataset"], r["setting"]) for r in recs} == cells
@@ -189,8 +199,9 @@ def test_smoke_run_json_contract(tmp_path):
         assert len(m["time_per_start_s"]) == m["n_starts"]
         f_star = m["f_star"]
         # the cell's numbers are stored, not parsed back from the setting string
-        X, y, K = load_design("wine")
-        assert (m["t"], m["d"], m["n_classes"]) == (X.shape[0], X.shape[1], K)
+        data = load_design("wine")
+        X = data.X
+        assert (m["t"], m["d"], m["n_classes"]) == (X.shape[0], X.shape[1], data.n_classes)
         if r["task"] == "table3":
             assert m["lambda"] == 100.0 and m["C"] is None
             assert m["reg"] == pytest.approx(X.shape[0] * 100.0)
@@ -198,7 +209,7 @@ def test_smoke_run_json_contract(tmp_path):
             assert m["C"] == 1.0 and m["lambda"] is None and m["reg"] == 1.0
         assert r["target_objective"] == pytest.approx(f_star + 1e-6 * abs(f_star), rel=1e-12)
         if r["method"].startswith("sklearn-"):
-            assert r["evaluations"] is None and m["sklearn_tol"] in (1e-2, 1e-4, 1e-6, 1e-8)
+            assert r["evaluations"] is None and m["tol"] in (1e-2, 1e-4, 1e-6, 1e-8)
             assert m["stops_at_target"] is False
         else:
             assert r["evaluations"] >= 1 and m["stops_at_target"] is True
@@ -332,11 +343,11 @@ def test_report_reads_cell_numbers_from_metrics(tmp_path):
 @pytest.mark.data
 def test_table3_design_dimensions():
     for name, dim in PAPER_DIMS.items():
-        X, y, K = load_design(name)
-        assert X.shape[1] == dim, name
-        assert K == (3 if name == "wine" else 2)
-        np.testing.assert_allclose(X[:, -1], 1.0)
-    assert load_design("spect")[0].shape[0] == 187
+        data = load_design(name)
+        assert data.X.shape[1] == dim, name
+        assert data.n_classes == (3 if name == "wine" else 2)
+        np.testing.assert_allclose(data.X[:, -1], 1.0)
+    assert load_design("spect").X.shape[0] == 187
 
 
 @pytest.mark.data
@@ -345,7 +356,7 @@ def test_squarem_count_check_decides_without_running_to_the_end():
     small count it stops unreached (pass, factor a lower bound); capped above its true count it
     reaches the target and the exact factor decides (fail below 5x)."""
     prob = build_problem("weak-l2", "wine", "C=10", None, 10.0, load_design("wine"))
-    starts = start_points("wine", 1, prob.n_classes * prob.X.shape[1])
+    starts = start_points("wine", 1, prob.n_params)
     cfg = L.Config(count_check_starts=1, count_check_budget_s=60.0)
     missed = {"reached": [False], "bound_evals": [50]}      # plain Alg. 2's timed run, cut
     low = squarem_count_check(prob, starts, {"reached": [True], "bound_evals": [20]}, missed,

@@ -16,8 +16,9 @@ What is solved
 
 Modules
     :mod:`.config` (``Config``, ``config(quick)``, ``tiny()``), :mod:`.problems` (data, the
-    reference optimum and target, start points, cells), :mod:`.runs` (method plan, timed runs,
-    SQUAREM count check, :func:`run`), :mod:`.report` (tables, verdicts, plots).
+    reference optimum and target, cells), :mod:`.runs` (method plan, SQUAREM count check,
+    :func:`run`; the timed runs are :mod:`zbound.bench.suites.logreg`'s), :mod:`.report`
+    (tables, verdicts, plots).
 
 Every record's ``metrics`` hold the cell's numbers (``lambda``, ``C``, ``reg``, ``t``, ``d``,
 ``n_classes``, ``f_star``) besides the run's (``iterations``, ``bound_evaluations``, per-start

@@ -11,7 +11,6 @@ WEAK_SETS = TABLE3_SETS + ("digits",)
 LAMBDAS = (1.0, 1e2, 1e4)
 WEAK_C = (1.0, 10.0)
 REL_TARGET = 1e-6
-START_SCALE = 0.01
 SKLEARN_TOLS = tuple(10.0 ** -k for k in range(2, 11))
 
 #: Library methods of ``zbound.solvers.minimize`` benchmarked here (the default is added if it
@@ -64,8 +63,15 @@ class Config:
     #: a library / solver-peer call that has not reached the target after this many seconds is
     #: stopped (through the solver callback) and counts as not reached
     time_budget_s: float = 15.0
-    sklearn_max_iter: int = 10000
-    sklearn_tols: tuple[float, ...] = SKLEARN_TOLS
+    peer_max_iter: int = 10000
+    #: scikit-learn's tolerances, searched loosest first for the one that reaches the target
+    tols: tuple[float, ...] = SKLEARN_TOLS
+    tol_stride: int = 1
+    #: peak memory is not measured on these small problems
+    memory_budget_s: float | None = None
+    slow_unit_s: float | None = None
+    lowrank_limit_s: float = float("inf")
+    probe_rows: tuple[int, ...] = ()
     #: the library's own methods (names of ``zbound.solvers.METHODS``)
     library_methods: tuple[str, ...] = LIBRARY_METHODS
     #: further ``zbound.solvers.METHODS`` names to benchmark (e.g. a newly registered solver);
@@ -107,7 +113,7 @@ def tiny(**changes) -> Config:
     """
     base = {"table3_sets": ("wine",), "lambdas": (100.0,), "weak_sets": ("wine",),
             "weak_C": (1.0,), "starts_table3": 2, "starts_weak": 1, "repeats": 2,
-            "time_budget_s": 10.0, "sklearn_tols": (1e-2, 1e-4, 1e-6, 1e-8),
+            "time_budget_s": 10.0, "tols": (1e-2, 1e-4, 1e-6, 1e-8),
             "curve_points": 20}
     base.update(changes)
     return Config(**base)

@@ -1,5 +1,5 @@
-"""Problems of ``logreg-small``: data loading, :class:`Problem`, the reference optimum and target,
-the shared start points, and the cells (task, data set, setting) of a run.
+"""Problems of ``logreg-small``: data loading, the reference optimum and target, and the cells
+(task, data set, setting) of a run.
 
 What is solved
     L2-regularized logistic regression in the library's softmax parametrization,
@@ -15,89 +15,28 @@ Target
 
 from __future__ import annotations
 
-import math
 import warnings
-import zlib
-from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from zbound.bench.suites.logreg_small.config import REL_TARGET, START_SCALE, Config
+from zbound.bench.suites.logreg import Data, Problem
+from zbound.bench.suites.logreg_small.config import REL_TARGET, Config
 from zbound.solvers.linesearch import armijo_search
 
 #: Design-matrix columns (features + bias) of the Table 3 sets in the paper.
 PAPER_DIMS = {"bupa": 7, "wine": 14, "spect": 23, "ionosphere": 34, "hepatitis": 20}
 
 
-@dataclass
-class Problem:
-    """One cell: the data, the regularization and the target every method has to reach.
-
-    ``lam`` (Table 3: reg = t * lam) or ``C`` (weak regime: reg = 1 / C) is the value the
-    setting names; the other is None.
-    """
-
-    task: str
-    dataset: str
-    setting: str
-    X: np.ndarray
-    y: np.ndarray
-    n_classes: int
-    reg: float
-    f_star: float
-    target: float
-    reference: dict[str, Any]
-    lam: float | None = None
-    C: float | None = None
-
-    @property
-    def group(self) -> str:
-        return f"{self.task}/{self.dataset}/{self.setting}"
-
-    def model(self):
-        from zbound.models.multinomial import MultinomialLogistic
-
-        return MultinomialLogistic(self.X, self.y, self.n_classes, self.reg)
-
-    def describe(self) -> dict[str, Any]:
-        """The cell's numbers, stored in every record's metrics (the report reads them there):
-        lambda, C, reg, t (samples), d (design columns, bias included), n_classes, f_star."""
-        return {"lambda": self.lam, "C": self.C, "reg": self.reg, "t": int(self.X.shape[0]),
-                "d": int(self.X.shape[1]), "n_classes": int(self.n_classes),
-                "f_star": self.f_star}
-
-
-def load_design(name: str) -> tuple[np.ndarray, np.ndarray, int]:
-    """Design matrix (standardized, bias column), labels and number of classes of a data set."""
+def load_design(name: str) -> Data:
+    """The data set as a design matrix (constant columns dropped, standardized, a bias column
+    last), its labels and number of classes."""
     from zbound.datasets import design_matrix, load
 
     ds = load(name)
     X = np.ascontiguousarray(design_matrix(ds.X), dtype=np.float64)
     y = np.asarray(ds.y, dtype=np.int64)
-    return X, y, int(y.max()) + 1
-
-
-def sklearn_C(reg: float, n_classes: int) -> float:
-    """scikit-learn's C whose solution is our optimum.
-
-    scikit-learn minimizes C sum_j loss_j + 1/2 ||w||^2. With >= 3 classes its multinomial model
-    has our parametrization (coef_ = W), so C = 1 / reg. With 2 classes it fits one vector w
-    with p(y=1) = sigmoid(w^T x), while ours has w_0, w_1 with p(y=1) = sigmoid((w_1 - w_0)^T x);
-    at our optimum w_0 = -w_1 (the loss depends on w_1 - w_0 only, and the penalty is smallest
-    there), so w = w_1 - w_0 = 2 w_1 and reg/2 (||w_0||^2 + ||w_1||^2) = reg/4 ||w||^2. Dividing
-    scikit-learn's objective by C gives sum loss + 1/(2C) ||w||^2, equal to ours when C = 2/reg.
-    """
-    return (2.0 if n_classes == 2 else 1.0) / reg
-
-
-def sklearn_theta(coef: np.ndarray, n_classes: int) -> np.ndarray:
-    """Our theta from scikit-learn's ``coef_`` (see :func:`sklearn_C`)."""
-    coef = np.asarray(coef, dtype=np.float64)
-    if n_classes == 2:
-        w = coef.ravel()
-        return np.concatenate([-0.5 * w, 0.5 * w])
-    return coef.ravel().copy()
+    return Data(name, X, y, int(y.max()) + 1, f"{X.shape[0]} x {X.shape[1]} design")
 
 
 def reference_optimum(model) -> dict[str, Any]:
@@ -147,12 +86,6 @@ def reference_optimum(model) -> dict[str, Any]:
     }
 
 
-def start_points(dataset: str, n_starts: int, p: int) -> np.ndarray:
-    """The shared random starts N(0, 0.01^2), fixed per data set (same for every setting)."""
-    rng = np.random.default_rng(zlib.crc32(dataset.encode()))
-    return START_SCALE * rng.standard_normal((n_starts, p))
-
-
 class Cell(NamedTuple):
     """One cell of a run; ``lam`` is set for task ``table3``, ``C`` for ``weak-l2``."""
 
@@ -176,16 +109,17 @@ def cells(cfg: Config) -> list[Cell]:
 
 
 def build_problem(task: str, dataset: str, setting: str, lam: float | None, C: float | None,
-                  data: tuple[np.ndarray, np.ndarray, int]) -> Problem:
+                  data: Data) -> Problem:
     """The cell's problem with its reference optimum f* and target f* + REL_TARGET |f*|.
 
     Table 3 regime: reg = t * lam (the paper's (t lambda / 2)||theta||^2, t samples); weak
-    regime: reg = 1 / C (scikit-learn's convention).
+    regime: reg = 1 / C (scikit-learn's convention); both on the paper's objective (the bias
+    a penalized column, scikit-learn fitted without intercept).
     """
-    X, y, K = data
-    reg = X.shape[0] * lam if lam is not None else 1.0 / C
-    prob = Problem(task, dataset, setting, X, y, K, reg, math.nan, math.nan, {}, lam=lam, C=C)
+    prob = Problem(task, dataset, setting, data, data.X, lam=lam, C=C)
     ref = reference_optimum(prob.model())
     f_star = ref.pop("f_star")
     ref.pop("theta_star")
-    return replace(prob, f_star=f_star, target=f_star + REL_TARGET * abs(f_star), reference=ref)
+    prob.f_star, prob.reference = f_star, ref
+    prob.targets, prob.rel = {"target": f_star + REL_TARGET * abs(f_star)}, {"target": REL_TARGET}
+    return prob

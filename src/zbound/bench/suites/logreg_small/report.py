@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from zbound.bench.report import prose, table
+from zbound.bench.suites.logreg import START_SCALE
 from zbound.bench.suites.logreg_small.config import (
     LAMBDAS,
     REL_TARGET,
     SQUAREM_FACTOR,
     SQUAREM_MIN_BOUND_EVALS,
-    START_SCALE,
     TABLE3_SETS,
 )
 
@@ -309,7 +309,7 @@ def _all_methods(idx, task: str, title: str, default) -> list[str]:
         lines += ["scikit-learn tol chosen per cell (loosest that reaches the target): "
                   + "; ".join(f"{k[1]} {k[2]}: " + ", ".join(
                       f"{m.removeprefix('sklearn-')} "
-                      f"{_fmt_tol(idx[k][m]['metrics'].get('sklearn_tol'))}"
+                      f"{_fmt_tol(idx[k][m]['metrics'].get('tol'))}"
                       + ("" if idx[k][m].get("reached") else " (never)")
                       for m in sk if m in idx[k]) for k in keys), ""]
     return lines

@@ -1,28 +1,20 @@
-"""Running ``logreg-small``: the method plan, the timed runs of every cell, the untimed SQUAREM
-count check, and :func:`run`, the suite's entry point.
+"""Running ``logreg-small``: the method plan, the timed runs of every cell (the shared runner of
+:mod:`zbound.bench.suites.logreg`), the untimed SQUAREM count check, and :func:`run`.
 
 Methods
     The library's plain Alg. 2 ("bound"), its accelerations ("squarem", "newton-bound") and the
-    default solver (``zbound.solvers.DEFAULT_METHOD``, record flag ``default``), plus any
-    ``Config.extra_methods`` (names registered in ``zbound.solvers.METHODS``). Peers: the
-    library's baselines (SciPy BFGS, CG, L-BFGS-B, Newton-CG; own steepest descent and Newton,
-    all on the same objective and the same start points, stopping at the same target) and
-    scikit-learn's ``LogisticRegression`` (lbfgs, newton-cg, newton-cholesky) on the same design
-    matrix (``fit_intercept=False``), with C chosen so that its objective is ours (see
-    :func:`~zbound.bench.suites.logreg_small.problems.sklearn_C`). Whether a method run through
-    ``zbound.solvers.minimize`` is a peer is ``zbound.solvers.METHODS[name].peer``.
-    scikit-learn cannot start from a given point nor stop at a target: for every cell it gets
-    the loosest ``tol`` in 1e-2 ... 1e-10 at which its solution (mapped to our theta, our
-    objective) reaches the target, and that fit is timed.
+    default solver, plus any ``Config.extra_methods`` (names registered in
+    ``zbound.solvers.METHODS``). Peers: the library's baselines (SciPy BFGS, CG, L-BFGS-B,
+    Newton-CG; own steepest descent and Newton, all on the same objective and start points,
+    stopping at the same target) and scikit-learn's ``LogisticRegression`` (lbfgs, newton-cg,
+    newton-cholesky) on the same design matrix (``fit_intercept=False``, C chosen so that its
+    objective is ours: ``Problem.sklearn_C``), at the loosest ``tol`` in 1e-2 ... 1e-10 whose
+    solution reaches the target. Whether a method run through ``zbound.solvers.minimize`` is a
+    peer is ``zbound.solvers.METHODS[name].peer``.
 
-Timing
-    Each repeat runs every start point, and for each start all methods round-robin
-    (``time_alternating``); each (method, start) keeps the median over ``repeats``, and
-    ``time_to_target_s`` is the median over the start points of those medians (robust to bursts
-    of load on a shared machine; the mean, which the paper reports, is in
-    ``metrics.time_mean_over_starts_s``). The time includes
-    everything a user pays: building the model for the library's methods, the estimator's
-    ``fit`` for scikit-learn. A method that misses the target in its first round is not repeated.
+The times include everything a user pays: building the model for the library's methods, the
+estimator's ``fit`` for scikit-learn; ``time_to_target_s`` is the median over the start points
+of each start's median over the repeats (the paper's mean is ``time_mean_over_starts_s``).
 """
 
 from __future__ import annotations
@@ -31,66 +23,40 @@ import math
 import statistics
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from zbound.bench.harness import timed
-from zbound.bench.suites.logreg_small.config import (
-    REL_TARGET,
-    SQUAREM_FACTOR,
+from zbound.bench.harness import suite_config, timed
+from zbound.bench.suites.logreg import (
     START_SCALE,
-    Config,
-    config,
-)
-from zbound.bench.suites.logreg_small.problems import (
+    Method,
     Problem,
-    build_problem,
-    cells,
-    load_design,
-    sklearn_C,
-    sklearn_theta,
+    cell_default,
+    default_method,
+    run_cell,
     start_points,
 )
-from zbound.bench.timing import budget_callback, downsample, thread_limit, time_alternating
+from zbound.bench.suites.logreg_small.config import REL_TARGET, SQUAREM_FACTOR, Config, config
+from zbound.bench.suites.logreg_small.problems import build_problem, cells, load_design
+from zbound.bench.timing import budget_callback, thread_limit
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
 OPTIONS = ("config",)
 
 
-def default_method() -> str:
-    """The method ``zbound.solvers.minimize`` uses when none is chosen."""
-    import inspect
-
-    from zbound import solvers
-
-    name = getattr(solvers, "DEFAULT_METHOD", None) or getattr(solvers, "DEFAULT", None)
-    if name is None:
-        default = inspect.signature(solvers.minimize).parameters["method"].default
-        name = default if isinstance(default, str) else "newton-bound"
-    return str(name)
-
-
-def method_plan(cfg: Config) -> tuple[list[str], dict[str, str], str]:
-    """(library record names, ``minimize`` method of each record name, default record name).
-
-    Record names in run order: ``cfg.library_methods`` and the default, then
-    ``cfg.extra_methods`` (skipping one already run under another record name), then the
-    ``cfg.solver_peers`` whose method is registered. The library ones are those with
-    ``zbound.solvers.METHODS[method].peer`` false. ``cfg.methods``, if given, keeps only those
-    record names. Raises ValueError for a library or extra method that is not registered.
-    """
+def method_plan(cfg: Config) -> list[Method]:
+    """The methods of every cell, in run order: ``cfg.library_methods`` and the default, then
+    ``cfg.extra_methods`` (one already run under another record name is not run twice), the
+    ``cfg.solver_peers`` whose method is registered, and ``cfg.sklearn_peers``; ``cfg.methods``,
+    if given, keeps only those record names. Raises ValueError for a library or extra method
+    that is not registered."""
     from zbound import solvers
 
     registry = solvers.METHODS
-    default = default_method()
-    own = list(cfg.library_methods)
-    if default not in own:
-        own.append(default)
-    solver_of = {m: m for m in own}
+    solver_of = {m: m for m in dict.fromkeys((*cfg.library_methods, default_method()))}
     for m in cfg.extra_methods:
         if m not in solver_of and m not in cfg.solver_peers.values():
             solver_of[m] = m
@@ -99,48 +65,18 @@ def method_plan(cfg: Config) -> tuple[list[str], dict[str, str], str]:
         raise ValueError(f"logreg-small: methods {unknown} are not registered in "
                          f"zbound.solvers.METHODS (registered: {sorted(registry)})")
     solver_of.update({k: v for k, v in cfg.solver_peers.items() if v in registry})
-    library = [n for n, m in solver_of.items() if not registry[m].peer]
-    if cfg.methods is not None:
-        keep = set(cfg.methods)
-        library = [m for m in library if m in keep]
-        solver_of = {k: v for k, v in solver_of.items() if k in keep}
-    return library, solver_of, default
+    methods = [Method(n, "solver", m, registry[m].peer) for n, m in solver_of.items()]
+    methods += [Method(n, "sklearn", s, True) for n, s in cfg.sklearn_peers.items()]
+    return [m for m in methods if cfg.methods is None or m.name in cfg.methods]
 
 
-def _library_fn(problem: Problem, method: str, x0: np.ndarray, cfg: Config):
-    from zbound.solvers import minimize
-
-    def fn():
-        return minimize(problem.model(), x0, method=method, target=problem.target, tol=1e-12,
-                        max_iter=cfg.max_iter, callback=budget_callback(cfg.time_budget_s))
-
-    return fn
-
-
-def _sklearn_fn(problem: Problem, solver: str, tol: float, cfg: Config):
-    from sklearn.linear_model import LogisticRegression
-
-    C = sklearn_C(problem.reg, problem.n_classes)
-
-    def fn():
-        return LogisticRegression(C=C, fit_intercept=False, tol=tol, solver=solver,
-                                  max_iter=cfg.sklearn_max_iter).fit(problem.X, problem.y)
-
-    return fn
-
-
-def choose_sklearn_tol(problem: Problem, solver: str, cfg: Config,
-                       evaluate: Callable[[np.ndarray], float]) -> dict[str, Any]:
-    """Loosest tol at which scikit-learn's solution reaches the target (our objective)."""
-    tried = []
-    for tol in cfg.sklearn_tols:
-        clf = _sklearn_fn(problem, solver, tol, cfg)()
-        f = evaluate(sklearn_theta(clf.coef_, problem.n_classes))
-        tried.append((tol, f))
-        if f <= problem.target:
-            return {"tol": tol, "reached": True, "final_objective": f, "tried": tried}
-    return {"tol": cfg.sklearn_tols[-1], "reached": False, "final_objective": tried[-1][1],
-            "tried": tried}
+def with_default(methods: list[Method], problem: Problem) -> list[Method]:
+    """``methods`` with the one a user gets on this cell marked default
+    (``zbound.solvers.choose_method``, where that method runs here; else ``DEFAULT_METHOD``)."""
+    names = {m.name for m in methods if m.kind == "solver" and m.name == m.spec}
+    chosen = cell_default(problem)
+    default = chosen if chosen in names else default_method()
+    return [replace(m, default=m.name == default) for m in methods]
 
 
 def eval_costs(problem: Problem, x0: np.ndarray, n: int = 15) -> dict[str, float]:
@@ -158,172 +94,11 @@ def eval_costs(problem: Problem, x0: np.ndarray, n: int = 15) -> dict[str, float
             for name, fn in calls.items()}
 
 
-def _curve(trace, f_star: float, k: int) -> dict[str, list[float]]:
-    obj = np.asarray(trace.objective, dtype=np.float64)
-    idx = downsample(obj.shape[0], k)
-    return {"iteration": idx.tolist(), "seconds": np.asarray(trace.seconds)[idx].tolist(),
-            "gap": (obj[idx] - f_star).tolist()}
-
-
-def _mean(xs: list[float]) -> float | None:
-    return float(statistics.fmean(xs)) if xs else None
-
-
-def run_cell(problem: Problem, starts: np.ndarray, cfg: Config, plan, writer=None,
-             log: Callable[[str], None] | None = None) -> tuple[list[dict], dict]:
-    """Time every method on one cell; returns (records, curves of the first start)."""
-    library, solver_of, default = plan
-    check = problem.model()
-    # what a user gets on this cell: zbound.solvers.choose_method (lbfgs-precond for large
-    # multiclass objectives), when that method runs here, else the plan's default
-    from zbound.solvers import choose_method
-
-    chosen = choose_method(check)
-    if chosen != default and solver_of.get(chosen) == chosen:
-        default = chosen
-
-    def evaluate(theta):
-        return float(check.value(theta))
-
-    sk_names = [n for n in cfg.sklearn_peers if cfg.methods is None or n in cfg.methods]
-    sk_choice = {name: choose_sklearn_tol(problem, cfg.sklearn_peers[name], cfg, evaluate)
-                 for name in sk_names}
-    names = list(solver_of) + sk_names
-
-    def reached(n, r):
-        if n in sk_choice:
-            return sk_choice[n]["reached"]
-        return bool(r.fun <= problem.target)
-
-    fns = []
-    for x0 in starts:
-        f_i = {n: _library_fn(problem, m, x0, cfg) for n, m in solver_of.items()}
-        f_i.update({n: _sklearn_fn(problem, cfg.sklearn_peers[n], sk_choice[n]["tol"], cfg)
-                    for n in sk_names})
-        fns.append(f_i)
-    times, results = _time_over_starts(fns, names, cfg.repeats, reached)
-    per, curves = _per_method(problem, cfg, names, sk_choice, times, results, reached,
-                              evaluate)
-    count_check = None
-    if ("bound" in per and "squarem" in per and cfg.count_check_starts > 0
-            and not (all(per["bound"]["reached"]) and all(per["squarem"]["reached"]))):
-        count_check = squarem_count_check(problem, starts, per["squarem"], per["bound"], cfg)
-        if log is not None:
-            log(f"  {problem.group}: plain Alg. 2 bound-evaluation count check: "
-                f"{count_check['verdict']}")
-    records = []
-    for n in names:
-        rec = _cell_record(problem, cfg, n, per[n], library, default, solver_of,
-                           sk_choice.get(n), len(starts))
-        if n == "bound" and count_check is not None:
-            rec["metrics"]["count_check"] = count_check
-        if writer is not None:
-            rec = writer.add(**rec)
-        records.append(rec)
-        if log is not None and not rec["reached"]:
-            log(f"  {problem.group}: {n} reached the target from {sum(per[n]['reached'])}/"
-                f"{len(starts)} starts")
-    return records, curves
-
-
-def _time_over_starts(fns: list[dict[str, Callable[[], Any]]], names: list[str], repeats: int,
-                      reached: Callable[[str, Any], bool]) -> tuple[list[dict], list[dict]]:
-    """Repeats are the outer loop and start points the inner one, so a burst of machine load
-    lands on one repeat of several starts (which the medians absorb) rather than on every
-    repeat of one start; within each (repeat, start) the methods run round-robin, and a
-    method that misses the target in the first repeat is not timed again. Returns the times
-    and the last results, per start and method."""
-    times: list[dict[str, list[float]]] = [{n: [] for n in names} for _ in fns]
-    results: list[dict[str, Any]] = [{} for _ in fns]
-    alive = [list(names) for _ in fns]
-    for rep in range(repeats):
-        for i, f_i in enumerate(fns):
-            if not alive[i]:
-                continue
-            out = time_alternating({n: f_i[n] for n in alive[i]}, 1)
-            for n, e in out.items():
-                times[i][n].extend(e["times"])
-                results[i][n] = e["result"]
-            if rep == 0:
-                alive[i] = [n for n in names if reached(n, results[i][n])]
-    return times, results
-
-
-def _per_method(problem, cfg, names, sk_choice, times, results, reached, evaluate):
-    """Per method, over the starts: median time, whether it reached, iterations,
-    evaluations, final objective; and the first start's curve of each."""
-    per = {n: {"times": [], "reached": [], "nit": [], "evals": [], "bound_evals": [],
-               "final": [], "message": None} for n in names}
-    curves: dict[str, Any] = {}
-    for i in range(len(times)):
-        for n in names:
-            r = results[i][n]
-            p = per[n]
-            p["reached"].append(reached(n, r))
-            p["times"].append(statistics.median(times[i][n]))
-            if n in sk_choice:
-                f = evaluate(sklearn_theta(r.coef_, problem.n_classes))
-                p["final"].append(f)
-                p["nit"].append(int(np.max(r.n_iter_)))
-                p["evals"].append(None)
-                if i == 0:
-                    curves[n] = {"point": True, "seconds": [p["times"][-1]],
-                                 "iteration": [int(np.max(r.n_iter_))],
-                                 "gap": [f - problem.f_star]}
-            else:
-                p["final"].append(float(r.fun))
-                p["nit"].append(int(r.nit))
-                p["evals"].append(int(r.n_evals))
-                p["bound_evals"].append(int(r.counts.get("bound", 0)))
-                p["message"] = r.message
-                if i == 0:
-                    curves[n] = _curve(r.trace, problem.f_star, cfg.curve_points)
-    return per, curves
-
-
-def _cell_record(problem, cfg, n, p, library, default, solver_of, choice, n_starts) -> dict:
-    all_ok = all(p["reached"])
-    reached_times = [t for t, ok in zip(p["times"], p["reached"]) if ok]
-    metrics: dict[str, Any] = {
-        "iterations": int(statistics.median(p["nit"])),
-        "n_starts": n_starts,
-        "n_reached": int(sum(p["reached"])),
-        "repeats": cfg.repeats,
-        "time_per_start_s": p["times"],
-        "time_mean_over_starts_s": _mean(reached_times) if all_ok else None,
-        "max_final_objective": max(p["final"]),
-        **problem.describe(),
-    }
-    rec: dict[str, Any] = {
-        "task": problem.task, "dataset": problem.dataset, "setting": problem.setting,
-        "method": n, "peer": n not in library, "default": n == default,
-        "reached": all_ok,
-        "time_to_target_s": statistics.median(p["times"]) if all_ok else None,
-        "final_objective": statistics.median(p["final"]),
-        "target_objective": problem.target,
-    }
-    if choice is not None:
-        rec["evaluations"] = None
-        metrics.update({
-            "solver": cfg.sklearn_peers[n],
-            "sklearn_C": sklearn_C(problem.reg, problem.n_classes),
-            "sklearn_tol": choice["tol"],
-            "sklearn_tols_tried": [t for t, _ in choice["tried"]],
-            "start_point": "none: scikit-learn always starts at 0 (cannot take x0)",
-            "stops_at_target": False,
-        })
-    else:
-        rec["evaluations"] = int(statistics.median(p["evals"]))
-        metrics.update({
-            "solver": solver_of[n],
-            "bound_evaluations": int(statistics.median(p["bound_evals"])),
-            "bound_evaluations_per_start": p["bound_evals"],
-            "start_point": f"shared N(0, {START_SCALE}^2) starts",
-            "stops_at_target": True,
-            "message": p["message"],
-        })
-    rec["metrics"] = metrics
-    return rec
+def _per_start(rec: dict) -> dict[str, list]:
+    """A record's per-start outcome: reached (a time), bound evaluations."""
+    m = rec["metrics"]
+    return {"reached": [t is not None for t in m["time_per_start_s"]],
+            "bound_evals": m.get("bound_evaluations_per_start") or []}
 
 
 def squarem_count_check(problem: Problem, starts: np.ndarray, squarem: dict[str, list],
@@ -375,41 +150,51 @@ def squarem_count_check(problem: Problem, starts: np.ndarray, squarem: dict[str,
             "budget_s": cfg.count_check_budget_s}
 
 
-def suite_config(ctx) -> Config:
-    """The run's :class:`Config`: ``ctx.options["config"]`` if given, else ``config(ctx.quick)``;
-    names in ``ctx.methods`` are added to its ``extra_methods``."""
-    options = dict(getattr(ctx, "options", None) or {})
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(f"logreg-small: unknown options {unknown}; known: {list(OPTIONS)}")
-    cfg = options.get("config")
-    if cfg is None:
-        cfg = config(ctx.quick)
-    elif not isinstance(cfg, Config):
-        raise TypeError(f"logreg-small: option 'config' must be a Config, got "
-                        f"{type(cfg).__name__}")
+def run_problem(problem: Problem, starts: np.ndarray, cfg: Config, methods: list[Method],
+                writer, log) -> dict[str, Any]:
+    """Time every method on one cell (records written as they come); where plain Alg. 2 or
+    SQUAREM missed the target, the untimed count check goes into plain Alg. 2's record.
+    Returns the first start's curves."""
+    records, curves = run_cell(problem, starts, cfg, with_default(methods, problem), {})
+    by = {r["method"]: r for r in records}
+    if ("bound" in by and "squarem" in by and cfg.count_check_starts > 0
+            and not (by["bound"]["reached"] and by["squarem"]["reached"])):
+        check = squarem_count_check(problem, starts, _per_start(by["squarem"]),
+                                    _per_start(by["bound"]), cfg)
+        by["bound"]["metrics"]["count_check"] = check
+        log(f"  {problem.group}: plain Alg. 2 bound-evaluation count check: "
+            f"{check['verdict']}")
+    for rec in records:
+        writer.add(**rec)
+        if not rec["reached"]:
+            log(f"  {problem.group}: {rec['method']} reached the target from "
+                f"{rec['metrics']['n_reached']}/{len(starts)} starts")
+    curves.pop("_seconds", None)
+    return curves
+
+
+def suite_options(ctx) -> Config:
+    """The run's :class:`Config`, with the names in ``ctx.methods`` added to its
+    ``extra_methods``."""
+    cfg = suite_config(ctx, config, Config)
     extra = tuple(m for m in (getattr(ctx, "methods", None) or ()) if m not in cfg.extra_methods)
-    if extra:
-        cfg = replace(cfg, extra_methods=tuple(cfg.extra_methods) + extra)
-    return cfg
+    return replace(cfg, extra_methods=tuple(cfg.extra_methods) + extra) if extra else cfg
 
 
 def run(ctx) -> None:
     """Entry point for :func:`zbound.bench.runner.run_suite`."""
     from sklearn.exceptions import ConvergenceWarning
 
-    cfg = suite_config(ctx)
-    plan = method_plan(cfg)
+    cfg = suite_options(ctx)
+    methods = method_plan(cfg)
     writer = ctx.writer
     todo = cells(cfg)
     writer.set_extra("config", {
         "starts_table3": cfg.starts_table3, "starts_weak": cfg.starts_weak,
         "repeats": cfg.repeats, "max_iter": cfg.max_iter, "time_budget_s": cfg.time_budget_s,
-        "sklearn_tols": list(cfg.sklearn_tols), "rel_target": REL_TARGET,
-        "start_scale": START_SCALE, "default_method": plan[2],
-        "blas_threads": cfg.blas_threads,
-        "methods": list(plan[1]) + [n for n in cfg.sklearn_peers
-                                    if cfg.methods is None or n in cfg.methods],
+        "sklearn_tols": list(cfg.tols), "rel_target": REL_TARGET,
+        "start_scale": START_SCALE, "default_method": default_method(),
+        "blas_threads": cfg.blas_threads, "methods": [m.name for m in methods],
         "extra_methods": list(cfg.extra_methods),
     })
     data: dict[str, Any] = {}
@@ -421,33 +206,26 @@ def run(ctx) -> None:
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.filterwarnings("ignore", message=".*lbfgs failed to converge.*")
         for task, dataset, setting, lam, C in todo:
-            if dataset in ctx.skipped_data:
+            if dataset not in data:
+                data[dataset] = ctx.load(dataset, load_design, dataset)
+            if data[dataset] is None:
                 ctx.advance()
                 continue
-            if dataset not in data:
-                loaded = ctx.load(dataset, load_design, dataset)
-                if loaded is None:
-                    ctx.advance()
-                    continue
-                data[dataset] = loaded
             problem = build_problem(task, dataset, setting, lam, C, data[dataset])
             references[problem.group] = {"f_star": problem.f_star, "target": problem.target,
                                          "reg": problem.reg, "shape": list(problem.X.shape),
                                          "n_classes": problem.n_classes, **problem.reference}
             writer.set_extra("references", references)
             n_starts = cfg.starts_table3 if task == "table3" else cfg.starts_weak
-            starts = start_points(dataset, n_starts, problem.n_classes * problem.X.shape[1])
+            starts = start_points(dataset, n_starts, problem.n_params)
             if dataset not in costs:
                 costs[dataset] = {"shape": list(problem.X.shape),
                                   "n_classes": problem.n_classes,
                                   **eval_costs(problem, starts[0])}
                 writer.set_extra("eval_costs", costs)
-            _, cell_curves = run_cell(problem, starts, cfg, plan, writer, ctx.log)
-            curves[problem.group] = {"task": task, "dataset": dataset, "setting": setting,
-                                     "f_star": problem.f_star,
-                                     "target_gap": problem.target - problem.f_star,
-                                     "methods": cell_curves}
+            curves[problem.group] = {
+                "task": task, "dataset": dataset, "setting": setting, "f_star": problem.f_star,
+                "target_gap": problem.target - problem.f_star,
+                "methods": run_problem(problem, starts, cfg, methods, writer, ctx.log)}
             writer.set_extra("curves", curves)
             ctx.advance(f"logreg-small {dataset} {setting}")
-
-
