@@ -29,7 +29,7 @@ def test_tiny_run(tmp_path):
     ours = [r for r in doc["records"] if r["task"] == "sparse" and r["method"] == "zbound"]
     assert ours and all(r["metrics"]["fastest_peer"].startswith("sklearn-") for r in ours)
     moe = next(r for r in doc["records"] if r["method"] == "zbound-moe")
-    assert moe["metrics"]["expert"] == "logistic" and moe["metrics"]["method"] == "lbfgs"
+    assert moe["metrics"]["expert"] == "logistic" and moe["metrics"]["solver"] == "lbfgs"
     text = (tmp_path / "estimators.md").read_text()
     for title in ("Latent conditional likelihood", "Mixtures of experts", "Stochastic fit",
                   "partial_fit throughput", "Sparse and wide data", "Small problems"):

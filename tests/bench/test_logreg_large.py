@@ -8,6 +8,7 @@ import pytest
 from zbound.bench.records import REQUIRED_FIELDS, read_suite
 from zbound.bench.runner import run_suite
 from zbound.bench.suites import logreg_large as L
+from zbound.bench.suites.logreg import Data, Problem, with_bias
 from zbound.bench.suites.logreg_large.config import (
     ESTIMATOR,
     ESTIMATOR_DOUBLE,
@@ -15,7 +16,6 @@ from zbound.bench.suites.logreg_large.config import (
     PAPER_EPS,
     PAPER_TO_OURS,
 )
-from zbound.bench.suites.logreg import Data, Problem, with_bias
 from zbound.bench.suites.logreg_large.problems import large_problem
 from zbound.bench.suites.logreg_large.report import verdicts
 from zbound.bench.suites.logreg_large.runs import glum_status, lowrank_available

@@ -184,8 +184,8 @@ class _NotSoftmax:
 
 
 def test_logreg_large_runs_both_methods_in_the_table1_cells_only():
-    from zbound.bench.suites.logreg_large.config import Config
     from zbound.bench.suites.logreg import Data
+    from zbound.bench.suites.logreg_large.config import Config
     from zbound.bench.suites.logreg_large.problems import large_problem, paper_problem
     from zbound.bench.suites.logreg_large.runs import method_plan
 

@@ -51,6 +51,35 @@ def num(value: Any, spec: str = ".3g", missing: str = "-") -> str:
     return format(value, spec)
 
 
+def by_cell(records: Iterable[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, dict]]:
+    """The records by cell (task, dataset, setting), then by method, in the order they came."""
+    out: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for r in records:
+        out.setdefault((r["task"], r["dataset"], r["setting"]), {})[r["method"]] = r
+    return out
+
+
+def reached_s(r: dict[str, Any] | None) -> float | None:
+    """A record's time to target; None where there is no record or it did not reach it."""
+    if r is None or not r.get("reached"):
+        return None
+    return r.get("time_to_target_s")
+
+
+def fastest(recs: dict[str, dict], peers: bool = True,
+            keep: Callable[[str], bool] | None = None) -> tuple[str | None, float | None]:
+    """(name, seconds) of the fastest record that reached the target among the peers
+    (``peers``) or the library's own methods, optionally only the names ``keep`` accepts;
+    (None, None) if none did."""
+    times = {n: reached_s(r) for n, r in recs.items()
+             if bool(r.get("peer")) == peers and (keep is None or keep(n))}
+    times = {n: t for n, t in times.items() if t is not None}
+    if not times:
+        return None, None
+    name = min(times, key=times.get)
+    return name, times[name]
+
+
 def holds(ok: bool) -> str:
     """The verdict word of a claim."""
     return "holds" if ok else "does not hold"

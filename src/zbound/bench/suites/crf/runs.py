@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from zbound.bench.harness import Curve, timed
+from zbound.bench.harness import Curve, suite_config, timed
 from zbound.bench.records import BenchRecord
 from zbound.bench.timing import time_alternating
 
@@ -587,13 +587,8 @@ def stream(name, n_train, batch_size):
 
 
 def run(ctx) -> None:
-    options = dict(getattr(ctx, "options", None) or {})
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(f"unknown options for suite crf: {unknown}")
-    cfg = options.get("config") or config(ctx.quick)
-    if ctx.progress is not None or hasattr(ctx, "start"):
-        ctx.start("crf", len(cfg.corpora))
+    cfg = suite_config(ctx, config, Config)
+    ctx.start("crf", len(cfg.corpora))
     for name in cfg.corpora:
         run_corpus(ctx, name, cfg)
         ctx.advance()

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from zbound.bench.harness import Cell, Method, fit, run_cells
+from zbound.bench.harness import Cell, Method, fit, run_cells, suite_config
 from zbound.bench.suites.estimators.config import Config, config
 from zbound.bench.suites.estimators.problems import (
     cv_accuracy,
@@ -84,7 +84,7 @@ def _ratio_cell(task, dataset, setting, makers, X, y, Xt, yt, peer, cv_data=None
             metrics = {"test_accuracy": _accuracy(est, Xt, yt),
                        "ratio_to_peer": entry["median_s"] / base, "peer_accuracy": base_acc,
                        "cv_accuracy": cv.get(name), "peer_cv_accuracy": cv.get(peer)}
-            for attr in ("n_iter_", "converged_", "objective_", "method_", "expert_"):
+            for attr in ("n_iter_", "converged_", "objective_", "solver_", "expert_"):
                 val = getattr(est, attr, None)
                 if val is not None:
                     metrics[attr.rstrip("_")] = val.item() if hasattr(val, "item") else val
@@ -302,7 +302,7 @@ TASKS = {"latent": latent_cells, "moe": moe_cells, "sgd": sgd_cells,
 
 
 def run(ctx) -> None:
-    cfg = ctx.options.get("config") or config(ctx.quick)
+    cfg = suite_config(ctx, config, Config)
     steps = (2 + len(cfg.moe_experts) + 3 + len(dict.fromkeys((cfg.stream[2], 2)))
              + (len(cfg.sparse_shapes) + 1) * len(cfg.sparse_cs) + 3 * len(cfg.small_cs))
     ctx.start("estimators", steps)

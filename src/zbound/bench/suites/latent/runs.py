@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from zbound.bench.harness import suite_config
 from zbound.bench.records import BenchRecord
 from zbound.bench.suites.latent.config import PAPER_M, PAPER_TABLE5, PAPER_TOY, Config, config
 from zbound.bench.suites.latent.figures import toy_figure
@@ -130,53 +131,29 @@ def _starts(cfg: Config, sp: Split, M: int) -> list[np.ndarray]:
     return [cfg.start_scale * rng.standard_normal(p) for _ in range(cfg.starts)]
 
 
-def _extra(sp: Split, M: int, lam: float, dataset: str) -> dict[str, Any]:
+def _extra(sp: Split, M: int, lam: float, dataset: str, method: str) -> dict[str, Any]:
+    paper = PAPER_TABLE5.get(dataset, {}).get(method)
     return {"m": M, "lambda": lam, "t_train": int(sp.X.shape[0]),
             "t_test": int(sp.Xt.shape[0]), "d": int(sp.X.shape[1]),
             "n_classes": sp.n_classes, "preprocessing": sp.note or "standardized",
-            "paper_m": PAPER_M.get(dataset)}
+            "paper_m": PAPER_M.get(dataset),
+            "paper_test_loglik": paper[M - 1] if paper is not None and M <= 4 else None}
 
 
-def run_table5(ctx, cfg: Config, cache: dict | None = None) -> None:
-    splits = _splits(ctx, cfg, cache)
-    cells = [(d, m) for d in cfg.datasets if d in splits for m in cfg.components]
-    ctx.start("latent: Table 5 cells", len(cells))
-    for dataset, M in cells:
-        rows: dict[str, list] = {m: [] for m in cfg.methods}
-        sp: Split
-        for sp in splits[dataset]:
-            reg = cfg.lam * sp.X.shape[0]
-            for s, x0 in enumerate(_starts(cfg, sp, M)):
-                order = list(cfg.methods)
-                k = s % len(order)
-                for method in order[k:] + order[:k]:
-                    run = fit_once(sp.X, sp.y, sp.n_classes, M, reg, method, x0, cfg)
-                    rows[method].append(_evaluate(run, sp.Xt, sp.yt))
-        sp = splits[dataset][0]
-        extra = {"m": M, "lambda": cfg.lam, "t_train": int(sp.X.shape[0]),
-                 "t_test": int(sp.Xt.shape[0]), "d": int(sp.X.shape[1]),
-                 "n_classes": sp.n_classes, "preprocessing": sp.note or "standardized",
-                 "paper_test_loglik": PAPER_TABLE5.get(dataset, {}).get("bound", (None,) * 4)[
-                     M - 1] if M <= 4 else None,
-                 "paper_m": PAPER_M.get(dataset)}
-        for method in cfg.methods:
-            ex = dict(extra)
-            paper = PAPER_TABLE5.get(dataset, {}).get(method)
-            ex["paper_test_loglik"] = paper[M - 1] if paper is not None and M <= 4 else None
-            _record(ctx, "table5", dataset, f"m={M},lambda={cfg.lam:g}", method,
-                    rows[method], ex)
-        ctx.advance(f"latent: {dataset} m={M}")
+def _polished(run, sp: Split, cfg: Config) -> dict[str, float]:
+    """The endpoint polished (:func:`polish`): the local optimum's objective and test
+    log-likelihood."""
+    pol = polish(run, cfg)
+    lp = run["model"].loss.log_proba(pol.x, sp.Xt)
+    ll = float(lp[np.arange(sp.yt.size), sp.yt].sum())
+    return {"polished_objective": float(pol.fun),
+            "polished_test_loglik": ll if math.isfinite(ll) else -1e300}
 
 
-def run_ridge(ctx, cfg: Config, cache: dict | None = None) -> None:
-    """The Table 5 protocol at the paper's m with a ridge: for each lambda in
-    ``cfg.ridge_lams`` the same splits and starts as Table 5 (lambda = 0), every method, then
-    each endpoint polished (:func:`polish`) so that the local optimum each method found can be
-    compared from the same start."""
-    splits = _splits(ctx, cfg, cache)
-    cells = [(d, PAPER_M[d], lam) for d in cfg.datasets for lam in cfg.ridge_lams
-             if d in PAPER_M and d in splits]
-    ctx.start("latent: ridge cells", len(cells))
+def _run_cells(ctx, cfg: Config, task: str, cells, splits, polished: bool) -> None:
+    """Every method from the same starts on every split of each (data set, m, lambda) cell,
+    the order of the methods rotating from start to start; one record per method."""
+    ctx.start(f"latent: {task} cells", len(cells))
     for dataset, M, lam in cells:
         rows: dict[str, list] = {m: [] for m in cfg.methods}
         for sp in splits[dataset]:
@@ -187,17 +164,31 @@ def run_ridge(ctx, cfg: Config, cache: dict | None = None) -> None:
                 for method in order[k:] + order[:k]:
                     run = fit_once(sp.X, sp.y, sp.n_classes, M, reg, method, x0, cfg)
                     row = _evaluate(run, sp.Xt, sp.yt)
-                    pol = polish(run, cfg)
-                    lp = run["model"].loss.log_proba(pol.x, sp.Xt)
-                    pll = float(lp[np.arange(sp.yt.size), sp.yt].sum())
-                    row["polished_objective"] = float(pol.fun)
-                    row["polished_test_loglik"] = pll if math.isfinite(pll) else -1e300
+                    if polished:
+                        row.update(_polished(run, sp, cfg))
                     rows[method].append(row)
-        sp = splits[dataset][0]
         for method in cfg.methods:
-            _record(ctx, "ridge", dataset, f"m={M},lambda={lam:g}", method, rows[method],
-                    _extra(sp, M, lam, dataset))
-        ctx.advance(f"latent: ridge {dataset} lambda={lam:g}")
+            _record(ctx, task, dataset, f"m={M},lambda={lam:g}", method, rows[method],
+                    _extra(splits[dataset][0], M, lam, dataset, method))
+        ctx.advance(f"latent: {task} {dataset} m={M} lambda={lam:g}")
+
+
+def run_table5(ctx, cfg: Config, cache: dict | None = None) -> None:
+    """Table 5: every method at every m, lambda = ``cfg.lam``."""
+    splits = _splits(ctx, cfg, cache)
+    cells = [(d, m, cfg.lam) for d in cfg.datasets if d in splits for m in cfg.components]
+    _run_cells(ctx, cfg, "table5", cells, splits, polished=False)
+
+
+def run_ridge(ctx, cfg: Config, cache: dict | None = None) -> None:
+    """The Table 5 protocol at the paper's m with a ridge: for each lambda in
+    ``cfg.ridge_lams`` the same splits and starts as Table 5, every method, then each
+    endpoint polished (:func:`polish`) so that the local optimum each method found can be
+    compared from the same start."""
+    splits = _splits(ctx, cfg, cache)
+    cells = [(d, PAPER_M[d], lam) for d in cfg.datasets for lam in cfg.ridge_lams
+             if d in PAPER_M and d in splits]
+    _run_cells(ctx, cfg, "ridge", cells, splits, polished=True)
 
 
 def run_toy(ctx, cfg: Config) -> None:
@@ -234,7 +225,7 @@ def run_toy(ctx, cfg: Config) -> None:
 
 
 def run(ctx) -> None:
-    cfg = ctx.options.get("config") or config(ctx.quick)
+    cfg = suite_config(ctx, config, Config)
     ctx.out.mkdir(parents=True, exist_ok=True)
     ctx.writer.set_extra("config", {k: (list(v) if isinstance(v, tuple) else v)
                                     for k, v in vars(cfg).items()})

@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from zbound.bench.report import num, prose, table
+from zbound.bench.report import by_cell, fastest, num, prose, reached_s, table
 from zbound.bench.suites.logreg_large.config import (
     ESTIMATOR,
     ESTIMATOR_DOUBLE,
@@ -59,25 +59,12 @@ def _x(r: float | None) -> str:
     return f"{r:.2f}x"
 
 
-def _index(records: list[dict]) -> dict[tuple[str, str, str], dict[str, dict]]:
-    idx: dict[tuple[str, str, str], dict[str, dict]] = {}
-    for r in records:
-        idx.setdefault((r["task"], r["dataset"], r["setting"]), {})[r["method"]] = r
-    return idx
-
-
-def _time(r: dict | None) -> float | None:
-    if r is None or not r.get("reached"):
-        return None
-    return r.get("time_to_target_s")
-
-
 def _cell_text(r: dict | None) -> str:
     if r is None:
         return ""
     if r["metrics"].get("skipped"):
         return "skip"
-    t = _time(r)
+    t = reached_s(r)
     return _s(t) if t is not None else "not reached"
 
 
@@ -94,18 +81,6 @@ def _rel_gap(f: float | None, f_star: float | None) -> float | None:
     return (f - f_star) / abs(f_star)
 
 
-def fastest(recs: dict[str, dict], peers: bool = True) -> tuple[str | None, float | None]:
-    """Fastest record (peers, or the library's own methods) that reached the target."""
-    best: tuple[str | None, float | None] = (None, None)
-    for n, r in recs.items():
-        if bool(r.get("peer")) != peers:
-            continue
-        t = _time(r)
-        if t is not None and (best[1] is None or t < best[1]):
-            best = (n, t)
-    return best
-
-
 # -- Table 1 and Table 4 -------------------------------------------------------------------
 
 def table1_rows(records: list[dict]) -> list[dict[str, Any]]:
@@ -114,13 +89,13 @@ def table1_rows(records: list[dict]) -> list[dict[str, Any]]:
     against SciPy L-BFGS-B (``best``, ``ratio``, ``pass``), and the fastest library method of
     any kind (``overall``, ``overall_ratio``)."""
     rows = []
-    for (task, dataset, setting), recs in _index(records).items():
+    for (task, dataset, setting), recs in by_cell(records).items():
         if task != "table1":
             continue
         lib = {n: r for n, r in recs.items() if not r["peer"]
                and n not in (ESTIMATOR, ESTIMATOR_MIXED, ESTIMATOR_DOUBLE)}
         large_d = {n: r for n, r in lib.items() if n in LARGE_D_METHODS}
-        lb = _time(recs.get("scipy-lbfgsb"))
+        lb = reached_s(recs.get("scipy-lbfgsb"))
 
         best, best_t = fastest(large_d or lib, peers=False)
         if best is None and large_d:
@@ -187,7 +162,7 @@ def rank_sweep_rows(doc: dict) -> list[dict[str, Any]]:
         f_star, final, target = m.get("f_star"), r.get("final_objective"), \
             r.get("target_objective")
 
-        rows.append({"k": int(r["setting"][2:]), "method": r["method"], "seconds": _time(r),
+        rows.append({"k": int(r["setting"][2:]), "method": r["method"], "seconds": reached_s(r),
                      "reached": bool(r["reached"]), "iterations": m.get("iterations"),
                      "gap": _rel_gap(final, f_star), "target_gap": _rel_gap(target, f_star),
                      "budget_s": m.get("time_budget_s"), "f_star": f_star,
@@ -208,7 +183,7 @@ def _table4_md(doc: dict, idx, out: Path) -> list[str]:
                if task == "table1" and d == "srbct"), {})
     paper_at = dict(zip(PAPER_RANKS, range(len(PAPER_RANKS)), strict=True))
     lines += [prose("logreg-large", "table4"), ""]
-    lb_t = _time(t1.get("scipy-lbfgsb"))
+    lb_t = reached_s(t1.get("scipy-lbfgsb"))
     cells = []
     for row in rows:
         j = paper_at.get(row["k"])
@@ -220,8 +195,8 @@ def _table4_md(doc: dict, idx, out: Path) -> list[str]:
         cells.append((row["k"], _cell_text(r), num(row["iterations"], ""),
                       num(row["gap"], ".2e"), num(row["peak_memory_mb"], ".1f", ""),
                       paper("Bound"), paper("LBFGS"), _s(lb_t), paper("CG"),
-                      _s(_time(t1.get("scipy-cg"))), paper("SD"),
-                      _s(_time(t1.get("steepest")))))
+                      _s(reached_s(t1.get("scipy-cg"))), paper("SD"),
+                      _s(reached_s(t1.get("steepest")))))
     lines += table(("k", "bound seconds", "iterations", "gap reached", "peak MB", "paper Bound",
                     "paper LBFGS", "ours L-BFGS-B", "paper CG", "ours CG", "paper SD",
                     "ours SD"), cells) + [""]
@@ -314,12 +289,12 @@ def _probe_md(doc: dict) -> list[str]:
 def large_rows(records: list[dict]) -> list[dict[str, Any]]:
     """Per larger-data cell and target: the default's time, the fastest peer, the ratio."""
     rows = []
-    for (task, dataset, setting), recs in _index(records).items():
+    for (task, dataset, setting), recs in by_cell(records).items():
         if task != "large":
             continue
         default = next((r for r in recs.values() if r.get("default")), None)
         peer, peer_t = fastest(recs)
-        t = _time(default)
+        t = reached_s(default)
         m = (default or next(iter(recs.values())))["metrics"]
         ratio, bound = _peer_ratio(t, peer_t, default is not None, m.get("time_budget_s"))
         rows.append({"dataset": dataset, "setting": setting, "C": m.get("C"),
@@ -359,7 +334,7 @@ def _xb(r: float | None, bound: bool) -> str:
 
 def estimator_rows(records: list[dict]) -> list[dict[str, Any]]:
     rows = []
-    for (task, dataset, setting), recs in _index(records).items():
+    for (task, dataset, setting), recs in by_cell(records).items():
         est = recs.get(ESTIMATOR)
         if task not in ("large", "estimator") or est is None:
             continue
@@ -368,12 +343,12 @@ def estimator_rows(records: list[dict]) -> list[dict[str, Any]]:
         lb = sk.get("sklearn-lbfgs")
         mem = est["metrics"].get("peak_memory_mb")
         lb_mem = lb["metrics"].get("peak_memory_mb") if lb else None
-        t = _time(est)
+        t = reached_s(est)
         budget = est["metrics"].get("time_budget_s")
         variants = {}
         for key, name in (("mixed", ESTIMATOR_MIXED), ("double", ESTIMATOR_DOUBLE)):
             v = recs.get(name)
-            tv = _time(v) if v else None
+            tv = reached_s(v) if v else None
             variants.update({
                 f"{key}_s": tv,
                 f"{key}_mb": v["metrics"].get("peak_memory_mb") if v else None,
@@ -383,7 +358,7 @@ def estimator_rows(records: list[dict]) -> list[dict[str, Any]]:
             **variants,
             "dataset": dataset, "setting": setting, "est_s": t, "est_mb": mem,
             "sk_best": best if not bound else NO_PEER, "sk_best_s": best_t,
-            "sk_lbfgs_s": _time(lb), "sk_lbfgs_mb": lb_mem, "time_ratio": ratio, "bound": bound,
+            "sk_lbfgs_s": reached_s(lb), "sk_lbfgs_mb": lb_mem, "time_ratio": ratio, "bound": bound,
             "mem_ratio": (mem / lb_mem) if (mem is not None and lb_mem) else None})
     return rows
 
@@ -477,7 +452,7 @@ def _large_md(doc: dict, idx) -> list[str]:
                 continue
             peer, peer_t = fastest(recs)
             default = next((r for r in recs.values() if r.get("default")), None)
-            t = _time(default)
+            t = reached_s(default)
             ratio = (t / peer_t) if (t is not None and peer_t) else (
                 math.inf if peer_t else None)
             cells.append((f"{k[1]} C={any_r['metrics'].get('C'):g}",
@@ -572,7 +547,7 @@ def _curve_plots(doc: dict, out: Path) -> list[str]:
 
 def report(doc: dict, out) -> str:
     out = Path(out)
-    idx = _index(doc["records"])
+    idx = by_cell(doc["records"])
     extra = doc.get("extra", {})
     lines = ["## logreg-large", ""]
     if doc.get("quick"):

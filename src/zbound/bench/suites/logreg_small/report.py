@@ -12,7 +12,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-from zbound.bench.report import prose, table
+from zbound.bench.report import by_cell, fastest, prose, table
 from zbound.bench.suites.logreg import START_SCALE
 from zbound.bench.suites.logreg_small.config import (
     LAMBDAS,
@@ -85,40 +85,20 @@ def _cell_value(recs: dict[str, dict], name: str) -> Any:
     return None
 
 
-def _index(records: list[dict]) -> dict[tuple[str, str, str], dict[str, dict]]:
-    idx: dict[tuple[str, str, str], dict[str, dict]] = {}
-    for r in records:
-        idx.setdefault((r["task"], r["dataset"], r["setting"]), {})[r["method"]] = r
-    return idx
-
-
 #: Peers that are other projects' code (the rest -- steepest descent, Newton -- are the
 #: library's own baselines on the same model).
 EXTERNAL_PREFIXES = ("scipy-", "sklearn-")
 
 
-def _fastest_peer(recs: dict[str, dict], external: bool = False
-                  ) -> tuple[str | None, float | None]:
-    best = (None, None)
-    for n, r in recs.items():
-        if external and not n.startswith(EXTERNAL_PREFIXES):
-            continue
-        t = r.get("time_to_target_s")
-        if r.get("peer") and r.get("reached") and t is not None and (best[1] is None
-                                                                       or t < best[1]):
-            best = (n, t)
-    return best
-
-
 def ratio_rows(records: list[dict], task: str) -> list[dict[str, Any]]:
     """Per cell of ``task``: default's time, fastest peer and their ratio."""
     rows = []
-    for (tk, dataset, setting), recs in _index(records).items():
+    for (tk, dataset, setting), recs in by_cell(records).items():
         if tk != task:
             continue
         default = next((r for r in recs.values() if r.get("default")), None)
-        peer, peer_t = _fastest_peer(recs)
-        ext, ext_t = _fastest_peer(recs, external=True)
+        peer, peer_t = fastest(recs)
+        ext, ext_t = fastest(recs, keep=lambda n: n.startswith(EXTERNAL_PREFIXES))
         t = default.get("time_to_target_s") if default else None
         ratio = (t / peer_t) if (t is not None and peer_t) else None
         ext_ratio = (t / ext_t) if (t is not None and ext_t) else None
@@ -150,7 +130,7 @@ def ratio_verdict(rows: list[dict], task: str) -> dict[str, Any]:
 
 def squarem_rows(records: list[dict]) -> list[dict[str, Any]]:
     rows = []
-    for (task, dataset, setting), recs in _index(records).items():
+    for (task, dataset, setting), recs in by_cell(records).items():
         b, s = recs.get("bound"), recs.get("squarem")
         if b is None or s is None:
             continue
@@ -191,7 +171,7 @@ def squarem_rows(records: list[dict]) -> list[dict[str, Any]]:
 def ranking_rows(records: list[dict]) -> list[dict[str, Any]]:
     """The paper's five methods in our run, ordered by time, and whether its ranking holds."""
     rows = []
-    for (task, dataset, setting), recs in _index(records).items():
+    for (task, dataset, setting), recs in by_cell(records).items():
         if task != "table3":
             continue
         times = {}
@@ -227,7 +207,7 @@ def report(doc: dict[str, Any], out: Path) -> str:
     records = doc.get("records", [])
     extra = doc.get("extra", {})
     cfgx = extra.get("config", {})
-    idx = _index(records)
+    idx = by_cell(records)
     default = next((r["method"] for r in records if r.get("default")), cfgx.get("default_method"))
     lines = [prose("logreg-small", "what-was-run", rel=REL_TARGET, scale=START_SCALE,
                    default=default, **{k: cfgx.get(k) for k in (

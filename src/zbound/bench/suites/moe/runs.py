@@ -7,6 +7,7 @@ import statistics
 
 import numpy as np
 
+from zbound.bench.harness import suite_config
 from zbound.bench.records import BenchRecord
 from zbound.bench.suites.moe.config import SUITE, Config, config
 from zbound.bench.timing import thread_limit
@@ -36,10 +37,6 @@ _TUNE_SEED = 10_007
 #: times max(1, |L|) in one iteration, or diverged (information only: steps are chosen by the
 #: mean final objective, and some steps recover from early jumps to the lowest objective)
 UNSTABLE_RISE = 0.05
-
-
-def suite_config(ctx) -> Config:
-    return ctx.options.get("config") or config(ctx.quick)
 
 
 def _final(fit) -> float:
@@ -460,7 +457,7 @@ def _inverted_record(ctx, cfg: Config, ds: str, m: str, per: dict, lr) -> dict:
 
 
 def run(ctx) -> None:
-    cfg = suite_config(ctx)
+    cfg = suite_config(ctx, config, Config)
     out = {"config": {k: v for k, v in vars(cfg).items()}}
     with thread_limit(cfg.blas_threads):
         for name in cfg.sym_models:
@@ -474,4 +471,4 @@ def run(ctx) -> None:
 
 
 __all__ = ["OPTIONS", "SUITE", "invert", "load_split", "run", "run_inverted", "run_symmetric",
-           "suite_config", "tune", "unit_init"]
+           "tune", "unit_init"]

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from zbound.bench.harness import suite_config
 from zbound.bench.suites.scale import peers as P
 from zbound.bench.suites.scale import problems as Q
 from zbound.bench.suites.scale.config import (
@@ -372,12 +373,8 @@ def _ovr(cell: Cell) -> Outcome:
 def run(ctx) -> None:
     from distributed import Client, LocalCluster
 
-    options = dict(ctx.options)
-    unknown = sorted(set(options) - set(OPTIONS))
-    if unknown:
-        raise ValueError(f"{SUITE}: unknown options {unknown}; known: {list(OPTIONS)}")
-    cfg = options.get("config") or config(ctx.quick)
-    processes = bool(options.get("processes", True))
+    cfg = suite_config(ctx, config, Config)
+    processes = bool(ctx.options.get("processes", True))
     cells = [(task, t) for t in cfg.sizes for task in ("multiclass", "binary")
              if task in cfg.tasks and (task == "binary" or t <= cfg.multiclass_max)]
     if cfg.adult:

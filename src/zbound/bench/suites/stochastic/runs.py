@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from zbound.bench.harness import suite_config
 from zbound.bench.suites.stochastic.config import GAPS, PEERS, SUITE, Config, config
 from zbound.bench.suites.stochastic.problems import Problem, build_problem, reference_optimum
 from zbound.bench.timing import thread_limit
@@ -330,7 +331,7 @@ def _winner_record(ctx, cfg, prob, name, winner, runs, grid, cap, stream) -> dic
 
 
 def run(ctx) -> None:
-    cfg = ctx.options.get("config") or config(ctx.quick)
+    cfg = suite_config(ctx, config, Config)
     extra = {"problems": {}}
     ctx.writer.set_extra("config", {k: getattr(cfg, k) for k in cfg.__dataclass_fields__})
     ctx.start(f"{SUITE}: tuning", sum((len(cfg.ranks) + 8) * len(cfg.lams_of(d))
