@@ -431,66 +431,53 @@ def verdicts(doc: dict) -> list[str]:
     return lines
 
 
+def _iterations(r: dict | None) -> str:
+    it = None if r is None else r["metrics"].get("iterations")
+    return "" if it is None else (str(it) if r["reached"] else f"({it})")
+
+
+def _memory(r: dict | None) -> str:
+    mem = None if r is None else r["metrics"].get("peak_memory_mb")
+    probe = r is not None and r["metrics"].get("memory_probe") is not None
+    return "" if mem is None else f"{mem:.1f}" + (" (probe)" if probe else "")
+
+
+def _against_peer(recs: dict[str, dict]) -> tuple[str, str]:
+    """The fastest peer with its time, and the default's time as a multiple of it."""
+    peer, peer_t = fastest(recs)
+    t = reached_s(next((r for r in recs.values() if r.get("default")), None))
+    ratio = (t / peer_t) if (t is not None and peer_t) else (math.inf if peer_t else None)
+    return f"{peer or '-'} {_s(peer_t) if peer else ''}", _x(ratio)
+
+
 def _large_md(doc: dict, idx) -> list[str]:
-    rows = [k for k in idx if k[0] == "large"]
-    if not rows:
+    keys = [k for k in idx if k[0] == "large"]
+    if not keys:
         return []
-    methods: list[str] = []
-    for k in rows:
-        for n in idx[k]:
-            if n not in methods:
-                methods.append(n)
+    methods = list(dict.fromkeys(n for k in keys for n in idx[k]))
+
+    def rows(target: str, cell, more=lambda recs: ()) -> list[tuple]:
+        """One row per cell at ``target``: ``cell(record)`` per method, then ``more``."""
+        out = []
+        for k in keys:
+            m = next(iter(idx[k].values()))["metrics"]
+            if m.get("target_name") == target:
+                out.append((f"{k[1]} C={m.get('C'):g}", *(cell(idx[k].get(n)) for n in methods),
+                            *more(idx[k])))
+        return out
+
     lines = [prose("logreg-large", "large",
                    budget=doc.get("extra", {}).get("config", {}).get("time_budget_s")), ""]
     for tname in TARGETS:
         lines += [f"### {tname} target ({TARGETS[tname]:g} relative)", ""]
-        cells = []
-        for k in rows:
-            recs = idx[k]
-            any_r = next(iter(recs.values()))
-            if any_r["metrics"].get("target_name") != tname:
-                continue
-            peer, peer_t = fastest(recs)
-            default = next((r for r in recs.values() if r.get("default")), None)
-            t = reached_s(default)
-            ratio = (t / peer_t) if (t is not None and peer_t) else (
-                math.inf if peer_t else None)
-            cells.append((f"{k[1]} C={any_r['metrics'].get('C'):g}",
-                          *(_cell_text(recs.get(n)) for n in methods),
-                          f"{peer or '-'} {_s(peer_t) if peer else ''}", _x(ratio)))
-        lines += table(("cell", *methods, "fastest peer", "ratio"), cells) + [""]
+        lines += table(("cell", *methods, "fastest peer", "ratio"),
+                       rows(tname, _cell_text, _against_peer)) + [""]
     lines += ["### Iterations to the tight target (median; fits: the fit's n_iter_)", ""]
-    iters, mems = [], []
-    for k in rows:
-        recs = idx[k]
-        any_r = next(iter(recs.values()))
-        if any_r["metrics"].get("target_name") != "tight":
-            continue
-        cells = []
-        for n in methods:
-            r = recs.get(n)
-            it = None if r is None else r["metrics"].get("iterations")
-            cells.append("" if it is None else (str(it) if r["reached"] else f"({it})"))
-        iters.append((f"{k[1]} C={any_r['metrics'].get('C'):g}", *cells))
-    lines += table(("cell", *methods), iters)
+    lines += table(("cell", *methods), rows("tight", _iterations))
     lines += ["", "(In parentheses: iterations made when the method stopped without reaching "
               "the target.)", "", "## Peak memory (MB)", "", prose("logreg-large", "tracemalloc"),
               ""]
-    for k in rows:
-        recs = idx[k]
-        any_r = next(iter(recs.values()))
-        if any_r["metrics"].get("target_name") != "loose":
-            continue
-        cells = []
-        for n in methods:
-            r = recs.get(n)
-            mem = None if r is None else r["metrics"].get("peak_memory_mb")
-            probe = r is not None and r["metrics"].get("memory_probe") is not None
-            cells.append("" if mem is None else f"{mem:.1f}" + (" (probe)" if probe else ""))
-        mems.append((f"{k[1]} C={any_r['metrics'].get('C'):g}", *cells))
-    lines += table(("cell", *methods), mems) + [""]
-    lines += _probe_md(doc)
-    return lines
+    return lines + table(("cell", *methods), rows("loose", _memory)) + [""] + _probe_md(doc)
 
 
 def _estimator_md(doc: dict) -> list[str]:
