@@ -25,6 +25,7 @@ from zbound.bench.suites.logreg_large.config import (
     PAPER_TABLE1,
     PAPER_TABLE4,
     PAPER_TO_OURS,
+    SUITE,
     TARGETS,
 )
 
@@ -363,71 +364,56 @@ def estimator_rows(records: list[dict]) -> list[dict[str, Any]]:
     return rows
 
 
+def _word(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
 def verdicts(doc: dict) -> list[str]:
     """One line per target: PASS / FAIL / n/a with the numbers."""
-    recs = doc["records"]
-    lines = []
+    recs, lines = doc["records"], []
     t1 = table1_rows(recs)
-    if t1:
-        ok = all(r["pass"] for r in t1)
-        detail = "; ".join(
-            f"{r['dataset']}: {r['best']} {_s(r['best_s'])} vs L-BFGS-B {_s(r['lbfgs_s'])} = "
-            f"{_x(r['ratio'])}" + ("" if r["overall"] in (None, r["best"]) else
-                                   f" (fastest library method: {r['overall']} "
-                                   f"{_x(r['overall_ratio'])})") for r in t1)
-        lines.append(f"{'PASS' if ok else 'FAIL'}: Table 1 (SRBCT, Text): the library's best "
-                     f"large-d method ({' / '.join(LARGE_D_METHODS)}) <= "
-                     f"{GOALS['table1_vs_lbfgs']}x SciPy L-BFGS-B ({detail})")
-    else:
-        lines.append("n/a: Table 1 (no SRBCT / Text cell ran)")
+    detail = "; ".join(
+        f"{r['dataset']}: {r['best']} {_s(r['best_s'])} vs L-BFGS-B {_s(r['lbfgs_s'])} = "
+        f"{_x(r['ratio'])}" + ("" if r["overall"] in (None, r["best"]) else
+                               f" (fastest library method: {r['overall']} "
+                               f"{_x(r['overall_ratio'])})") for r in t1)
+    lines.append(prose(SUITE, "verdict-table1", word=_word(all(r["pass"] for r in t1)),
+                       methods=" / ".join(LARGE_D_METHODS), goal=GOALS["table1_vs_lbfgs"],
+                       detail=detail) if t1 else prose(SUITE, "verdict-table1-none"))
     lr = large_rows(recs)
-    if lr:
-        known = [r["ratio"] for r in lr if r["ratio"] is not None]
-        cap_ok = len(known) == len(lr) and all(x <= GOALS["large_cap"] for x in known)
-        good = sum(1 for x in known if x <= GOALS["large_good"])
-        worst = max(known) if known else None
-        lines.append(f"{'PASS' if cap_ok else 'FAIL'}: larger data: the default <= "
-                     f"{GOALS['large_cap']}x the fastest peer in every cell at both targets "
-                     f"({sum(1 for x in known if x <= GOALS['large_cap'])} of {len(lr)} "
-                     f"cell-targets; worst {_x(worst)}{_bounds_note(lr)})")
-        half_ok = good * 2 >= len(lr)
-        lines.append(f"{'PASS' if half_ok else 'FAIL'}: larger data: the default <= "
-                     f"{GOALS['large_good']}x the fastest peer in at least half of the "
-                     f"cell-targets ({good} of {len(lr)})")
-    else:
-        lines.append("n/a: larger data (no cell ran)")
+    known = [r["ratio"] for r in lr if r["ratio"] is not None]
+    capped = sum(1 for x in known if x <= GOALS["large_cap"])
+    good = sum(1 for x in known if x <= GOALS["large_good"])
+    lines += [prose(SUITE, "verdict-large", word=_word(capped == len(lr)), cap=GOALS["large_cap"],
+                    capped=capped, n=len(lr), worst=_x(max(known) if known else None),
+                    bounds=_bounds_note(lr)),
+              prose(SUITE, "verdict-large-half", word=_word(good * 2 >= len(lr)),
+                    goal=GOALS["large_good"], good=good, n=len(lr))] if lr else \
+        [prose(SUITE, "verdict-large-none")]
     er = estimator_rows(recs)
-    if er:
-        mem = [r["mem_ratio"] for r in er if r["mem_ratio"] is not None]
-        mem_ok = bool(mem) and len(mem) == len(er) and all(x <= GOALS["estimator_memory"]
-                                                             for x in mem)
-        lines.append(f"{'PASS' if mem_ok else 'FAIL'}: BoundLogisticRegression.fit peak memory "
-                     f"<= {GOALS['estimator_memory']}x LogisticRegression.fit (lbfgs) in every "
-                     f"cell (worst {max(mem):.2f}x)" if mem else
-                     "FAIL: estimator peak memory not measured")
-        tr = [r["time_ratio"] for r in er if r["time_ratio"] is not None]
-        faster = sum(1 for x in tr if x <= GOALS["large_cap"])
-        half = sum(1 for x in tr if x <= GOALS["large_good"])
-        ok = len(tr) == len(er) and faster == len(er)
-        lines.append(f"{'PASS' if ok else 'FAIL'}: BoundLogisticRegression.fit at matched final "
-                     f"objective <= {GOALS['large_cap']}x the fastest scikit-learn solver in "
-                     f"every cell-target ({faster} of {len(er)}; worst "
-                     f"{_x(max(tr)) if tr else '-'}{_bounds_note(er)})")
-        lines.append(f"{'PASS' if half * 2 >= len(er) else 'FAIL'}: BoundLogisticRegression.fit "
-                     f"<= {GOALS['large_good']}x the fastest scikit-learn solver in at least half "
-                     f"of the cell-targets ({half} of {len(er)})")
-        for key, what in (("mixed", "precision='mixed' (float32 first, a float32 copy of X)"),
-                          ("double", "precision='double' (float64 throughout)")):
-            tm = [r[f"{key}_ratio"] for r in er if r[f"{key}_ratio"] is not None]
-            if not tm:
-                continue
-            mm = [r[f"{key}_mb"] / r["sk_lbfgs_mb"] for r in er
-                  if r[f"{key}_mb"] is not None and r["sk_lbfgs_mb"]]
-            lines.append(f"INFO: with {what} at or below 1x in "
-                         f"{sum(1 for x in tm if x <= 1.0)} and at or below 0.5x in "
-                         f"{sum(1 for x in tm if x <= 0.5)} of {len(tm)} cell-targets (worst "
-                         f"{_x(max(tm))}), peak memory up to "
-                         f"{max(mm) if mm else float('nan'):.2f}x scikit-learn's")
+    if not er:
+        return lines
+    mem = [r["mem_ratio"] for r in er if r["mem_ratio"] is not None]
+    lines.append(prose(SUITE, "verdict-memory", word=_word(
+        len(mem) == len(er) and all(x <= GOALS["estimator_memory"] for x in mem)),
+        goal=GOALS["estimator_memory"], worst=max(mem)) if mem else
+        prose(SUITE, "verdict-memory-none"))
+    tr = [r["time_ratio"] for r in er if r["time_ratio"] is not None]
+    faster = sum(1 for x in tr if x <= GOALS["large_cap"])
+    half = sum(1 for x in tr if x <= GOALS["large_good"])
+    lines += [prose(SUITE, "verdict-estimator", word=_word(len(tr) == len(er) == faster),
+                    cap=GOALS["large_cap"], faster=faster, n=len(er),
+                    worst=_x(max(tr)) if tr else "-", bounds=_bounds_note(er)),
+              prose(SUITE, "verdict-estimator-half", word=_word(half * 2 >= len(er)),
+                    goal=GOALS["large_good"], half=half, n=len(er))]
+    for key in ("mixed", "double"):
+        tm = [r[f"{key}_ratio"] for r in er if r[f"{key}_ratio"] is not None]
+        mm = [r[f"{key}_mb"] / r["sk_lbfgs_mb"] for r in er
+              if r[f"{key}_mb"] is not None and r["sk_lbfgs_mb"]]
+        if tm:
+            lines.append(prose(SUITE, f"info-{key}", one=sum(1 for x in tm if x <= 1.0),
+                               half=sum(1 for x in tm if x <= 0.5), n=len(tm),
+                               worst=_x(max(tm)), memory=max(mm) if mm else float("nan")))
     return lines
 
 
