@@ -6,43 +6,12 @@ from zbound.bench import runner
 from zbound.bench.records import REQUIRED_FIELDS
 from zbound.bench.suites import ising
 
-TINY = {
-    "draws": 2,
-    "hier_max_n": 7,
-    "coupling": [(5, "logdet", ("mixed",), (0.2,))],
-    "greedy10_d": (),
-    "relative_d": 20,
-    "relative_w": (0.3,),
-    "relative_draws": 1,
-    "relative_ks": (),
-    "temperatures": (1.0,),
-    "gain_ks": (1,),
-    "speed_d": (5,),
-    "cp_d": (),
-    "cp_iter_d": (10,),
-    "cp_general_n": (12,),
-    "greedy_k10_repeats": 0,
-    "general_curve_n": 20,
-    "general_curve_iter": 200,
-    "curve_d": 10,
-    "curve_draws": 1,
-    "scale_d": (20, 30),
-    "scale_trw_max_iter": 200,
-    "scale_trw_work": 1e5,
-    "scale_repeats": 1,
-    "metric_d": (4,),
-    "metric_eps": (1.0,),
-    "metric_draws": 1,
-    "metric_max_iter": 15,
-}
-
 
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("ising")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(ising.config, "suite_config", lambda quick: dict(TINY))
-        doc = runner.run_suite("ising", quick=True, out=out, show_progress=False)
+    doc = runner.run_suite("ising", quick=True, out=out, show_progress=False,
+                           options={"config": ising.tiny()})
     return doc, out
 
 

@@ -32,13 +32,17 @@ per (task, dataset, setting, method), aggregated over the random draws of the pa
 
 from __future__ import annotations
 
-from zbound.bench.suites.ising import config
+from zbound.bench.harness import suite_config
+from zbound.bench.suites.ising.config import SUITE, Config, config, tiny
 from zbound.bench.suites.ising.report import report
 from zbound.bench.suites.ising.runs import run_all
 
-__all__ = ["run", "report"]
+#: ``config``: a :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
+OPTIONS = ("config",)
+
+__all__ = ["Config", "OPTIONS", "SUITE", "config", "report", "run", "tiny"]
 
 
 def run(ctx) -> None:
-    """Run every task at the size ``ctx.quick`` selects (:func:`config.suite_config`)."""
-    run_all(ctx, config.suite_config(ctx.quick))
+    """Run every task at the size of the run's :class:`Config`."""
+    run_all(ctx, suite_config(ctx, config, Config))

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from dataclasses import asdict
 from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from zbound.bench.harness import timed
-from zbound.bench.suites.ising.config import BOUND_TOL, EXACT_MAX_D
+from zbound.bench.suites.ising.config import BOUND_TOL, EXACT_MAX_D, Config
 from zbound.bench.suites.ising.methods import competitors
 from zbound.bench.suites.ising.problems import Problem
 from zbound.bench.timing import time_alternating
@@ -156,12 +157,12 @@ def task_hierarchy(ctx, cfg, stats):
     from zbound.ising.hierarchy import degree_hierarchy, greedy_features
     from zbound.ising.quantum import quantum_bound
 
-    d, max_n = 5, cfg["hier_max_n"]
+    d, max_n = 5, cfg.hier_max_n
     graphs = ("independent", "tree", "complete")
-    ctx.start("Fig. 1 hierarchies (d=5)", len(graphs) * cfg["draws"])
+    ctx.start("Fig. 1 hierarchies (d=5)", len(graphs) * cfg.draws)
     for g_i, graph in enumerate(graphs):
         problem = Problem(d, "gaussian", graph)
-        models = problem.draw(cfg["draws"], 100 + g_i)
+        models = problem.draw(cfg.draws, 100 + g_i)
         curves: dict[str, dict[int, list]] = {"quantum-degree": defaultdict(list),
                                              "quantum-greedy": defaultdict(list)}
         secs: dict[str, list] = {"quantum-degree": [], "quantum-greedy": []}
@@ -207,31 +208,31 @@ def task_hierarchy(ctx, cfg, stats):
 
 def task_coupling(ctx, cfg, stats):
     """Fig. 2, 3, 5, 6, 9, 10: bounds vs coupling strength, log-det and TRW parameters."""
-    blocks = cfg["coupling"]
+    blocks = cfg.coupling
     total = sum(len(c) * len(ws) for _, _, c, ws in blocks)
     ctx.start("Fig. 2/3/5/6/10 coupling strength", total)
     for b_i, (d, setting, couplings, ws) in enumerate(blocks):
-        ks = (3, 10) if d in cfg["greedy10_d"] else (3,)
+        ks = (3, 10) if d in cfg.greedy10_d else (3,)
         methods = competitors(d, ks)
         for c_i, coupling in enumerate(couplings):
             for w_i, w in enumerate(ws):
                 problem = Problem(d, setting, "complete", coupling, w)
-                models = problem.draw(cfg["draws"], 1000 * b_i + 100 * c_i + w_i)
+                models = problem.draw(cfg.draws, 1000 * b_i + 100 * c_i + w_i)
                 compare(ctx, "coupling", problem, f"w={w}", w, models, methods, stats)
                 ctx.advance(f"coupling d={d} {setting}-{coupling} w={w}")
 
 
 def task_relative(ctx, cfg, stats):
     """Suppl. Fig. 11: d = 30 (no exact value), error relative to the log-det bound."""
-    d = cfg["relative_d"]
+    d = cfg.relative_d
     couplings = ("attractive", "mixed", "repulsive")
-    ws = cfg["relative_w"]
+    ws = cfg.relative_w
     ctx.start(f"Fig. 11 relative to log-det (d={d})", len(couplings) * len(ws))
-    methods = competitors(d, cfg["relative_ks"])
+    methods = competitors(d, cfg.relative_ks)
     for c_i, coupling in enumerate(couplings):
         for w_i, w in enumerate(ws):
             problem = Problem(d, "logdet", "complete", coupling, w)
-            models = problem.draw(cfg["relative_draws"], 5000 + 10 * c_i + w_i)
+            models = problem.draw(cfg.relative_draws, 5000 + 10 * c_i + w_i)
             compare(ctx, "coupling", problem, f"w={w}", w, models, methods, stats)
             ctx.advance()
 
@@ -242,10 +243,10 @@ def task_temperature(ctx, cfg, stats):
     from zbound.ising.quantum import quantum_bound
 
     d = 10
-    temps = cfg["temperatures"]
-    kmax = max(cfg["gain_ks"])
+    temps = cfg.temperatures
+    kmax = max(cfg.gain_ks)
     ctx.start("Fig. 7/8 temperature (d=10)", len(temps))
-    base_models = Problem(d, "gaussian", "complete").draw(cfg["draws"], 7000)
+    base_models = Problem(d, "gaussian", "complete").draw(cfg.draws, 7000)
     for eps in temps:
         problem = Problem(d, "gaussian", "complete", epsilon=eps)
         models = [m.with_epsilon(eps) for m in base_models]
@@ -258,7 +259,7 @@ def task_temperature(ctx, cfg, stats):
             if greedy is None or q["bound"] is None:
                 continue
             masks = greedy.features.masks
-            for k in cfg["gain_ks"]:
+            for k in cfg.gain_ks:
                 r = quantum_bound(model, FeatureSet(d, masks[: d + 1 + k]))
                 gains[k].append((r.bound - q["bound"]) / d)
         for k, vals in gains.items():
@@ -286,7 +287,7 @@ def task_zero_temperature(ctx, cfg, stats):
     ctx.start("Sec. 6 zero temperature", len(cases))
     for graph, seed, feature_sets in cases:
         problem = Problem(8, "gaussian", graph, epsilon=0.0)
-        models = problem.draw(cfg["draws"], seed)
+        models = problem.draw(cfg.draws, seed)
         tops = [max_energy(m)[0] for m in models]
         values: dict[str, list] = {}
         seconds: dict[str, float] = {}
@@ -323,8 +324,8 @@ def task_speed(ctx, cfg, stats):
     from zbound.ising.hierarchy import greedy_features
     from zbound.ising.quantum import quantum_bound
 
-    ds = cfg["speed_d"]
-    ctx.start("speed: Chambolle-Pock vs CVXPY", len(ds) + len(cfg["cp_d"]) + 1)
+    ds = cfg.speed_d
+    ctx.start("speed: Chambolle-Pock vs CVXPY", len(ds) + len(cfg.cp_d) + 1)
     for d in ds:
         problem = Problem(d)
         model = problem.one(11 + d)
@@ -353,7 +354,7 @@ def task_speed(ctx, cfg, stats):
                          "abs_diff_to_cp": None if b is None else b - target},
             )
         ctx.advance(f"speed d={d}")
-    for d in cfg["cp_d"]:
+    for d in cfg.cp_d:
         problem = Problem(d)
         model = problem.one(21 + d)
         reps = 3
@@ -372,12 +373,12 @@ def task_speed(ctx, cfg, stats):
                                     "iterations": r.iterations, "gap": r.gap,
                                     "status": r.message, "times": entry["times"]})
         ctx.advance(f"Chambolle-Pock d={d}")
-    if cfg["greedy_k10_repeats"] < 1:
+    if cfg.greedy_k10_repeats < 1:
         return
     problem = Problem(10)
     model = problem.one(31)
     res = time_alternating({"quantum-greedy-k10": lambda: greedy_features(model, 10)},
-                           repeats=cfg["greedy_k10_repeats"])["quantum-greedy-k10"]
+                           repeats=cfg.greedy_k10_repeats)["quantum-greedy-k10"]
     g = res["result"]
     ctx.writer.add(task="speed", dataset=problem.dataset, setting="greedy k=10",
                    method="quantum-greedy-k10", reached=True, time_to_target_s=res["median_s"],
@@ -395,8 +396,8 @@ def task_convergence(ctx, cfg, stats):
 
     ctx.start("Fig. 12-15 convergence", 3)
     curves = []
-    problem = Problem(cfg["curve_d"])
-    for s in range(cfg["curve_draws"]):
+    problem = Problem(cfg.curve_d)
+    for s in range(cfg.curve_draws):
         model = problem.one(41 + s)
         for tau, sig in ((3.0, 0.3), (1.0, 0.9), (10.0, 0.09)):
             # plain Chambolle-Pock as in the paper (the default Newton polish would end the
@@ -408,7 +409,7 @@ def task_convergence(ctx, cfg, stats):
                            "n": problem.d + 1, "iterations": its, "gap": gap})
     ctx.writer.set_extra("cp_gap_curves", curves)
     ctx.advance()
-    for d in cfg["cp_iter_d"]:
+    for d in cfg.cp_iter_d:
         problem = Problem(d)
         its = []
         for s in range(3 if ctx.quick else 5):
@@ -425,18 +426,18 @@ def task_convergence(ctx, cfg, stats):
     problem = Problem(10)
     full = degree_features(problem.d, 3).masks
     general = []
-    n_curve = cfg["general_curve_n"]
-    for s in range(cfg["curve_draws"]):
+    n_curve = cfg.general_curve_n
+    for s in range(cfg.curve_draws):
         model = problem.one(71 + s)
         for tau, sig in ((3.0, 0.3), (1.0, 0.9)):
             r = quantum_bound(model, FeatureSet(problem.d, full[:n_curve]), tol=1e-8,
-                              tau=tau, sigma=sig, max_iter=cfg["general_curve_iter"],
+                              tau=tau, sigma=sig, max_iter=cfg.general_curve_iter,
                               check_every=10, polish=False)
             its, gap = _gap_curve(r.history)
             general.append({"draw": s, "tau": tau, "sigma": sig, "d": problem.d, "n": n_curve,
                             "iterations": its, "gap": gap})
     ctx.writer.set_extra("cp_gap_curves_general", general)
-    for n in cfg["cp_general_n"]:
+    for n in cfg.cp_general_n:
         its = []
         for s in range(3 if ctx.quick else 5):
             r = quantum_bound(problem.one(61 + s), FeatureSet(problem.d, full[:n]), tol=1e-2,
@@ -457,14 +458,14 @@ SCALE_TARGET_S = 60.0
 
 def task_scale(ctx, cfg, stats):
     """Scale: the library's quantum bound (features (1, x), relative gap 1e-6) and
-    TRW (rho = 2/d) on complete graphs with Gaussian parameters, d in ``cfg["scale_d"]``; one
+    TRW (rho = 2/d) on complete graphs with Gaussian parameters, d in ``cfg.scale_d``; one
     record per (d, method) with seconds, iterations, eigendecompositions, bound and gap."""
     import warnings
 
     from zbound.ising.quantum import quantum_bound
     from zbound.ising.trw import trw_bound
 
-    ds = tuple(cfg["scale_d"])
+    ds = tuple(cfg.scale_d)
     if not ds:
         return
     ctx.start("scale: quantum and TRW vs d", len(ds))
@@ -478,9 +479,9 @@ def task_scale(ctx, cfg, stats):
         problem = Problem(d)
         model = problem.one(81)
         # alternate the two methods; big instances once (they take seconds to a minute)
-        reps = cfg["scale_repeats"] if d <= 200 else 1
+        reps = cfg.scale_repeats if d <= 200 else 1
         # a TRW sweep costs O(d^2) (0.3 s at d = 1000): the sweep limit shrinks like 1/d^2
-        trw_iter = min(cfg["scale_trw_max_iter"], max(200, int(cfg["scale_trw_work"] / d**2)))
+        trw_iter = min(cfg.scale_trw_max_iter, max(200, int(cfg.scale_trw_work / d**2)))
         res = time_alternating({"quantum": lambda model=model: quantum_bound(model, tol=1e-6),
                                 "trw": lambda model=model, k=trw_iter: trw(model, k)},
                                repeats=reps)
@@ -509,13 +510,13 @@ def task_metric(ctx, cfg, stats):
     relaxation (1, x) and three greedy features, Gaussian parameters, complete graph."""
     from zbound.bench.suites.ising.methods import m_greedy, m_metric, m_quantum
 
-    cells = [(d, eps) for d in cfg["metric_d"] for eps in cfg["metric_eps"]]
+    cells = [(d, eps) for d in cfg.metric_d for eps in cfg.metric_eps]
     ctx.start("Suppl. C metric learning", len(cells))
     for d, eps in cells:
         problem = Problem(d, "gaussian", "complete", epsilon=eps)
-        base = Problem(d, "gaussian", "complete").draw(cfg["metric_draws"], 9000 + d)
+        base = Problem(d, "gaussian", "complete").draw(cfg.metric_draws, 9000 + d)
         models = [m.with_epsilon(eps) for m in base]
-        methods = {"quantum": m_quantum, "quantum-metric": m_metric(cfg["metric_max_iter"]),
+        methods = {"quantum": m_quantum, "quantum-metric": m_metric(cfg.metric_max_iter),
                    "quantum-greedy-k3": m_greedy(3)}
         compare(ctx, "metric", problem, f"d={d} eps={eps}", eps, models, methods, stats)
         ctx.advance(f"metric d={d} eps={eps}")
@@ -525,8 +526,9 @@ TASKS = (task_hierarchy, task_coupling, task_temperature, task_relative, task_ze
          task_speed, task_convergence, task_scale, task_metric)
 
 
-def run_all(ctx, cfg: dict[str, Any]) -> None:
+def run_all(ctx, cfg: Config) -> None:
     """Run every task with configuration ``cfg``; store the bound-validity counts as extra."""
+    ctx.writer.set_extra("config", asdict(cfg))
     stats = new_stats()
     for task in TASKS:
         task(ctx, cfg, stats)
