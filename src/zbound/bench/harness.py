@@ -20,6 +20,7 @@ time, from a callback).
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -87,6 +88,16 @@ def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     t0 = time.perf_counter()
     out = fn()
     return time.perf_counter() - t0, out
+
+
+@contextlib.contextmanager
+def stopwatch(into: dict[str, float], key: str):
+    """Add the seconds the ``with`` block takes to ``into[key]``."""
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        into[key] = into.get(key, 0.0) + time.perf_counter() - t0
 
 
 class Curve:

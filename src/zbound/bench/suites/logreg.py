@@ -31,9 +31,9 @@ Peak memory
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
-import time
 import warnings
 import zlib
 from collections.abc import Callable
@@ -43,7 +43,7 @@ from typing import Any, Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from zbound.bench.harness import timed
+from zbound.bench.harness import stopwatch, timed
 from zbound.bench.timing import budget_callback, downsample, traced_peak
 
 #: Scale of the shared random starts N(0, START_SCALE^2) near 0.
@@ -283,60 +283,61 @@ def solver_call(problem: Problem, m: Method, x0: np.ndarray, goal: float, budget
     """Build the model and run ``minimize`` to ``goal`` (stopped after ``budget_s``)."""
     from zbound.solvers import minimize
 
-    t0 = time.perf_counter()
-    model = problem.model()
-    t_build = time.perf_counter() - t0
-    r = minimize(model, x0, method=m.spec, target=goal, tol=1e-12, max_iter=max_iter,
-                 callback=budget_callback(budget_s), **m.options)
-    return {"res": r, "t_build": t_build, "total": time.perf_counter() - t0,
-            "theta": r.x, "n_iter": int(r.nit)}
+    t_build, model = timed(problem.model)
+    seconds, r = timed(lambda: minimize(model, x0, method=m.spec, target=goal, tol=1e-12,
+                                        max_iter=max_iter, callback=budget_callback(budget_s),
+                                        **m.options))
+    return {"res": r, "t_build": t_build, "total": t_build + seconds, "theta": r.x,
+            "n_iter": int(r.nit)}
+
+
+def _peer(problem: Problem, m: Method, tol: float, max_iter: int, x0: np.ndarray | None):
+    """The unfitted estimator of a fitted method: scikit-learn's ``LogisticRegression``, glum's
+    binomial ``GeneralizedLinearRegressor`` (from the shared start on paper cells) or
+    ``BoundLogisticRegression`` (``m.spec`` its precision), each on our objective."""
+    if m.kind == "sklearn":
+        from sklearn.linear_model import LogisticRegression
+
+        return LogisticRegression(C=problem.sklearn_C(), fit_intercept=problem.fit_intercept,
+                                  tol=tol, solver=m.spec, max_iter=max_iter)
+    if m.kind == "glum":
+        from glum import GeneralizedLinearRegressor
+
+        start = problem.theta_to_glum_start(x0) if problem.paper and x0 is not None else None
+        return GeneralizedLinearRegressor(
+            family="binomial", alpha=problem.glum_alpha(), l1_ratio=0.0,
+            fit_intercept=problem.fit_intercept, solver=m.spec, gradient_tol=tol,
+            max_iter=max_iter, start_params=start)
+    if m.kind == "estimator":
+        from zbound.estimators.logistic import BoundLogisticRegression
+
+        return BoundLogisticRegression(C=problem.C, tol=tol, max_iter=max_iter, precision=m.spec)
+    raise ValueError(f"not a fitted method: {m.kind!r}")
+
+
+@contextlib.contextmanager
+def _glum_quiet():
+    """glum's "lbfgs" passes SciPy's L-BFGS-B ``iprint``: deprecated up to SciPy 1.17 (the
+    warning is the peer's business, not the bench's output), removed in 1.18 (dropped)."""
+    import glum._solvers
+
+    from zbound.bench.compat import patched_lbfgsb
+
+    with warnings.catch_warnings(), patched_lbfgsb(glum._solvers):
+        warnings.filterwarnings("ignore", message=".*`disp` and `iprint`.*",
+                                category=DeprecationWarning)
+        yield
 
 
 def fit_call(problem: Problem, m: Method, tol: float, max_iter: int,
              x0: np.ndarray | None = None) -> dict[str, Any]:
     """One scikit-learn / glum / estimator fit at ``tol``; theta mapped to ours."""
-    X, y = problem.fit_X, problem.y
-    t0 = time.perf_counter()
-    if m.kind == "sklearn":
-        from sklearn.linear_model import LogisticRegression
-
-        clf = LogisticRegression(C=problem.sklearn_C(), fit_intercept=problem.fit_intercept,
-                                 tol=tol, solver=m.spec, max_iter=max_iter).fit(X, y)
-        total = time.perf_counter() - t0
-        theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
-        n_iter = int(np.max(clf.n_iter_))
-    elif m.kind == "glum":
-        import glum._solvers
-        from glum import GeneralizedLinearRegressor
-
-        from zbound.bench.compat import patched_lbfgsb
-
-        start = None
-        if problem.paper and x0 is not None:
-            start = problem.theta_to_glum_start(x0)
-        # glum's "lbfgs" passes SciPy's L-BFGS-B iprint: deprecated up to SciPy 1.17 (the
-        # warning is the peer's business, not the bench's output), removed in 1.18 (dropped)
-        with warnings.catch_warnings(), patched_lbfgsb(glum._solvers):
-            warnings.filterwarnings("ignore", message=".*`disp` and `iprint`.*",
-                                    category=DeprecationWarning)
-            clf = GeneralizedLinearRegressor(
-                family="binomial", alpha=problem.glum_alpha(), l1_ratio=0.0,
-                fit_intercept=problem.fit_intercept, solver=m.spec, gradient_tol=tol,
-                max_iter=max_iter, start_params=start).fit(X, y)
-        total = time.perf_counter() - t0
-        theta = problem.theta_from(clf.coef_, clf.intercept_ if problem.fit_intercept else None)
-        n_iter = int(np.max(clf.n_iter_))
-    elif m.kind == "estimator":
-        from zbound.estimators.logistic import BoundLogisticRegression
-
-        clf = BoundLogisticRegression(C=problem.C, tol=tol, max_iter=max_iter,
-                                      precision=m.spec).fit(X, y)
-        total = time.perf_counter() - t0
-        theta = problem.theta_from(clf.coef_, clf.intercept_)
-        n_iter = int(clf.n_iter_[0])
-    else:
-        raise ValueError(f"not a fitted method: {m.kind!r}")
-    return {"theta": theta, "total": total, "n_iter": n_iter}
+    est = _peer(problem, m, tol, max_iter, x0)
+    with _glum_quiet() if m.kind == "glum" else contextlib.nullcontext():
+        total, clf = timed(lambda: est.fit(problem.fit_X, problem.y))
+    intercept = clf.intercept_ if problem.fit_intercept or m.kind == "estimator" else None
+    return {"theta": problem.theta_from(clf.coef_, intercept), "total": total,
+            "n_iter": int(np.max(clf.n_iter_))}
 
 
 def search_tol(problem: Problem, m: Method, cfg: RunConfig, evaluate: Callable[[np.ndarray], float],
@@ -428,9 +429,9 @@ def iteration_estimate(problem: Problem, m: Method, rows: int = 500) -> float:
     r = min(problem.t, rows)
     sub = _rows(problem, r)
     x0 = np.zeros(sub.n_params)
-    t0 = time.perf_counter()
-    minimize(sub.model(), x0, method=m.spec, max_iter=1, tol=0.0, **m.options)
-    return (time.perf_counter() - t0) * problem.t / r
+    seconds, _ = timed(lambda: minimize(sub.model(), x0, method=m.spec, max_iter=1, tol=0.0,
+                                        **m.options))
+    return seconds * problem.t / r
 
 
 def _rows(problem: Problem, rows: int) -> Problem:
@@ -460,10 +461,10 @@ def memory_probe(problem: Problem, m: Method, rows: tuple[int, ...]) -> dict[str
     for r in rows:
         sub = _rows(problem, r)
         x0 = np.zeros(sub.n_params)
-        t0 = time.perf_counter()
-        peaks.append(_peak_mb(lambda sub=sub, x0=x0: minimize(
-            sub.model(), x0, method=m.spec, max_iter=1, tol=0.0, **m.options)))
-        seconds.append(time.perf_counter() - t0)
+        peak, secs, _ = traced_peak(lambda sub=sub, x0=x0: minimize(
+            sub.model(), x0, method=m.spec, max_iter=1, tol=0.0, **m.options))
+        peaks.append(peak)
+        seconds.append(secs)
         used.append(sub.t)
     p = problem.n_params
     return {"rows": used, "rank_one_updates_at_most": [u * problem.n_classes for u in used],
@@ -558,10 +559,8 @@ def _tolerance_searches(problem, methods, cfg, evaluate, starts, skipped, phase,
     that reaches it; a peer that raises goes to ``skipped``, the library's own error is
     raised."""
     searches = {}
-    t_phase = time.perf_counter()
-    for m in methods:
-        if m.fits:
-            t0 = time.perf_counter()
+    for m in (m for m in methods if m.fits):
+        with stopwatch(phase, "search"), stopwatch(phase, f"search {m.name}"):
             try:
                 searches[m.name] = search_tol(problem, m, cfg, evaluate, starts[0])
             except Exception as exc:
@@ -571,8 +570,6 @@ def _tolerance_searches(problem, methods, cfg, evaluate, starts, skipped, phase,
                 # with an argument SciPy 1.18 removed) is recorded, not the end of the run
                 skipped[m.name] = peer_failure(m, exc)
                 say(f"{m.name} {skipped[m.name]}")
-            phase[f"search {m.name}"] = time.perf_counter() - t0
-    phase["search"] = time.perf_counter() - t_phase
     return searches
 
 
@@ -677,26 +674,26 @@ def _peaks(problem, starts, cfg, methods, searches, loose, phase) -> dict[str, f
     peaks: dict[str, float | None] = {m.name: None for m in methods}
     if cfg.memory_budget_s is None:
         return peaks
-    t_mem = time.perf_counter()
     for m in methods:
-        t0 = time.perf_counter()
-        if m.fits:
-            s = searches[m.name][loose]
-            tried = s["tried"]
-            tol = s["tol"] if s["reached"] else (tried[-1]["tol"] if tried else cfg.tols[0])
-            max_iter = s["max_iter"] or cfg.peer_max_iter
-            if tried and not s["reached"] and tried[-1]["seconds"] > cfg.memory_budget_s:
-                max_iter = max(1, int(tried[-1]["n_iter"] * cfg.memory_budget_s
-                                      / tried[-1]["seconds"]))
-            peaks[m.name] = _peak_mb(lambda m=m, tol=tol, mi=max_iter:
-                                     fit_call(problem, m, tol, mi, starts[0]))
-        else:
-            peaks[m.name] = _peak_mb(lambda m=m: solver_call(
-                problem, m, starts[0], problem.targets[loose], cfg.memory_budget_s,
-                cfg.max_iter))
-        phase[f"memory {m.name}"] = time.perf_counter() - t0
-    phase["memory"] = time.perf_counter() - t_mem
+        with stopwatch(phase, "memory"), stopwatch(phase, f"memory {m.name}"):
+            peaks[m.name] = _peak_of(problem, starts, cfg, m, searches, loose)
     return peaks
+
+
+def _peak_of(problem, starts, cfg, m, searches, loose) -> float:
+    """Peak memory of one untimed run of ``m`` to the loose target (a fit at the tol found for
+    it, or at the last tried, its iterations cut to the memory budget)."""
+    if m.fits:
+        s = searches[m.name][loose]
+        tried = s["tried"]
+        tol = s["tol"] if s["reached"] else (tried[-1]["tol"] if tried else cfg.tols[0])
+        max_iter = s["max_iter"] or cfg.peer_max_iter
+        if tried and not s["reached"] and tried[-1]["seconds"] > cfg.memory_budget_s:
+            max_iter = max(1, int(tried[-1]["n_iter"] * cfg.memory_budget_s
+                                  / tried[-1]["seconds"]))
+        return _peak_mb(lambda: fit_call(problem, m, tol, max_iter, starts[0]))
+    return _peak_mb(lambda: solver_call(problem, m, starts[0], problem.targets[loose],
+                                        cfg.memory_budget_s, cfg.max_iter))
 
 
 def _curve_of(problem, cfg, m, mu, first) -> dict[str, Any] | None:

@@ -8,7 +8,6 @@ set varies) that the report groups by.
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 from dataclasses import asdict
 from typing import Any
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
-from zbound.bench.harness import timed
+from zbound.bench.harness import stopwatch, timed
 from zbound.bench.suites.ising.config import BOUND_TOL, EXACT_MAX_D, Config
 from zbound.bench.suites.ising.methods import competitors
 from zbound.bench.suites.ising.problems import Problem
@@ -44,6 +43,15 @@ def _gap_curve(history) -> tuple[list[int], list[float]]:
             [(h[1] - h[2]) / max(abs(h[1]), abs(h[2]), 1.0) for h in history])
 
 
+def _attempt(fn, model) -> dict[str, Any]:
+    """``fn(model)``; a failed method is a result, not a crash of the suite."""
+    try:
+        return fn(model)
+    except Exception as exc:
+        return {"bound": None, "marginals": None, "iterations": None, "converged": False,
+                "guaranteed": False, "error": repr(exc)}
+
+
 def _run_all(models, methods, with_exact):
     """Every method on every model (alternating per model), and the exact values where the
     dimension allows: (exacts, runs per method, seconds of each exact value)."""
@@ -58,13 +66,8 @@ def _run_all(models, methods, with_exact):
         else:
             exacts.append(None)
         for name, fn in methods.items():
-            t0 = time.perf_counter()
-            try:
-                out = fn(model)
-            except Exception as exc:    # a failed method is a result, not a crash of the suite
-                out = {"bound": None, "marginals": None, "iterations": None,
-                       "converged": False, "guaranteed": False, "error": repr(exc)}
-            out["seconds"] = time.perf_counter() - t0
+            seconds, out = timed(lambda fn=fn, model=model: _attempt(fn, model))
+            out["seconds"] = seconds
             runs[name].append(out)
     return exacts, runs, exact_seconds
 
@@ -169,20 +172,23 @@ def task_hierarchy(ctx, cfg, stats):
         exacts = []
         for model in models:
             exacts.append(enumerate_exact(model, moments=False).log_partition)
-            t0 = time.perf_counter()
-            for n, r in degree_hierarchy(model, max_features=max_n):
-                curves["quantum-degree"][n].append((r.bound, r.iterations))
-            secs["quantum-degree"].append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
-            g = greedy_features(model, max_n - (d + 1))
-            # tight values along the greedy path: re-solve each prefix of the chosen features;
-            # a_eps is not monotone in the feature set, so the curve is the best bound so far
-            prev, best = None, np.inf
-            for n in range(d + 1, g.features.n + 1):
-                prev = quantum_bound(model, FeatureSet(d, g.features.masks[:n]), warm_start=prev)
-                best = min(best, prev.bound)
-                curves["quantum-greedy"][n].append((best, prev.iterations))
-            secs["quantum-greedy"].append(time.perf_counter() - t0)
+            seconds = {}
+            with stopwatch(seconds, "quantum-degree"):
+                for n, r in degree_hierarchy(model, max_features=max_n):
+                    curves["quantum-degree"][n].append((r.bound, r.iterations))
+            with stopwatch(seconds, "quantum-greedy"):
+                g = greedy_features(model, max_n - (d + 1))
+                # tight values along the greedy path: re-solve each prefix of the chosen
+                # features; a_eps is not monotone in the feature set, so the curve is the best
+                # bound so far
+                prev, best = None, np.inf
+                for n in range(d + 1, g.features.n + 1):
+                    prev = quantum_bound(model, FeatureSet(d, g.features.masks[:n]),
+                                         warm_start=prev)
+                    best = min(best, prev.bound)
+                    curves["quantum-greedy"][n].append((best, prev.iterations))
+            for method, s in seconds.items():
+                secs[method].append(s)
             ctx.advance()
         for method, curve in curves.items():
             for n, vals in sorted(curve.items()):

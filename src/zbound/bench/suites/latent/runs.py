@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from typing import Any
 
 import numpy as np
 
-from zbound.bench.harness import suite_config
+from zbound.bench.harness import suite_config, timed
 from zbound.bench.records import BenchRecord
 from zbound.bench.suites.latent.config import PAPER_M, PAPER_TABLE5, PAPER_TOY, Config, config
 from zbound.bench.suites.latent.figures import toy_figure
@@ -34,13 +33,14 @@ def fit_once(X, y, n_classes, M, reg, method: str, x0, cfg: Config) -> dict[str,
     budget, ftol, max_iter = cfg.time_budget_s, cfg.ftol, cfg.max_iter
     if method == "bound-long":
         method, ftol, max_iter, budget = "bound", cfg.toy_long_ftol, 10 * max_iter, 4 * budget
-    t0 = time.perf_counter()
-    stop = budget_callback(budget)
-    model = latent_objective(X, y, M, reg, n_classes)
-    with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
-        res = minimize(model, x0, method=method, ftol=ftol, tol=1e-10,
-                       max_iter=max_iter, callback=stop)
-    seconds = time.perf_counter() - t0
+    def fit():
+        stop = budget_callback(budget)
+        model = latent_objective(X, y, M, reg, n_classes)
+        with np.errstate(over="ignore", under="ignore", divide="ignore", invalid="ignore"):
+            return model, minimize(model, x0, method=method, ftol=ftol, tol=1e-10,
+                                   max_iter=max_iter, callback=stop)
+
+    seconds, (model, res) = timed(fit)
     return {"res": res, "model": model, "seconds": seconds}
 
 

@@ -23,13 +23,13 @@ against scikit-learn only)
 
 from __future__ import annotations
 
-import time
 import warnings
 from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from zbound.bench.harness import timed
 from zbound.bench.suites.logreg import Data, Problem, with_bias
 from zbound.bench.suites.logreg_large.config import PAPER_EPS, PAPER_LAMBDA, TARGETS
 from zbound.bench.timing import budget_callback
@@ -126,12 +126,11 @@ def reference(problem: Problem, budget_s: float) -> dict[str, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, method in (("lbfgs", "lbfgs"), ("default", DEFAULT_METHOD)):
-            t0 = time.perf_counter()
-            r = minimize(problem.model(), x0, method=method, tol=1e-12, ftol=0.0,
-                         max_iter=10**6, callback=budget_callback(budget_s))
+            out[f"{name}_seconds"], r = timed(lambda method=method: minimize(
+                problem.model(), x0, method=method, tol=1e-12, ftol=0.0, max_iter=10**6,
+                callback=budget_callback(budget_s)))
             runs[name] = r
             out[f"f_{name}"] = float(r.fun)
-            out[f"{name}_seconds"] = time.perf_counter() - t0
             out[f"{name}_message"] = r.message
         if problem.paper:
             m = problem.model()

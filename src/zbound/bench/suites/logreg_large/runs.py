@@ -19,14 +19,14 @@ The timing and memory protocol is :mod:`zbound.bench.suites.logreg`'s; one BLAS 
 
 from __future__ import annotations
 
-import time
 import warnings
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from zbound.bench.harness import suite_config
+from zbound.bench.harness import stopwatch, suite_config, timed
 from zbound.bench.suites.logreg import (
     START_SCALE,
     Method,
@@ -204,9 +204,10 @@ def run(ctx) -> None:
     todo += [("large", d, C) for d in cfg.large_sets for C in cfg.Cs(d)]
     todo += [("estimator", d, C) for d in cfg.estimator_sets for C in cfg.estimator_C]
     ctx.start("logreg-large", total=len(todo) + (1 if "srbct" in cfg.paper_sets else 0))
-    t_run = time.perf_counter()
     loaded: dict[str, Any] = {}
-    with warnings.catch_warnings(), thread_limit(cfg.blas_threads):
+    run_seconds: dict[str, float] = {}
+    with warnings.catch_warnings(), thread_limit(cfg.blas_threads), \
+            stopwatch(run_seconds, "run"):
         warnings.simplefilter("ignore", ConvergenceWarning)
         warnings.filterwarnings("ignore", message=".*converge.*")
         warnings.filterwarnings("ignore", category=RuntimeWarning)
@@ -238,10 +239,9 @@ def run(ctx) -> None:
             n_starts = cfg.paper_starts if problem.paper else 1
             starts = start_points(name, n_starts, problem.n_params) if problem.paper else \
                 np.zeros((1, problem.n_params))
-            t_cell = time.perf_counter()
-            _, cell_curves = run_cell(problem, starts, cfg, methods, skipped, writer, ctx.log)
-            phase = cell_curves.pop("_seconds", {})
-            cell_seconds[problem.group] = {"total": time.perf_counter() - t_cell, **phase}
+            seconds, (_, cell_curves) = timed(partial(run_cell, problem, starts, cfg, methods,
+                                                      skipped, writer, ctx.log))
+            cell_seconds[problem.group] = {"total": seconds, **cell_curves.pop("_seconds")}
             writer.set_extra("cell_seconds", cell_seconds)
             curves[problem.group] = {"task": problem.task, "dataset": name,
                                      "setting": problem.setting, "f_star": problem.f_star,
@@ -252,4 +252,4 @@ def run(ctx) -> None:
                 sweep = rank_sweep(problem, starts[:cfg.rank_starts], cfg, writer, ctx.log)
                 writer.set_extra("rank_sweep", sweep)
                 ctx.advance("logreg-large srbct rank sweep")
-    writer.set_extra("run_seconds", time.perf_counter() - t_run)
+    writer.set_extra("run_seconds", run_seconds["run"])
