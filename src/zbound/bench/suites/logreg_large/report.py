@@ -25,7 +25,6 @@ from zbound.bench.suites.logreg_large.config import (
     PAPER_TABLE1,
     PAPER_TABLE4,
     PAPER_TO_OURS,
-    SUITE,
     TARGETS,
 )
 
@@ -377,41 +376,44 @@ def verdicts(doc: dict) -> list[str]:
         f"{_x(r['ratio'])}" + ("" if r["overall"] in (None, r["best"]) else
                                f" (fastest library method: {r['overall']} "
                                f"{_x(r['overall_ratio'])})") for r in t1)
-    lines.append(prose(SUITE, "verdict-table1", word=_word(all(r["pass"] for r in t1)),
+    lines.append(prose("logreg-large", "verdict-table1", word=_word(all(r["pass"] for r in t1)),
                        methods=" / ".join(LARGE_D_METHODS), goal=GOALS["table1_vs_lbfgs"],
-                       detail=detail) if t1 else prose(SUITE, "verdict-table1-none"))
+                       detail=detail) if t1 else prose("logreg-large", "verdict-table1-none"))
     lr = large_rows(recs)
     known = [r["ratio"] for r in lr if r["ratio"] is not None]
     capped = sum(1 for x in known if x <= GOALS["large_cap"])
     good = sum(1 for x in known if x <= GOALS["large_good"])
-    lines += [prose(SUITE, "verdict-large", word=_word(capped == len(lr)), cap=GOALS["large_cap"],
+    lines += [prose("logreg-large", "verdict-large", word=_word(capped == len(lr)),
+                    cap=GOALS["large_cap"],
                     capped=capped, n=len(lr), worst=_x(max(known) if known else None),
                     bounds=_bounds_note(lr)),
-              prose(SUITE, "verdict-large-half", word=_word(good * 2 >= len(lr)),
+              prose("logreg-large", "verdict-large-half", word=_word(good * 2 >= len(lr)),
                     goal=GOALS["large_good"], good=good, n=len(lr))] if lr else \
-        [prose(SUITE, "verdict-large-none")]
+        [prose("logreg-large", "verdict-large-none")]
     er = estimator_rows(recs)
     if not er:
         return lines
     mem = [r["mem_ratio"] for r in er if r["mem_ratio"] is not None]
-    lines.append(prose(SUITE, "verdict-memory", word=_word(
+    lines.append(prose("logreg-large", "verdict-memory", word=_word(
         len(mem) == len(er) and all(x <= GOALS["estimator_memory"] for x in mem)),
         goal=GOALS["estimator_memory"], worst=max(mem)) if mem else
-        prose(SUITE, "verdict-memory-none"))
+        prose("logreg-large", "verdict-memory-none"))
     tr = [r["time_ratio"] for r in er if r["time_ratio"] is not None]
     faster = sum(1 for x in tr if x <= GOALS["large_cap"])
     half = sum(1 for x in tr if x <= GOALS["large_good"])
-    lines += [prose(SUITE, "verdict-estimator", word=_word(len(tr) == len(er) == faster),
+    lines += [prose("logreg-large", "verdict-estimator", word=_word(len(tr) == len(er) == faster),
                     cap=GOALS["large_cap"], faster=faster, n=len(er),
                     worst=_x(max(tr)) if tr else "-", bounds=_bounds_note(er)),
-              prose(SUITE, "verdict-estimator-half", word=_word(half * 2 >= len(er)),
+              prose("logreg-large", "verdict-estimator-half", word=_word(half * 2 >= len(er)),
                     goal=GOALS["large_good"], half=half, n=len(er))]
-    for key in ("mixed", "double"):
+    for key, what in (("mixed", "precision='mixed' (float32 first, a float32 copy of X)"),
+                      ("double", "precision='double' (float64 throughout)")):
         tm = [r[f"{key}_ratio"] for r in er if r[f"{key}_ratio"] is not None]
         mm = [r[f"{key}_mb"] / r["sk_lbfgs_mb"] for r in er
               if r[f"{key}_mb"] is not None and r["sk_lbfgs_mb"]]
         if tm:
-            lines.append(prose(SUITE, f"info-{key}", one=sum(1 for x in tm if x <= 1.0),
+            lines.append(prose("logreg-large", "info-variant", what=what,
+                               one=sum(1 for x in tm if x <= 1.0),
                                half=sum(1 for x in tm if x <= 0.5), n=len(tm),
                                worst=_x(max(tm)), memory=max(mm) if mm else float("nan")))
     return lines
