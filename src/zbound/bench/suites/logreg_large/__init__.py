@@ -18,9 +18,9 @@ What is solved
 
 Modules
     :mod:`.config` (``Config``, ``config(quick)``, ``tiny()``, the paper's tables),
-    :mod:`.problems` (data, objectives, peer mappings, references, targets), :mod:`.runs`
-    (method plan, tolerance searches, timed runs, peak memory, :func:`run`), :mod:`.report`
-    (tables, verdicts, plots).
+    :mod:`.problems` (data, references, targets), :mod:`.runs` (method plan, rank sweep,
+    :func:`run`), :mod:`.report` (tables, verdicts, plots); the cell's objective, the peers'
+    parameter maps and the timed runs are :mod:`zbound.bench.suites.logreg`'s.
 """
 
 from zbound.bench.suites.logreg_large.config import SUITE, Config, config, tiny

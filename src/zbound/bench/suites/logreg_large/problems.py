@@ -1,5 +1,5 @@
-"""Problems of ``logreg-large``: the data, the objective of each cell, how a peer's solution maps
-to our parameters, the reference optimum and the targets, and the start points.
+"""Problems of ``logreg-large``: the data, and each cell's reference optimum and targets (the
+objective and the maps from a peer's solution are :class:`zbound.bench.suites.logreg.Problem`'s).
 
 Table 1 cells (task ``table1``)
     The paper's objective on its design: ``MultinomialLogistic(X, y, n_classes, reg)``, J(theta)
