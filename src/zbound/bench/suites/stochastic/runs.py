@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 
 import numpy as np
 
-from zbound.bench.harness import suite_config
+from zbound.bench.harness import stopwatch, suite_config, timed
 from zbound.bench.suites.stochastic.config import GAPS, PEERS, SUITE, Config, config
 from zbound.bench.suites.stochastic.problems import Problem, build_problem, reference_optimum
 from zbound.bench.timing import thread_limit
@@ -170,21 +169,18 @@ def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
         classes = np.arange(prob.n_classes)
     else:
         state = solver.init(None, theta)
-    elapsed = 0.0
+    clock = {"train": 0.0}          # seconds in the solver's steps only, not the evaluations
     status = "running"
     stop = min(GAPS) if getattr(cfg, "stop_gap", None) is None else float(cfg.stop_gap)
     for ep, batches in enumerate(stream):
         for i, rows in enumerate(batches, start=1):
             if solver is None:
-                t0 = time.perf_counter()
-                with np.errstate(all="ignore"):
+                with stopwatch(clock, "train"), np.errstate(all="ignore"):
                     sk.partial_fit(prob.X[rows], prob.y[rows], classes=classes)
-                elapsed += time.perf_counter() - t0
             else:
                 batch = batch_objective(prob.model, rows, prob.T)
-                t0 = time.perf_counter()
-                solver.update(batch, state)
-                elapsed += time.perf_counter() - t0
+                with stopwatch(clock, "train"):
+                    solver.update(batch, state)
                 if state.status.name == "FAILED":
                     status = "diverged"
                     break
@@ -199,7 +195,7 @@ def trajectory(prob: Problem, name: str, lr: float, cfg: Config, stream,
             gaps.append(f / prob.f_star - 1.0)
             tl, acc = prob.test_loss(theta)
             test.append(tl)
-            secs.append(elapsed)
+            secs.append(clock["train"])
             epochs.append(ep + marks[i] / k)
             status = _stop_status(gaps, k, stop, prune, ref, max_evals)
             if status != "running":
@@ -342,11 +338,10 @@ def run(ctx) -> None:
                 prob = ctx.load(name, build_problem, name, lam, cfg.seed, cfg.max_rows)
                 if prob is None:
                     continue
-                t0 = time.perf_counter()
-                reference_optimum(prob)
+                seconds, _ = timed(lambda prob=prob: reference_optimum(prob))
                 tl, acc = prob.test_loss(prob.theta_star)
                 ctx.log(f"{name} lambda={lam:g}: T={prob.T}, p={prob.p}, f*={prob.f_star:.6g} "
-                        f"(L-BFGS {time.perf_counter() - t0:.1f}s)")
+                        f"(L-BFGS {seconds:.1f}s)")
                 res = run_problem(ctx, cfg, prob)
                 extra["problems"][f"{name} lambda={lam:g}"] = {
                     "dataset": name, "lam": lam, "T": prob.T, "p": prob.p,
