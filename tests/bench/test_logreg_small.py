@@ -34,11 +34,10 @@ from zbound.bench.suites.logreg_small.report import (
     squarem_rows,
 )
 from zbound.bench.suites.logreg_small.runs import (
-    default_method,
     method_plan,
     squarem_count_check,
 )
-from zbound.solvers import MethodInfo, Solver, State, register, unregister
+from zbound.solvers import DEFAULT_METHOD, MethodInfo, Solver, State, register, unregister
 
 
 def _wine(binary: bool) -> Data:
@@ -102,7 +101,7 @@ def test_cells_and_quick_config_keep_every_method():
     assert quick.methods is None  # --quick keeps every method and peer
     methods = {m.name: m for m in method_plan(quick)}
     library = {n for n, m in methods.items() if not m.peer}
-    assert default_method() in library and set(SOLVER_PEERS) | set(SKLEARN_PEERS) <= set(methods)
+    assert DEFAULT_METHOD in library and set(SOLVER_PEERS) | set(SKLEARN_PEERS) <= set(methods)
     assert {"bound", "squarem", "newton-bound"} <= library
 
 
@@ -177,7 +176,7 @@ def test_smoke_run_json_contract(tmp_path):
     plan = method_plan(L.tiny())
     library = {m.name for m in plan if not m.peer}
     methods = {m.name for m in plan}
-    default = default_method()
+    default = DEFAULT_METHOD
     cells = {("table3", "wine", "lambda=100"), ("weak-l2", "wine", "C=1")}
     cells_sorted = sorted(cells)
     assert {(r["task"], r["dataset"], r["setting"]) for r in recs} == cells
@@ -231,7 +230,7 @@ def test_smoke_run_json_contract(tmp_path):
 def test_a_registered_method_runs_through_the_suite(tmp_path, tiny_methods):
     """A newly registered solver is benchmarked by name: ``run_suite(methods=[...])`` adds it
     to the suite's own methods, and it runs through ``zbound.solvers.minimize``."""
-    default = default_method()
+    default = DEFAULT_METHOD
     cfg = L.tiny(weak_sets=(), starts_table3=1, repeats=1,
                  methods=(default, "tiny-newton", "tiny-peer", "newton", "sklearn-lbfgs"))
     doc = run_suite("logreg-small", quick=True, out=tmp_path, show_progress=False,

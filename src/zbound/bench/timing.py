@@ -102,6 +102,15 @@ def budget_callback(budget_s: float) -> Callable[..., bool]:
     return lambda x, f: time.perf_counter() - t0 > budget_s
 
 
+def first_at_or_below(values, target: float) -> int | None:
+    """The index of the first value <= ``target`` (a trace's first point at a target); None if
+    none is."""
+    import numpy as np
+
+    hit = np.flatnonzero(np.asarray(values) <= target)
+    return int(hit[0]) if hit.size else None
+
+
 def downsample(n: int, k: int):
     """About ``k`` indices of a length-``n`` curve, geometrically spaced, first and last kept
     (convergence curves are plotted on a log axis of iterations)."""

@@ -44,7 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from zbound.bench.harness import stopwatch, timed
-from zbound.bench.timing import budget_callback, downsample, traced_peak
+from zbound.bench.timing import budget_callback, downsample, first_at_or_below, traced_peak
 
 #: Scale of the shared random starts N(0, START_SCALE^2) near 0.
 START_SCALE = 0.01
@@ -70,13 +70,6 @@ class RunConfig(Protocol):
     curve_points: int
 
 
-def default_method() -> str:
-    """The method ``zbound.solvers.minimize`` uses when none is named."""
-    from zbound.solvers import DEFAULT_METHOD
-
-    return DEFAULT_METHOD
-
-
 def cell_default(problem: Problem) -> str:
     """What ``minimize`` runs on this cell's objective when no method is named
     (``zbound.solvers.choose_method``); its record carries ``default=True``."""
@@ -94,7 +87,6 @@ class Data:
     y: np.ndarray
     n_classes: int
     note: str
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def with_bias(X):
@@ -103,7 +95,6 @@ def with_bias(X):
     if sp.issparse(X):
         return sp.hstack([X, ones], format="csr")
     return np.hstack([np.asarray(X, dtype=np.float64), ones])
-
 
 
 @dataclass
@@ -475,11 +466,6 @@ def memory_probe(problem: Problem, m: Method, rows: tuple[int, ...]) -> dict[str
                      "to the target")}
 
 
-def _first_index(obj: np.ndarray, target: float) -> int | None:
-    hit = np.flatnonzero(obj <= target)
-    return int(hit[0]) if hit.size else None
-
-
 def _peak_mb(fn: Callable[[], Any]) -> float:
     return traced_peak(fn)[0]
 
@@ -649,7 +635,7 @@ def _times_to_targets(out, unit, goal, times, targets, evaluate, budget_s) -> No
         obj = np.asarray(r.trace.objective)
         secs = np.asarray(r.trace.seconds)
         for tn in tns:
-            k = _first_index(obj, targets[tn])
+            k = first_at_or_below(obj, targets[tn])
             if k is None:
                 continue
             times[tn].append(out["total"] if targets[tn] == goal else

@@ -46,7 +46,7 @@ def load_paper(name: str, seed: int = 0) -> Data:
     y = np.asarray(ds.y, dtype=np.int64)
     return Data(name, ds.X, y, int(ds.y.max()) + 1,
                 f"{ds.X.shape[0]} of {t_all} rows (90/10 split, stratified, seed {seed}), "
-                f"{ds.X.shape[1]} raw features + bias", {"t_all": t_all})
+                f"{ds.X.shape[1]} raw features + bias")
 
 
 def _subsample(ds, rows: int, seed: int):

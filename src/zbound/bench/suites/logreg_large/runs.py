@@ -32,7 +32,6 @@ from zbound.bench.suites.logreg import (
     Method,
     Problem,
     cell_default,
-    default_method,
     run_cell,
     start_points,
 )
@@ -52,6 +51,7 @@ from zbound.bench.suites.logreg_large.problems import (
     paper_problem,
 )
 from zbound.bench.timing import thread_limit
+from zbound.solvers import DEFAULT_METHOD
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -191,7 +191,7 @@ def run(ctx) -> None:
         "memory_budget_s": cfg.memory_budget_s, "tols": list(cfg.tols),
         "lowrank_limit_s": cfg.lowrank_limit_s, "probe_rows": list(cfg.probe_rows),
         "synthetic_rows": cfg.synthetic_rows, "kmnist_rows": cfg.kmnist_rows,
-        "blas_threads": cfg.blas_threads, "default_method": default_method(),
+        "blas_threads": cfg.blas_threads, "default_method": DEFAULT_METHOD,
         "lowrank_available": lowrank_available(), "glum": glum_status() or "available",
         "start_scale": START_SCALE,
     })

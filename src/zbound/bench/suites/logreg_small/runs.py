@@ -34,13 +34,13 @@ from zbound.bench.suites.logreg import (
     Method,
     Problem,
     cell_default,
-    default_method,
     run_cell,
     start_points,
 )
 from zbound.bench.suites.logreg_small.config import REL_TARGET, SQUAREM_FACTOR, Config, config
 from zbound.bench.suites.logreg_small.problems import build_problem, cells, load_design
 from zbound.bench.timing import budget_callback, thread_limit
+from zbound.solvers import DEFAULT_METHOD
 
 #: Options :func:`run` takes through ``run_suite(..., options=...)``: ``config``, a
 #: :class:`Config` replacing ``config(quick)`` (e.g. ``tiny()`` in tests).
@@ -56,7 +56,7 @@ def method_plan(cfg: Config) -> list[Method]:
     from zbound import solvers
 
     registry = solvers.METHODS
-    solver_of = {m: m for m in dict.fromkeys((*cfg.library_methods, default_method()))}
+    solver_of = {m: m for m in dict.fromkeys((*cfg.library_methods, DEFAULT_METHOD))}
     for m in cfg.extra_methods:
         if m not in solver_of and m not in cfg.solver_peers.values():
             solver_of[m] = m
@@ -75,7 +75,7 @@ def with_default(methods: list[Method], problem: Problem) -> list[Method]:
     (``zbound.solvers.choose_method``, where that method runs here; else ``DEFAULT_METHOD``)."""
     names = {m.name for m in methods if m.kind == "solver" and m.name == m.spec}
     chosen = cell_default(problem)
-    default = chosen if chosen in names else default_method()
+    default = chosen if chosen in names else DEFAULT_METHOD
     return [replace(m, default=m.name == default) for m in methods]
 
 
@@ -193,7 +193,7 @@ def run(ctx) -> None:
         "starts_table3": cfg.starts_table3, "starts_weak": cfg.starts_weak,
         "repeats": cfg.repeats, "max_iter": cfg.max_iter, "time_budget_s": cfg.time_budget_s,
         "sklearn_tols": list(cfg.tols), "rel_target": REL_TARGET,
-        "start_scale": START_SCALE, "default_method": default_method(),
+        "start_scale": START_SCALE, "default_method": DEFAULT_METHOD,
         "blas_threads": cfg.blas_threads, "methods": [m.name for m in methods],
         "extra_methods": list(cfg.extra_methods),
     })

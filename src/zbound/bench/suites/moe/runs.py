@@ -10,7 +10,7 @@ import numpy as np
 from zbound.bench.harness import suite_config
 from zbound.bench.records import BenchRecord
 from zbound.bench.suites.moe.config import SUITE, Config, config
-from zbound.bench.timing import thread_limit
+from zbound.bench.timing import first_at_or_below, thread_limit
 from zbound.moe import (
     MoEProblem,
     SMoLinE,
@@ -155,11 +155,6 @@ def _stable(fit) -> bool:
     return bool(np.all(np.diff(f) <= UNSTABLE_RISE * np.maximum(1.0, np.abs(f[:-1]))))
 
 
-def _first(values, target):
-    hit = np.flatnonzero(np.asarray(values) <= target)
-    return int(hit[0]) if hit.size else None
-
-
 # -- synthetic --------------------------------------------------------------------------------
 
 def _sym_instance(cls, cfg: Config, seed: int):
@@ -206,7 +201,7 @@ def run_symmetric(ctx, cfg: Config, name: str) -> dict:
                         for t in fit.info["iterates"]]
             w_err = [float(np.linalg.norm(t[cfg.sym_d:] - truth[cfg.sym_d:]) / cfg.sym_norm)
                      for t in fit.info["iterates"]]
-            k = _first(fit.trace.objective, target + tol)
+            k = first_at_or_below(fit.trace.objective, target + tol)
             per[m].append({
                 "gap": [max(float(f) - f_hat, 0.0) if np.isfinite(f) else None
                         for f in fit.trace.objective],
@@ -408,7 +403,8 @@ def _inverted_instances(ctx, cfg: Config, ds: str, split, C: int, lrs: dict) -> 
         target = max(_final(fits["em"]), _final(fits["em-inner-gd"]))
         per["em"][-1]["common_target"] = target
         for m in ("em", "em-inner-gd"):
-            k = _first(fits[m].trace.objective, target + 1e-12 * max(1.0, abs(target)))
+            k = first_at_or_below(fits[m].trace.objective,
+                                  target + 1e-12 * max(1.0, abs(target)))
             per[m][-1]["time_to_common"] = float(fits[m].trace.seconds[k])
         ctx.advance()
     return per
