@@ -102,11 +102,6 @@ def _finite_points(x, y, band, logx: bool, logy: bool):
     return xs, ys, bs
 
 
-def _finite_pairs(x, y, logx: bool, logy: bool):
-    xs, ys, _ = _finite_points(x, y, None, logx, logy)
-    return xs, ys
-
-
 def _wrap(text: str, width_in: float, fontsize: float) -> str:
     """Wrap ``text`` to lines that fit ``width_in`` inches at ``fontsize`` points."""
     chars = max(12, int(width_in * 72 / (0.55 * fontsize)))
