@@ -25,16 +25,22 @@ def test_tiny_run(tmp_path):
                     options={"config": estimators.tiny()})
     read_suite(tmp_path / "estimators.json")
     tasks = {r["task"] for r in doc["records"]}
-    assert tasks == {"latent", "moe", "sgd", "partial-fit", "sparse", "small"}
+    assert tasks == {"latent", "moe", "sgd", "partial-fit", "stream-gap", "sparse", "small"}
+    gaps = [r for r in doc["records"] if r["task"] == "stream-gap"]
+    assert {r["dataset"].rsplit("-", 1)[1] for r in gaps} == {"raw", "standard"}
+    ours = [r for r in gaps if r["default"]]
+    # the objective after the stream is never below the batch optimum (beyond rounding)
+    assert ours and all(r["metrics"]["objective_gap"] >= -1e-9 for r in ours)
     ours = [r for r in doc["records"] if r["task"] == "sparse" and r["method"] == "zbound"]
     assert ours and all(r["metrics"]["fastest_peer"].startswith("sklearn-") for r in ours)
     moe = next(r for r in doc["records"] if r["method"] == "zbound-moe")
     assert moe["metrics"]["expert"] == "logistic" and moe["metrics"]["solver"] == "lbfgs"
     text = (tmp_path / "estimators.md").read_text()
     for title in ("Latent conditional likelihood", "Mixtures of experts", "Stochastic fit",
-                  "partial_fit throughput", "Sparse and wide data", "Small problems"):
+                  "partial_fit throughput", "partial_fit against the batch optimum",
+                  "Sparse and wide data", "Small problems"):
         assert f"## {title}" in text
-    assert text.count("holds") >= 5             # every claim gets a verdict
+    assert text.count("holds") >= 6             # every claim gets a verdict
 
 
 def test_objective_is_the_one_both_libraries_minimize():

@@ -119,6 +119,27 @@ def test_partial_fit_on_a_generator_of_chunks_reaches_fit():
     assert streamed.t_ == fitted.t_
 
 
+@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("raw", [False, True])
+@pytest.mark.parametrize("n_chunks", [3, 10])
+def test_default_stream_reaches_the_batch_optimum(seed, raw, n_chunks):
+    """25 passes over a stream of 3 or 10 chunks at default settings end within 1% of the
+    batch optimum, on raw columns (scales 1e-2 to 1e2, offsets up to 50) as on standardized
+    ones. On these nearly separable draws a schedule whose half-life was half a chunk left
+    the stream 4-18% above the optimum."""
+    X, y = make_classification(n_samples=6000, n_features=20, n_informative=10,
+                               random_state=seed)
+    if raw:
+        rng = np.random.default_rng(seed)
+        X = X * 10.0 ** rng.uniform(-2, 2, 20) + rng.uniform(-50, 50, 20)
+    best = BoundSGDClassifier(finish_tol=1e-8, tol=None).fit(X, y).objective(X, y)
+    est = BoundSGDClassifier()
+    for _ in range(25):
+        for rows in np.array_split(np.arange(6000), n_chunks):
+            est.partial_fit(X[rows], y[rows], classes=[0, 1])
+    assert est.objective(X, y) <= 1.01 * best, (est.objective(X, y), best)
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 @pytest.mark.parametrize("chunk", [1, 10, 100])
 def test_partial_fit_does_not_depend_on_the_chunk_size(n_classes, chunk):
@@ -214,6 +235,9 @@ def test_auto_settings_follow_the_shape():
     assert two._sgd_solver.opts["schedule"] == "inverse"
     # the schedule's half-life is in epochs: 0.5 epoch = 5 of the 10 updates of an epoch
     assert two._sgd_solver.opts["decay"] == pytest.approx(0.5 * 10)
+    # ... and in a stream, 20 chunks (each chunk is one update)
+    stream = BoundSGDClassifier().partial_fit(Xb[:500], yb[:500], classes=np.unique(yb))
+    assert stream._sgd_solver.opts["decay"] == pytest.approx(20.0)
     assert auto_batch_size(50) == 100 and auto_batch_size(10**6) == 1000
 
 

@@ -69,6 +69,11 @@ PARTIAL_FIT_FULL_ROWS = 100
 #: partial_fit, refresh="auto": a bound every this many chunks. The stream's curvature is an
 #: average (running Gram, or SPFB's averaged bounds), which one chunk moves little
 STREAM_REFRESH = 4
+#: decay="auto": the inverse schedule's half-life, in epochs of ``fit`` ...
+FIT_DECAY = 0.5
+#: ... and in chunks of ``partial_fit``, where each chunk is one update (the measurements are in
+#: the guide's stochastic page)
+STREAM_DECAY = 20.0
 #: the full-batch finish's iteration limit (``finish_tol``; BoundLogisticRegression's max_iter)
 FINISH_MAX_ITER = 1000
 #: max_iter="auto": epochs of fit before the full-batch finish: none (as a warm start, a
@@ -147,8 +152,10 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         eta = learning_rate, or learning_rate / (1 + e / decay) at e epochs into ``fit`` (in
         ``partial_fit``, e counts chunks). "auto": "inverse" for "spfb" and "lspfb",
         "constant" for "sbm" and "sbm-boehning".
-    decay : float > 0, default 0.5
+    decay : float > 0 or "auto", default "auto"
         The "inverse" schedule's half-life in epochs of ``fit`` (chunks of ``partial_fit``).
+        "auto": 0.5 epochs of ``fit`` (each of at least 10 updates), 20 chunks of
+        ``partial_fit`` (each chunk is one update).
     batch_size : int or "auto", default "auto"
         Rows per mini-batch in ``fit`` (``partial_fit`` takes each chunk as one batch).
         "auto" (:func:`auto_batch_size`): ceil(rows / 10) between 100 and 1000.
@@ -214,7 +221,7 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         "solver": [StrOptions(MethodNames(_bound_step, also=("auto",)))],
         "learning_rate": [Number(Real, 0, np.inf, closed="neither")],
         "schedule": [StrOptions(Choices("auto", *_SCHEDULES))],
-        "decay": [Number(Real, 0, np.inf, closed="neither")],
+        "decay": [Number(Real, 0, np.inf, closed="neither"), StrOptions({"auto"})],
         "batch_size": [Number(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "max_iter": [Number(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "tol": [None, Number(Real, 0, np.inf, closed="left")],
@@ -232,7 +239,7 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
     _renamed_parameters = {"method": "solver", "lr": "learning_rate"}
 
     def __init__(self, alpha=1e-4, fit_intercept=True, solver="auto", learning_rate=1.0,
-                 schedule="auto", decay=0.5, batch_size="auto", max_iter="auto", tol=1e-3,
+                 schedule="auto", decay="auto", batch_size="auto", max_iter="auto", tol=1e-3,
                  n_iter_no_change=2, finish_tol=1e-3, rank=10, lowrank_rule="exact",
                  refresh="auto", warm_start=False, verbose=0, random_state=None,
                  method=DEPRECATED, lr=DEPRECATED):
@@ -281,7 +288,8 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         opts = {name: self._param(param) for name, param in _OPTIONS.items()}
         if opts["schedule"] == "auto":
             opts["schedule"] = cls.options["schedule"]
-        opts["decay"] = float(self.decay) * max(1, int(updates_per_epoch))
+        decay = self.decay if self.decay != "auto" else STREAM_DECAY if stream else FIT_DECAY
+        opts["decay"] = float(decay) * max(1, int(updates_per_epoch))
         opts["batch_size"] = int(batch_size)
         opts.update({name: getattr(self, name) for name in ("rank", "lowrank_rule")
                      if name in cls.options})

@@ -1,6 +1,7 @@
 """The data of an ``estimators`` run: scikit-learn's bundled sets, scaled and split, synthetic
 text-classification shapes (tf-idf rows over Zipf-distributed columns), SSL Text where the
-benchmark data is there, a streamed multinomial problem, and the objectives every method is
+benchmark data is there, a streamed multinomial problem, two-class draws in raw units,
+and the objectives every method is
 scored on."""
 
 from __future__ import annotations
@@ -84,6 +85,21 @@ def stream(t: int, d: int, k: int, seed: int = 0):
     """(X, y): a ``k``-class multinomial problem in ``t`` rows for ``partial_fit``."""
     X, _, y, _ = synthetic_multiclass(t, d, k, seed)
     return X, y
+
+
+def two_class_draw(t: int, d: int, seed: int, raw: bool):
+    """(X, y): scikit-learn's ``make_classification`` (half the columns informative); ``raw``:
+    each column then multiplied by 10^U(-2, 2) and shifted by U(-50, 50), as measurements in
+    their own units are; else standardized."""
+    from sklearn.datasets import make_classification
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = make_classification(n_samples=t, n_features=d, n_informative=max(1, d // 2),
+                               n_redundant=min(2, d - max(1, d // 2)), random_state=seed)
+    if raw:
+        rng = np.random.default_rng(seed)
+        return X * 10.0 ** rng.uniform(-2, 2, d) + rng.uniform(-50, 50, d), y
+    return StandardScaler().fit_transform(X), y
 
 
 def logistic_objective(X, y, coef, intercept, C: float) -> float:

@@ -14,6 +14,9 @@ Tasks
     beside them), and on tf-idf rows (``Config.sgd_sparse``; the split's test accuracy).
     ``partial-fit``: rows per second of ``partial_fit`` over a stream of chunks, against
     ``SGDClassifier.partial_fit``.
+    ``stream-gap``: ``BoundSGDClassifier()`` and ``SGDClassifier(loss="log_loss")`` streamed
+    by ``partial_fit`` over a few chunks of two-class draws in raw units and standardized:
+    the objective's relative gap to the batch optimum (``metrics["objective_gap"]``).
     ``sparse``: ``BoundLogisticRegression()`` against liblinear (two classes), lbfgs,
     newton-cg and saga on tf-idf rows (synthetic shapes; SSL Text where its data is there).
     ``small``: ``BoundLogisticRegression()`` against lbfgs on digits and a 5-class synthetic
@@ -40,13 +43,14 @@ from typing import Any
 import numpy as np
 
 from zbound.bench.harness import Cell, Method, fit, run_cells, suite_config
-from zbound.bench.suites.estimators.config import Config, config
+from zbound.bench.suites.estimators.config import STREAM_GAP_MAX, Config, config
 from zbound.bench.suites.estimators.problems import (
     cv_accuracy,
     logistic_objective,
     scaled_split,
     stream,
     synthetic_multiclass,
+    two_class_draw,
     zipf_text,
 )
 from zbound.bench.timing import thread_limit, time_alternating
@@ -192,6 +196,71 @@ def partial_fit_cells(cfg: Config) -> Iterator[Cell]:
                              "zbound-sgd": feed(BoundSGDClassifier)}), score, memory=False)
 
 
+def _batch_optimum(X, y, alpha: float) -> float:
+    """The mean-form objective's minimum: the lower of the library's tight full-batch fit and
+    scikit-learn's lbfgs at a tight tol (C = 1 / (alpha n), the same problem)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from zbound import BoundSGDClassifier
+
+    ours = fit(lambda: BoundSGDClassifier(alpha=alpha, finish_tol=1e-10, tol=None), X, y)()
+    theirs = fit(lambda: LogisticRegression(C=1.0 / (alpha * len(y)), tol=1e-10,
+                                            max_iter=10_000), X, y)()
+    return min(ours.objective(X, y),
+               _mean_objective(X, y, theirs.coef_, theirs.intercept_, alpha))
+
+
+def _mean_objective(X, y, coef, intercept, alpha: float) -> float:
+    """Mean log-loss + alpha/2 ||coef||^2 (SGDClassifier's and BoundSGDClassifier's J)."""
+    with np.errstate(all="ignore"):
+        return logistic_objective(X, y, coef, intercept, 1.0 / (alpha * len(y))) / len(y)
+
+
+def stream_gap_cells(cfg: Config) -> Iterator[Cell]:
+    """Two-class streams, raw and standardized: ``passes`` over the rows in a few chunks by
+    ``partial_fit`` at default settings, the objective's gap to the batch optimum."""
+    from sklearn.linear_model import SGDClassifier
+
+    from zbound import BoundSGDClassifier
+
+    t, d, passes = cfg.stream_gap
+    alpha = 1e-4                              # both estimators' default
+    for seed in range(cfg.stream_gap_draws):
+        for raw in (True, False):
+            X, y = two_class_draw(t, d, seed, raw)
+            best = _batch_optimum(X, y, alpha)
+            for n_chunks in cfg.stream_gap_chunks:
+                parts = np.array_split(np.arange(t), n_chunks)
+
+                def feed(make, X=X, y=y, parts=parts):
+                    def run():
+                        est = make()
+                        for _ in range(passes):
+                            for rows in parts:
+                                est.partial_fit(X[rows], y[rows], classes=[0, 1])
+                        return est
+                    return run
+
+                def score(timing, X=X, y=y, best=best, raw=raw, n_chunks=n_chunks):
+                    out = {}
+                    for n, e in timing.items():
+                        f = _mean_objective(X, y, e["result"].coef_, e["result"].intercept_,
+                                            alpha)
+                        gap = (f - best) / abs(best) if np.isfinite(f) else None
+                        out[n] = {"final_objective": f if np.isfinite(f) else None,
+                                  "target_objective": best,
+                                  "reached": gap is not None and gap <= STREAM_GAP_MAX,
+                                  "metrics": {"objective_gap": gap, "raw": raw,
+                                              "chunks": n_chunks, "passes": passes}}
+                    return out
+
+                yield Cell("stream-gap", f"two-class-{t}x{d}-{'raw' if raw else 'standard'}",
+                           f"draw={seed},chunks={n_chunks}",
+                           _methods({"sklearn-sgd": feed(lambda: SGDClassifier(
+                               loss="log_loss", alpha=alpha, random_state=0)),
+                               "zbound-sgd": feed(BoundSGDClassifier)}), score, memory=False)
+
+
 # -- logistic regression at a matched objective ---------------------------------------------------
 def _logistic_cell(cfg: Config, task: str, dataset: str, X, y, C: float, peers,
                    Xt=None, yt=None) -> Cell:
@@ -298,12 +367,14 @@ def small_cells(cfg: Config) -> Iterator[Cell]:
 
 #: task -> the cells it declares
 TASKS = {"latent": latent_cells, "moe": moe_cells, "sgd": sgd_cells,
-         "partial-fit": partial_fit_cells, "sparse": sparse_cells, "small": small_cells}
+         "partial-fit": partial_fit_cells, "stream-gap": stream_gap_cells,
+         "sparse": sparse_cells, "small": small_cells}
 
 
 def run(ctx) -> None:
     cfg = suite_config(ctx, config, Config)
     steps = (2 + len(cfg.moe_experts) + 3 + len(dict.fromkeys((cfg.stream[2], 2)))
+             + 2 * cfg.stream_gap_draws * len(cfg.stream_gap_chunks)
              + (len(cfg.sparse_shapes) + 1) * len(cfg.sparse_cs) + 3 * len(cfg.small_cs))
     ctx.start("estimators", steps)
     t0 = time.perf_counter()
