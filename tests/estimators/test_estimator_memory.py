@@ -25,6 +25,49 @@ def test_fit_peak_memory_is_a_small_fraction_of_x(n_classes):
     assert peak < 0.2 * X.nbytes / 2**20, (peak, X.nbytes / 2**20)
 
 
+def _csr_bytes(X) -> int:
+    return X.data.nbytes + X.indices.nbytes + X.indptr.nbytes
+
+
+def test_sparse_fit_peak_memory_is_below_x():
+    """Two classes on CSR rows (20 000 x 30 000, 50 stored entries a row): the fit holds no
+    copy of X's entries, and the diagonal of the bound squares X a block at a time."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    t, d, per_row = 20000, 30000, 50
+    X = sp.csr_matrix((rng.random(t * per_row), rng.integers(0, d, t * per_row),
+                       np.arange(0, t * per_row + 1, per_row)), shape=(t, d))
+    y = (np.asarray(X[:, : d // 2].sum(axis=1)).ravel() > per_row / 4).astype(int)
+    clf = BoundLogisticRegression(C=1.0)
+    clf.fit(X, y)
+    peak = traced_peak(lambda: clf.fit(X, y))[0]
+    assert peak < 0.75 * _csr_bytes(X) / 2**20, (peak, _csr_bytes(X) / 2**20)
+
+
+def test_row_blocks_of_a_sparse_loss_share_x():
+    """A loss cut into row blocks keeps X's arrays: every block's entries and column indices
+    are views of X's (scipy's own row slice would copy them)."""
+    import scipy.sparse as sp
+
+    from zbound.models.multinomial import logistic_objective
+
+    X = sp.random(3000, 400, density=0.05, format="csr", random_state=0)
+    y = np.arange(3000) % 4
+    model = logistic_objective(X, y, 4, np.ones(4 * 401), None, 0.0, fit_intercept=True,
+                               chunk_size=500)
+    chunks = model.loss._chunks
+    assert len(chunks) == 6
+    for c in chunks:
+        assert np.shares_memory(c.X.data, X.data) and np.shares_memory(c.X.indices, X.indices)
+    # the same objective as one block
+    whole = logistic_objective(X, y, 4, np.ones(4 * 401), None, 0.0, fit_intercept=True)
+    theta = np.random.default_rng(1).standard_normal(4 * 401) * 0.1
+    f, g = model.value_and_grad(theta)
+    f1, g1 = whole.value_and_grad(theta)
+    assert f == pytest.approx(f1, rel=1e-12) and np.allclose(g, g1, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.slow
 def test_sparse_wide_fit_stays_within_the_preconditioner_budget():
     """Sparse rows wider than long (the shape of text data): the Woodbury preconditioner's

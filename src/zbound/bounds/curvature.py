@@ -48,13 +48,16 @@ from zbound.bounds.preconditioners import (
     stored_entries,
     woodbury_block_jacobi,
 )
-from zbound.utils.linalg import block_jacobi, cache_block_rows, jacobi, pcg, psd_solve
+from zbound.utils.linalg import block_jacobi, cache_block_rows, csr_on, jacobi, pcg, psd_solve
 
 # Largest (pairs, d, t) operand for the batched class-pair Gram products of a dense assembly.
 _BATCH_ELEMS = 1 << 20
 # ... and the largest for which the batched product is used at all (beyond, a loop of GEMMs)
 _BATCH_SMALL_ELEMS = 1 << 16
 SOLVE_METHODS = ("cholesky", "cg")
+# Entries of X squared at a time (1 MB): the diagonal products square X block by block (a dense
+# block of rows, or a block of CSR rows' stored entries), never all of it
+_SQUARE_BLOCK_ELEMS = 1 << 17
 
 
 @functools.lru_cache(maxsize=64)
@@ -579,10 +582,25 @@ class KroneckerCurvature(Curvature):
 
     def _sq_weights(self, W: np.ndarray) -> np.ndarray:
         """(n, d): sum_j W[j, a] x_ji^2, the diagonal of each class block for weights W (t, n)."""
-        if sp.issparse(self.X):
-            out = np.asarray(self.X.multiply(self.X).T @ W).T
+        X = self.X
+        t = X.shape[0]
+        out = np.zeros((W.shape[1], X.shape[1]))
+        if sp.issparse(X):
+            # row blocks of about _SQUARE_BLOCK_ELEMS stored entries, squared: X's pattern with
+            # a block's squared data, its index arrays shared
+            step = max(1, int(_SQUARE_BLOCK_ELEMS * t / max(1, X.nnz)))
+            for a in range(0, t, step):
+                b = min(t, a + step)
+                lo, hi = int(X.indptr[a]), int(X.indptr[b])
+                data = X.data[lo:hi]
+                sq = csr_on(data * data, X.indices[lo:hi], X.indptr[a:b + 1] - lo,
+                            (b - a, X.shape[1]))
+                out += np.asarray(sq.T @ W[a:b]).T
         else:
-            out = W.T @ (self.X * self.X)
+            step = max(1, _SQUARE_BLOCK_ELEMS // max(1, X.shape[1]))
+            for a in range(0, t, step):
+                rows = X[a:a + step]
+                out += W[a:a + step].T @ (rows * rows)
         return self._with_sums(out, W.sum(axis=0) if self.intercept else None)
 
     def _design(self):

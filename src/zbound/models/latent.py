@@ -47,6 +47,7 @@ from zbound.models.loss import (
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.models.softmax import class_major_product, class_major_scores
+from zbound.utils.linalg import row_block
 from zbound.utils.validation import check_design
 
 
@@ -130,7 +131,7 @@ class LatentSoftmaxLoss(ChunkedLoss):
         y = self.y[a:b]
         # rows of the class-major (n_pairs, rows) score array holding each sample's own class
         own = y[None, :] * self.n_components + np.arange(self.n_components)[:, None]
-        return (self.X[a:b], sw, own)
+        return (row_block(self.X, a, b), sw, own)
 
     # -- the pieces shared by every kernel -----------------------------------------------------
     def scores(self, theta: np.ndarray, X=None) -> np.ndarray:

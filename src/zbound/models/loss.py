@@ -26,7 +26,7 @@ from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
 from zbound.bounds.scalar import log_softmax
 from zbound.models.base import Majorizer
 from zbound.models.softmax import class_major_product, class_major_scores, logsumexp_classes
-from zbound.utils.linalg import mirror_lower, single_gram
+from zbound.utils.linalg import mirror_lower, row_block, single_gram
 from zbound.utils.validation import check_design
 
 # Rows of G per product in SoftmaxLoss.bound_gram (a float64 temporary of _GRAM_BLOCK x d)
@@ -72,7 +72,7 @@ _BINARY_BLOCK = 8192
 def _magnitude(X) -> float:
     """The largest absolute entry of a finite dense or CSR X, with no (t, d) temporary."""
     if sp.issparse(X):
-        return float(np.max(np.abs(X.data))) if X.nnz else 0.0
+        return max(float(X.data.max()), -float(X.data.min())) if X.nnz else 0.0
     return max(float(X.max()), -float(X.min()))
 
 
@@ -303,7 +303,7 @@ class SoftmaxLoss(ChunkedLoss):
         sw = self.sample_weight
         if sw is not None and not whole:
             sw = sw[a:b]
-        return Rows(self.X if whole else self.X[a:b], sw, self.y if whole else self.y[a:b])
+        return Rows(row_block(self.X, a, b), sw, self.y if whole else self.y[a:b])
 
     def _at(self, c: Rows):
         """Where the rows of chunk ``c`` observe their class (built on first use, kept):
@@ -753,10 +753,9 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         chunks = []
         for a, c in zip(range(0, loss.n_samples, loss.chunk_size), loss._chunks, strict=True):
             b = a + c.X.shape[0]
-            whole = a == 0 and b == loss.n_samples
             sw32 = None if c.sw is None else c.sw.astype(np.float32)
             # blocked: the float64 rows, converted block by block at every evaluation
-            X = c.X if self.blocked else (X32 if whole else X32[a:b])
+            X = c.X if self.blocked else row_block(X32, a, b)
             rec = Rows(X, sw32, c.y)
             at = loss._at(c)                    # shared with the float64 loss (binary:
             rec.at = at.astype(np.float32) if at.dtype == np.float64 else at   # float32 signs)

@@ -310,6 +310,27 @@ def block_jacobi(blocks: np.ndarray):
     return lambda v: np.matmul(blocks, v.reshape(m, b, 1)).reshape(-1)
 
 
+def row_block(X, a: int, b: int):
+    """Rows a:b of a dense or CSR X without copying X's entries: a view of a dense X; for CSR,
+    a matrix on slices of X's data and index arrays (scipy's own row slice copies them, so a
+    loss cut into row blocks would hold a second X)."""
+    if not sp.issparse(X):
+        return X[a:b]
+    if a == 0 and b == X.shape[0]:
+        return X
+    lo, hi = int(X.indptr[a]), int(X.indptr[b])
+    return csr_on(X.data[lo:hi], X.indices[lo:hi], X.indptr[a:b + 1] - lo, (b - a, X.shape[1]))
+
+
+def csr_on(data, indices, indptr, shape):
+    """A CSR matrix on exactly these arrays. scipy's constructor copies an array that is a
+    view of less than half of its base (``prune``, to free the base), which is what a row block
+    of a larger matrix is; the attributes set on an empty matrix of the shape are kept."""
+    out = sp.csr_matrix(shape, dtype=data.dtype)
+    out.data, out.indices, out.indptr = data, indices, indptr
+    return out
+
+
 def cache_block_rows(d: int) -> int:
     """Rows of a dense (rows, d) float64 block of about 1 MB (a typical L2 cache), at least 256:
     two matrix-vector products over the same rows (X v, then X^T r) run block by block, so
