@@ -172,6 +172,10 @@ def test_tiny_run(tmp_path):
     for r in recs:
         if not r["metrics"].get("skipped"):
             assert r["metrics"]["peak_memory_mb"] is not None
+        if r["reached"]:          # the cost in passes: time to target over one pass
+            m = r["metrics"]
+            assert m["pass_s"] > 0 and m["passes"] == pytest.approx(
+                r["time_to_target_s"] / m["pass_s"])
     # the fast methods reach both targets on these small problems
     by = {(r["dataset"], r["setting"], r["method"]): r for r in recs}
     for d in ("digits", "synthetic-binary"):
@@ -182,7 +186,7 @@ def test_tiny_run(tmp_path):
         for name in (ESTIMATOR, ESTIMATOR_MIXED, ESTIMATOR_DOUBLE):
             assert by[(d, "C=1 loose", name)]["reached"]
     md = (tmp_path / "logreg-large.md").read_text()
-    assert "Verdicts against the targets" in md
+    assert "Verdicts against the targets" in md and "Passes over the data" in md
     assert "precision='mixed'" in md
     assert "glum has no multinomial family" in md
     assert verdicts(doc)

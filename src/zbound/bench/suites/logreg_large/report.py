@@ -424,6 +424,11 @@ def _iterations(r: dict | None) -> str:
     return "" if it is None else (str(it) if r["reached"] else f"({it})")
 
 
+def _passes(r: dict | None) -> str:
+    p = None if r is None else r["metrics"].get("passes")
+    return "" if p is None else f"{p:.1f}"
+
+
 def _memory(r: dict | None) -> str:
     mem = None if r is None else r["metrics"].get("peak_memory_mb")
     probe = r is not None and r["metrics"].get("memory_probe") is not None
@@ -463,8 +468,10 @@ def _large_md(doc: dict, idx) -> list[str]:
     lines += ["### Iterations to the tight target (median; fits: the fit's n_iter_)", ""]
     lines += table(("cell", *methods), rows("tight", _iterations))
     lines += ["", "(In parentheses: iterations made when the method stopped without reaching "
-              "the target.)", "", "## Peak memory (MB)", "", prose("logreg-large", "tracemalloc"),
-              ""]
+              "the target.)", "", "### Passes over the data to the tight target", "",
+              prose("logreg-large", "passes"), ""]
+    lines += table(("cell", *methods), rows("tight", _passes))
+    lines += ["", "## Peak memory (MB)", "", prose("logreg-large", "tracemalloc"), ""]
     return lines + table(("cell", *methods), rows("loose", _memory)) + [""] + _probe_md(doc)
 
 
