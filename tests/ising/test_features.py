@@ -160,3 +160,15 @@ def test_bad_inputs():
         coefficient_matrix(model, default_features(5))
     with pytest.raises(ValueError, match="shape"):
         default_features(4).xor_classes.project(np.eye(3))
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 7, 63, 64, 65, 130])
+def test_default_xor_classes_in_closed_form_equal_the_sorted_ones(d):
+    """(1, x)'s classes come in closed form (no sort of the n^2 XORs): the same ids, counts,
+    keys and diagonal class as sorting every XOR of the feature set's words."""
+    ref = FeatureSet(d, [0] + [1 << i for i in range(d)]).xor_classes
+    fast = default_features(d).xor_classes
+    assert np.array_equal(fast.index, ref.index)
+    assert np.array_equal(fast.counts, ref.counts)
+    assert np.array_equal(fast.keys, ref.keys)
+    assert fast.diag == ref.diag and fast.pairs_only

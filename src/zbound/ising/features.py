@@ -273,8 +273,42 @@ def _pack_bool(b: np.ndarray) -> np.ndarray:
 @lru_cache(maxsize=64)
 def default_features(d: int) -> FeatureSet:
     """I_0 = {0, e_1, ..., e_d}: phi_0(x) = (1, x) (Sec. 3.1). Cached: the set is immutable and
-    its XOR classes are computed once."""
-    return FeatureSet(d, [0] + [1 << i for i in range(d)])
+    its XOR classes are computed once, in closed form."""
+    fs = FeatureSet(d, [0] + [1 << i for i in range(d)])
+    fs.__dict__["xor_classes"] = _default_xor_classes(d)     # the cached_property's value
+    return fs
+
+
+def _default_xor_classes(d: int) -> XorClasses:
+    """:attr:`FeatureSet.xor_classes` of (1, x) without sorting the n^2 XORs. The classes are
+    0, the singletons e_h and the pairs e_h + e_l (l < h); in numeric order the class of e_h
+    comes at s_h = 1 + h + h (h - 1) / 2, followed by those of e_h + e_l for l = 0 .. h - 1.
+    Feature 0 is the constant, feature i >= 1 the variable i - 1."""
+    n = d + 1
+    h = np.arange(d, dtype=np.intp)
+    start = 1 + h + h * (h - 1) // 2                      # s_h
+    i = np.arange(n, dtype=np.intp)
+    hi, lo = np.maximum(i[:, None], i[None, :]), np.minimum(i[:, None], i[None, :])
+    index = np.where(lo == 0, start[np.maximum(hi - 1, 0)], 0)    # (0, j): e_{j-1}
+    pair = lo > 0
+    index[pair] = start[hi[pair] - 1] + lo[pair]          # s_h + 1 + l with l = lo - 1
+    index[i, i] = 0
+    C = 1 + d + d * (d - 1) // 2
+    counts = np.full(C, 2.0)
+    counts[0] = n
+    # keys: the words of gamma per class, in class order
+    w = _n_words(d)
+    keys = np.zeros((C, w), dtype=np.uint64)
+    rows_h = np.repeat(h, h + 1)                          # every class of highest bit h ...
+    low = np.arange(C - 1) - (start[rows_h] - 1) - 1      # ... -1 for e_h itself, else l
+    one = np.uint64(1)
+    np.bitwise_or.at(keys, (1 + np.arange(C - 1), rows_h // 64),
+                     one << (rows_h % 64).astype(np.uint64))
+    has_low = low >= 0
+    ls = low[has_low]
+    np.bitwise_or.at(keys, (1 + np.flatnonzero(has_low), ls // 64),
+                     one << (ls % 64).astype(np.uint64))
+    return XorClasses(index=index, counts=counts, keys=keys, diag=0)
 
 
 def edge_features(d: int, edges) -> FeatureSet:
