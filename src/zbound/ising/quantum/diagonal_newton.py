@@ -23,7 +23,8 @@ that is, k rank-n SYRKs (B_i = u_i o U o sqrt(g_i)): O(k n^3) instead of the O(n
 polish (:mod:`.newton`), which is limited to n <= 128.
 
 Newton from w = 0 spends most steps damped (D is nearly piecewise linear at eps << n * |F|), so the
-temperature is lowered in stages, eps_0 = 4^J eps > ... > eps, each stage warm-started from the
+temperature is lowered in stages, eps_0 = 4^J eps > ... > eps (4^J the power of 4 nearest
+max(64, n / 2)), each stage warm-started from the
 previous one and stopped when max |1 - diag Sigma| < 0.1; the last stage stops when the certified
 relative gap (the same as Chambolle-Pock's: D at the iterate against the repaired feasible primal
 point of Sigma(w), :mod:`.duality`) reaches tol. Steps are capped so that no entry of A moves by
@@ -49,7 +50,7 @@ from zbound.solvers.linesearch import armijo_search
 from zbound.utils.linalg import cholesky_solve
 
 CONTINUATION_FACTOR = 4.0   # eps_{k+1} = eps_k / 4
-CONTINUATION_START = 64.0   # eps_0 = 64 eps (rounded to a power of 4 times eps)
+CONTINUATION_START = 64.0   # eps_0 = max(64, n / 2) eps, rounded to a power of 4 times eps
 STAGE_GTOL = 0.1            # intermediate stages stop at max |1 - diag Sigma| < 0.1
 PRIMAL_CHECK_GTOL = 0.05    # the last stage repairs a primal point once max |...| < 0.05
 STEP_CAP = 30.0             # max |change of A| = (n / eps) max |delta w| of a first trial step
@@ -219,7 +220,10 @@ class DiagonalDualNewton:
         w = np.zeros(n) if w0 is None else np.array(w0, dtype=np.float64) - np.mean(w0)
         temps = [eps]
         if continuation:
-            j = int(round(math.log(CONTINUATION_START) / math.log(CONTINUATION_FACTOR)))
+            # the first stage starts from w = 0; the larger n, the hotter it must start to be
+            # an easy one (n = 2001: 60+ damped steps from 64 eps, 4 from 1024 eps)
+            start = max(CONTINUATION_START, n / 2)
+            j = int(round(math.log(start) / math.log(CONTINUATION_FACTOR)))
             temps = [eps * CONTINUATION_FACTOR**k for k in range(j, 0, -1)] + [eps]
         best = {"D": math.inf, "P": -math.inf, "S": None, "w": w}
         history = CheckLog()
