@@ -96,6 +96,20 @@ def test_kronecker_cg_partial_solve_decreases_majorizer_and_x0():
     np.testing.assert_allclose(x, exact, rtol=1e-8)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+def test_kronecker_diagonal_squares_x_block_by_block(monkeypatch, sparse):
+    """The diagonal squares X a block of rows at a time: with blocks of a few rows, sparse and
+    dense, it is still the diagonal of the assembled curvature."""
+    import zbound.bounds.curvature as curvature
+
+    monkeypatch.setattr(curvature, "_SQUARE_BLOCK_ELEMS", 16)
+    rng = np.random.default_rng(4)
+    X = sp.random(203, 12, density=0.3, random_state=5, format="csr")
+    A = rng.normal(size=(203, 3, 3))
+    C = KroneckerCurvature(X if sparse else X.toarray(), A @ np.swapaxes(A, 1, 2), 0.5)
+    np.testing.assert_allclose(C.diagonal(), np.diagonal(C.to_dense()), rtol=1e-12)
+
+
 def test_kronecker_sparse_equals_dense_large():
     rng = np.random.default_rng(2)
     X = sp.random(300, 50, density=0.05, random_state=3, format="csr")

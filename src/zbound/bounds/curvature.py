@@ -48,7 +48,15 @@ from zbound.bounds.preconditioners import (
     stored_entries,
     woodbury_block_jacobi,
 )
-from zbound.utils.linalg import block_jacobi, cache_block_rows, csr_on, jacobi, pcg, psd_solve
+from zbound.utils.linalg import (
+    block_jacobi,
+    cache_block_rows,
+    csr_on,
+    jacobi,
+    pcg,
+    psd_solve,
+    row_block,
+)
 
 # Largest (pairs, d, t) operand for the batched class-pair Gram products of a dense assembly.
 _BATCH_ELEMS = 1 << 20
@@ -584,23 +592,17 @@ class KroneckerCurvature(Curvature):
         """(n, d): sum_j W[j, a] x_ji^2, the diagonal of each class block for weights W (t, n)."""
         X = self.X
         t = X.shape[0]
+        per_row = X.nnz / max(1, t) if sp.issparse(X) else X.shape[1]
+        step = max(1, int(_SQUARE_BLOCK_ELEMS / max(1.0, per_row)))
         out = np.zeros((W.shape[1], X.shape[1]))
-        if sp.issparse(X):
-            # row blocks of about _SQUARE_BLOCK_ELEMS stored entries, squared: X's pattern with
-            # a block's squared data, its index arrays shared
-            step = max(1, int(_SQUARE_BLOCK_ELEMS * t / max(1, X.nnz)))
-            for a in range(0, t, step):
-                b = min(t, a + step)
-                lo, hi = int(X.indptr[a]), int(X.indptr[b])
-                data = X.data[lo:hi]
-                sq = csr_on(data * data, X.indices[lo:hi], X.indptr[a:b + 1] - lo,
-                            (b - a, X.shape[1]))
+        for a in range(0, t, step):
+            b = min(t, a + step)
+            rows = row_block(X, a, b)
+            if sp.issparse(rows):       # the block's pattern with squared entries
+                sq = csr_on(rows.data * rows.data, rows.indices, rows.indptr, rows.shape)
                 out += np.asarray(sq.T @ W[a:b]).T
-        else:
-            step = max(1, _SQUARE_BLOCK_ELEMS // max(1, X.shape[1]))
-            for a in range(0, t, step):
-                rows = X[a:a + step]
-                out += W[a:a + step].T @ (rows * rows)
+            else:
+                out += W[a:b].T @ (rows * rows)
         return self._with_sums(out, W.sum(axis=0) if self.intercept else None)
 
     def _design(self):

@@ -1,8 +1,7 @@
 """The data of an ``estimators`` run: scikit-learn's bundled sets, scaled and split, synthetic
 text-classification shapes (tf-idf rows over Zipf-distributed columns), SSL Text where the
-benchmark data is there, a streamed multinomial problem, two-class draws in raw units,
-and the objectives every method is
-scored on."""
+benchmark data is there, a streamed multinomial problem, two-class draws in raw units, and the
+objectives every method is scored on."""
 
 from __future__ import annotations
 

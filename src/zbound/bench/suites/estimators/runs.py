@@ -161,6 +161,18 @@ def sgd_cells(cfg: Config) -> Iterator[Cell]:
                       "sklearn-sgd", memory=cfg.memory)
 
 
+def _streamed(make, X, y, parts, classes, passes: int = 1):
+    """A call that feeds ``make()`` the row blocks ``parts`` of (X, y) by ``partial_fit``,
+    ``passes`` times over, and returns the estimator."""
+    def run():
+        est = make()
+        for _ in range(passes):
+            for rows in parts:
+                est.partial_fit(X[rows], y[rows], classes=classes)
+        return est
+    return run
+
+
 def partial_fit_cells(cfg: Config) -> Iterator[Cell]:
     from sklearn.linear_model import SGDClassifier
 
@@ -175,13 +187,10 @@ def partial_fit_cells(cfg: Config) -> Iterator[Cell]:
         y = y_all if n_classes == k else (y_all >= k // 2).astype(int)
         classes = np.arange(n_classes)
 
-        def feed(make, y=y, classes=classes):
-            def run():
-                est = make()
-                for a in range(0, t, chunk):
-                    est.partial_fit(X[a:a + chunk], y[a:a + chunk], classes=classes)
-                return est
-            return run
+        parts = [slice(a, a + chunk) for a in range(0, t, chunk)]
+
+        def feed(make, y=y, classes=classes, parts=parts):
+            return _streamed(make, X, y, parts, classes)
 
         def score(timing, y=y):
             base = timing["sklearn-sgd"]["median_s"]
@@ -233,13 +242,7 @@ def stream_gap_cells(cfg: Config) -> Iterator[Cell]:
                 parts = np.array_split(np.arange(t), n_chunks)
 
                 def feed(make, X=X, y=y, parts=parts):
-                    def run():
-                        est = make()
-                        for _ in range(passes):
-                            for rows in parts:
-                                est.partial_fit(X[rows], y[rows], classes=[0, 1])
-                        return est
-                    return run
+                    return _streamed(make, X, y, parts, [0, 1], passes)
 
                 def score(timing, X=X, y=y, best=best, raw=raw, n_chunks=n_chunks):
                     out = {}
