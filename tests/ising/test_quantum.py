@@ -418,3 +418,41 @@ def test_diagonal_newton_falls_back_to_chambolle_pock(monkeypatch):
     ref = quantum_bound(model, tol=1e-6, polish=False)
     assert r.converged and r.iterations > 0 and r.newton_steps <= 2
     assert r.bound == pytest.approx(ref.bound, rel=2e-6)
+
+
+@pytest.mark.parametrize("eps", [0.3, 1.0])
+def test_diagonal_newton_hessian_is_the_dual_hessian(monkeypatch, eps):
+    """The diagonal dual's Hessian near its optimum, far columns summed as a series, agrees
+    with the row-by-row sum and with central differences of the gradient -diag Sigma(w): a
+    wrong series term, center or scale fails it."""
+    import zbound.ising.quantum.diagonal_newton as dn
+
+    rng = np.random.default_rng(29)
+    d = 60
+    model = random_model(d, rng, eps=eps)
+    features = default_features(d)
+    F = coefficient_matrix(model, features)
+    n = F.shape[0]
+    w = np.diag(dn.DiagonalDualNewton(F, features, eps).solve(tol=1e-4).W)
+    monkeypatch.setattr(dn, "HESSIAN_FLOAT32", False)
+    monkeypatch.setattr(dn, "HESSIAN_MAX_K", 10**6)
+    ev = dn._Eval(F, w, eps)
+    K = np.flatnonzero(ev.e > dn.HESSIAN_CUT)
+    far, _, terms = dn._far_columns(ev.a[-1] - ev.a, K, np.isin(np.arange(n), K))
+    if eps < 1:              # cold: most columns far below K, a series of a few terms
+        assert 1 <= terms < K.size and far.sum() > n // 2
+    else:                    # warm: no column is far, the exact sum alone
+        assert terms == 0
+    L = ev.hessian(eps)
+    H = np.tril(L) + np.tril(L, -1).T       # the lower triangle is the Hessian's
+    monkeypatch.setattr(dn, "HESSIAN_FAR_GAP", np.inf)
+    L0 = ev.hessian(eps)
+    H0 = np.tril(L0) + np.tril(L0, -1).T
+    assert np.abs(H - H0).max() <= 1e-6 * np.abs(H0).max()
+    for _ in range(3):
+        v = rng.normal(size=n)
+        v -= v.mean()
+        h = 1e-5 * eps / n
+        fd = -(dn._Eval(F, w + h * v, eps).diag_sigma
+               - dn._Eval(F, w - h * v, eps).diag_sigma) / (2 * h)
+        np.testing.assert_allclose(H @ v, fd, atol=1e-5 * np.abs(fd).max())
