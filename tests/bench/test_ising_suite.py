@@ -54,12 +54,15 @@ def test_ising_suite_writes_the_contract_fields_and_valid_bounds(tiny_run):
     # the scale task: one record per (d, method), fields in metrics, a verdict and a figure
     scale = [r for r in doc["records"] if r["task"] == "scale"]
     assert sorted((r["metrics"]["d"], r["method"]) for r in scale) == [
-        (20, "quantum"), (20, "trw"), (30, "quantum"), (30, "trw")]
+        (20, "quantum"), (20, "trw"), (30, "quantum"), (30, "trw"), (40, "quantum-2threads")]
     for r in scale:
         m = r["metrics"]
         assert {"seconds", "iterations", "bound", "gap", "converged", "certified"} <= set(m)
         assert m["certified"] and m["bound"] == r["final_objective"]
+        assert m["blas_threads"] == (2 if r["method"] == "quantum-2threads" else 1)
+        assert r["default"] == (r["method"] == "quantum")
     assert "d = 1000 not run" in md and (out / "scale_time_vs_d.png").stat().st_size > 1000
+    assert "d = 2000 (2threads) not run" in md and "d = 4000 (2threads) not run" in md
     # Suppl. C: metric learning is a valid bound, never above the plain relaxation
     metric = {r["method"]: r for r in doc["records"] if r["task"] == "metric"}
     assert {"quantum", "quantum-metric", "quantum-greedy-k3", "exact"} <= set(metric)
@@ -133,3 +136,18 @@ def test_ising_report_renders_every_record_kind(tiny_run, variant, tmp_path):
     doc = VARIANTS[variant](copy.deepcopy(tiny_run[0]))
     text = write_report(doc, tmp_path, extra=ising.report).read_text()
     assert "could not be written" not in text
+
+
+def test_scale_verdicts_read_the_threaded_records():
+    from zbound.bench.suites.ising.report import scale_verdict
+
+    def rec(method, d, seconds, converged=True):
+        return {"method": method, "metrics": {"d": d, "seconds": seconds, "gap": 1e-9,
+                                              "converged": converged}}
+
+    recs = [rec("quantum", 2000, 10.0), rec("quantum-2threads", 2000, 48.0),
+            rec("quantum-2threads", 4000, 700.0, converged=False)]
+    assert "in 48.0 s (target < 60 s: met)" in scale_verdict(recs, 2000, 60.0, "quantum-2threads")
+    assert "d = 4000 (2threads) did NOT reach" in scale_verdict(recs, 4000, 600.0,
+                                                                "quantum-2threads")
+    assert "10.0 s (target < 5 s: NOT met)" in scale_verdict(recs, 2000, 5.0)

@@ -6,7 +6,8 @@ the log-determinant relaxation (Jordan & Wainwright) and TRW (Wainwright et al.)
 by enumeration for d <= 16. Plus the speed of the library's Chambolle-Pock solver against the same
 relaxation written in CVXPY (the peer), Chambolle-Pock timings at d = 100 (and 400 in full mode),
 and its convergence (Fig. 12-15); the "scale" task times the quantum bound and TRW on complete
-graphs up to d = 1000 (d <= 200 in quick mode) with a time-vs-d figure and a verdict line.
+graphs up to d = 1000, and the quantum bound alone on two BLAS threads at d = 2000 and 4000
+(d <= 200 in quick mode), with a time-vs-d figure and verdict lines.
 
 Modules: :mod:`.config` (sizes), :mod:`.problems` (the random model families),
 :mod:`.methods` (the bounds compared), :mod:`.runs` (the tasks, writing records),

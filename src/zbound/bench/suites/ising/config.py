@@ -23,7 +23,8 @@ class Config:
     ``curve_*``, ``general_curve_*``: convergence of Chambolle-Pock (Fig. 12-15);
     ``scale_d``: the "scale" task (quantum and TRW on complete graphs), ``scale_trw_max_iter``
     its TRW sweep limit, lowered to max(200, ``scale_trw_work`` / d^2) at large d (a sweep
-    costs O(d^2)), and ``scale_repeats`` its alternating repeats for d <= 200; ``metric_*``:
+    costs O(d^2)), and ``scale_repeats`` its alternating repeats for d <= 200;
+    ``scale_threads_d``: the quantum bound alone on two BLAS threads at larger d; ``metric_*``:
     the "metric" task (Suppl. C, diagonal metric learning by Kelley's method against the plain
     relaxation and greedy features, Gaussian parameters, complete graph).
     """
@@ -54,6 +55,7 @@ class Config:
     scale_trw_max_iter: int = 2000
     scale_trw_work: float = 2e8
     scale_repeats: int = 3
+    scale_threads_d: tuple[int, ...] = (2000, 4000)
     metric_d: tuple[int, ...] = (5, 8)
     metric_eps: tuple[float, ...] = (0.5, 1.0, 2.0)
     metric_draws: int = 5
@@ -72,6 +74,7 @@ def config(quick: bool) -> Config:
                   temperatures=(0.1, 1.0, 10.0), gain_ks=(1, 3), speed_d=(5,), cp_d=(100,),
                   cp_iter_d=(10, 30, 50), cp_general_n=(12, 20), curve_draws=3,
                   general_curve_iter=1000, scale_d=(50, 100, 200), scale_repeats=1,
+                  scale_threads_d=(),
                   metric_d=(5,), metric_eps=(0.5, 1.0), metric_draws=2, metric_max_iter=60)
 
 
@@ -84,5 +87,6 @@ def tiny(**changes) -> Config:
         gain_ks=(1,), speed_d=(5,), cp_d=(), cp_iter_d=(10,), cp_general_n=(12,),
         greedy_k10_repeats=0, general_curve_n=20, general_curve_iter=200, curve_d=10,
         curve_draws=1, scale_d=(20, 30), scale_trw_max_iter=200, scale_trw_work=1e5,
-        scale_repeats=1, metric_d=(4,), metric_eps=(1.0,), metric_draws=1, metric_max_iter=15),
+        scale_repeats=1, scale_threads_d=(40,), metric_d=(4,), metric_eps=(1.0,),
+        metric_draws=1, metric_max_iter=15),
         **changes)

@@ -98,9 +98,10 @@ def iterations_figure(out: Path, fname: str, recs: list[dict], xlabel: str, titl
 
 SCALE_NOTE = ("Wall seconds of one solve (median of the alternating repeats for d <= 200) on a "
               "complete graph with Gaussian parameters, eps = 1: quantum = the library's "
-              "quantum_bound, features (1, x), to relative duality gap 1e-6; trw = TRW with "
-              "rho = 2/d (open marker: did not converge in the sweep limit, certified bound "
-              "anyway). Both axes logarithmic.")
+              "quantum_bound, features (1, x), to relative duality gap 1e-6 "
+              "(quantum-2threads: the same on two BLAS threads); trw = TRW with rho = 2/d "
+              "(open marker: did not converge in the sweep limit, certified bound anyway). "
+              "Both axes logarithmic.")
 
 
 def scale_figure(out: Path, fname: str, recs: list[dict], target_s: float) -> str:

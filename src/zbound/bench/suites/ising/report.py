@@ -221,31 +221,43 @@ def _zero_and_speed(recs) -> list[str]:
     return parts
 
 
-def scale_verdict(recs: list[dict], target_d: int = 1000, target_s: float = 60.0) -> str:
-    """The verdict line of the scale task, read from the quantum record at ``target_d``."""
-    q = [r for r in recs if r["method"] == "quantum" and r["metrics"]["d"] == target_d]
+def scale_verdict(recs: list[dict], target_d: int = 1000, target_s: float = 60.0,
+                  method: str = "quantum") -> str:
+    """The verdict line of the scale task, read from the ``method`` record at ``target_d``."""
+    q = [r for r in recs if r["method"] == method and r["metrics"]["d"] == target_d]
+    threads = "" if method == "quantum" else f" ({method.removeprefix('quantum-')})"
     if not q:
         top = max((r["metrics"]["d"] for r in recs), default=None)
-        return (f"d = {target_d} not run (largest d = {top}; quick mode stops at d = 200): "
-                f"target < {target_s:g} s not tested.")
+        return (f"d = {target_d}{threads} not run (largest d = {top}; quick mode stops at "
+                f"d = 200): target < {target_s:g} s not tested.")
     m = q[0]["metrics"]
     if not m["converged"]:
-        return (f"d = {target_d} did NOT reach gap 1e-6 (gap {m['gap']:.1e} after "
+        return (f"d = {target_d}{threads} did NOT reach gap 1e-6 (gap {m['gap']:.1e} after "
                 f"{m['seconds']:.1f} s; target < {target_s:g} s).")
     ok = "met" if m["seconds"] < target_s else "NOT met"
-    return (f"d = {target_d} to gap 1e-6 in {m['seconds']:.1f} s (target < {target_s:g} s: "
-            f"{ok}).")
+    return (f"d = {target_d}{threads} to gap 1e-6 in {m['seconds']:.1f} s (target < "
+            f"{target_s:g} s: {ok}).")
 
 
 def _scale_section(recs: list[dict], out: Path, doc) -> str:
-    from zbound.bench.suites.ising.runs import SCALE_TARGET_D, SCALE_TARGET_S
+    from zbound.bench.suites.ising.runs import (
+        SCALE_TARGET_D,
+        SCALE_TARGET_S,
+        SCALE_THREAD_TARGETS,
+        SCALE_THREADS,
+    )
 
     if not recs:
         return ""
-    parts = ["### Scale: quantum (1, x) and TRW on complete graphs up to d = 1000\n",
+    top = max(r["metrics"]["d"] for r in recs)
+    threaded = f"quantum-{SCALE_THREADS}threads"
+    parts = [f"### Scale: quantum (1, x) and TRW on complete graphs up to d = {top}\n",
              f"**{scale_verdict(recs, SCALE_TARGET_D, SCALE_TARGET_S)}**\n"]
+    parts += [f"**{scale_verdict(recs, d, t, threaded)}**\n" for d, t in SCALE_THREAD_TARGETS]
     if doc.get("quick"):
-        parts.append("Quick mode: d <= 200 only (the full run goes to d = 1000).\n")
+        parts.append("Quick mode: d <= 200 only (the full run goes to d = 1000, and to "
+                     f"d = {SCALE_THREAD_TARGETS[-1][0]} for the quantum bound on "
+                     f"{SCALE_THREADS} threads).\n")
     parts.append(scale_figure(out, "scale_time_vs_d.png", recs, SCALE_TARGET_S))
     parts += table(("d", "method", "seconds", "converged", "iterations", "Newton steps",
                     "eigendecompositions", "bound", "relative gap"),

@@ -460,21 +460,27 @@ def task_convergence(ctx, cfg, stats):
 
 SCALE_TARGET_D = 1000
 SCALE_TARGET_S = 60.0
+#: the quantum bound on ``SCALE_THREADS`` BLAS threads: (d, target seconds)
+SCALE_THREAD_TARGETS = ((2000, 60.0), (4000, 600.0))
+SCALE_THREADS = 2
 
 
 def task_scale(ctx, cfg, stats):
     """Scale: the library's quantum bound (features (1, x), relative gap 1e-6) and
-    TRW (rho = 2/d) on complete graphs with Gaussian parameters, d in ``cfg.scale_d``; one
-    record per (d, method) with seconds, iterations, eigendecompositions, bound and gap."""
+    TRW (rho = 2/d) on complete graphs with Gaussian parameters, d in ``cfg.scale_d``, and the
+    quantum bound alone on ``SCALE_THREADS`` BLAS threads for d in ``cfg.scale_threads_d``
+    (method "quantum-2threads"); one record per (d, method) with seconds, iterations,
+    eigendecompositions, bound and gap."""
     import warnings
 
     from zbound.ising.quantum import quantum_bound
     from zbound.ising.trw import trw_bound
 
     ds = tuple(cfg.scale_d)
-    if not ds:
+    threads_ds = tuple(cfg.scale_threads_d)
+    if not ds and not threads_ds:
         return
-    ctx.start("scale: quantum and TRW vs d", len(ds))
+    ctx.start("scale: quantum and TRW vs d", len(ds) + len(threads_ds))
 
     def trw(model, trw_iter):
         with warnings.catch_warnings():
@@ -492,23 +498,39 @@ def task_scale(ctx, cfg, stats):
                                 "trw": lambda model=model, k=trw_iter: trw(model, k)},
                                repeats=reps)
         for name, entry in res.items():
-            r = entry["result"]
-            q = name == "quantum"
-            metrics = {
-                "x": d, **problem.fields(), "n": d + 1 if q else None,
-                "bound": r.bound, "exact": None, "primal": r.primal, "gap": r.gap,
-                "iterations": r.iterations, "converged": bool(r.converged),
-                "certified": True if q else bool(r.certified), "status": r.message,
-                "seconds": entry["median_s"], "times": entry["times"],
-                "newton_steps": r.newton_steps if q else None,
-                "eigendecompositions": r.eigendecompositions if q else None,
-                "max_iter": None if q else trw_iter, "tol": 1e-6,
-            }
-            ctx.writer.add(task="scale", dataset=problem.dataset, setting="rel-gap=1e-6",
-                           method=name, default=q, reached=bool(r.converged),
-                           time_to_target_s=entry["median_s"] if r.converged else None,
-                           evaluations=r.iterations, final_objective=r.bound, metrics=metrics)
+            _scale_record(ctx, problem, name, entry, trw_iter, 1)
         ctx.advance(f"scale d={d}")
+    for d in threads_ds:
+        problem = Problem(d)
+        model = problem.one(81)
+        entry = time_alternating(
+            {"quantum": lambda model=model: quantum_bound(model, tol=1e-6,
+                                                          blas_threads=SCALE_THREADS)},
+            repeats=1)["quantum"]
+        _scale_record(ctx, problem, f"quantum-{SCALE_THREADS}threads", entry, None,
+                      SCALE_THREADS)
+        ctx.advance(f"scale d={d}, {SCALE_THREADS} threads")
+
+
+def _scale_record(ctx, problem, name: str, entry: dict, trw_iter, threads: int) -> None:
+    """One record of the scale task (a quantum or a TRW solve at one d)."""
+    r = entry["result"]
+    q = name.startswith("quantum")
+    d = problem.d
+    metrics = {
+        "x": d, **problem.fields(), "n": d + 1 if q else None,
+        "bound": r.bound, "exact": None, "primal": r.primal, "gap": r.gap,
+        "iterations": r.iterations, "converged": bool(r.converged),
+        "certified": True if q else bool(r.certified), "status": r.message,
+        "seconds": entry["median_s"], "times": entry["times"],
+        "newton_steps": r.newton_steps if q else None,
+        "eigendecompositions": r.eigendecompositions if q else None,
+        "max_iter": None if q else trw_iter, "tol": 1e-6, "blas_threads": threads,
+    }
+    ctx.writer.add(task="scale", dataset=problem.dataset, setting="rel-gap=1e-6",
+                   method=name, default=name == "quantum", reached=bool(r.converged),
+                   time_to_target_s=entry["median_s"] if r.converged else None,
+                   evaluations=r.iterations, final_objective=r.bound, metrics=metrics)
 
 
 def task_metric(ctx, cfg, stats):
