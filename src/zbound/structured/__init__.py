@@ -1,4 +1,5 @@
-"""Structured prediction on chains: token features, forward-backward, Viterbi, marginals."""
+"""Structured prediction: token features; on chains forward-backward, Viterbi and marginals;
+on graphs of small treewidth junction trees with exact sum-product and max-product."""
 
 from zbound.structured.chain import (
     ChainLayout,
@@ -16,7 +17,15 @@ from zbound.structured.features import (
     token_features,
     word_shape,
 )
+from zbound.structured.graph import (
+    CliqueTree,
+    GraphMarginals,
+    junction_tree,
+    tree_max_product,
+    tree_sum_product,
+)
 
-__all__ = ["ChainLayout", "FeatureIndex", "Potentials", "alg1_apply", "attributes",
-           "encode_labels", "featurize", "forward_backward", "marginals", "token_features",
-           "viterbi", "word_shape"]
+__all__ = ["ChainLayout", "CliqueTree", "FeatureIndex", "GraphMarginals", "Potentials",
+           "alg1_apply", "attributes", "encode_labels", "featurize", "forward_backward",
+           "junction_tree", "marginals", "token_features", "tree_max_product",
+           "tree_sum_product", "viterbi", "word_shape"]
