@@ -22,6 +22,7 @@ _EXPORTS = {
     "LatentLogisticRegression": "zbound.estimators.latent",
     "IsingModel": "zbound.ising.model",
     "ChainCRF": "zbound.estimators.crf",
+    "GraphCRF": "zbound.estimators.graph_crf",
     "junction_bound": "zbound.bounds.junction",
     "JunctionTree": "zbound.bounds.junction",
 }

@@ -1,4 +1,4 @@
-"""One dialect for the five estimators: the parameter names, defaults, fitted attributes and
+"""One dialect for the six estimators: the parameter names, defaults, fitted attributes and
 warnings a user meets are the same everywhere (docs/estimators.md, "One dialect")."""
 
 from __future__ import annotations
@@ -14,13 +14,14 @@ from zbound import (
     BoundLogisticRegression,
     BoundSGDClassifier,
     ChainCRF,
+    GraphCRF,
     LatentLogisticRegression,
     MixtureOfExperts,
 )
 from zbound.solvers import Result, Trace
 
 ESTIMATORS = [BoundLogisticRegression, BoundSGDClassifier, LatentLogisticRegression,
-              MixtureOfExperts, ChainCRF]
+              MixtureOfExperts, ChainCRF, GraphCRF]
 #: old names and the names that replace them (FutureWarning for one release)
 RENAMED = {
     BoundSGDClassifier: {"method": ("solver", "spfb", "sbm"),
@@ -46,6 +47,10 @@ def _data(cls, seed=0):
             X.append([{"w": w} for w in seq])
             y.append(["V" if w in "ab" else "C" for w in seq])
         return X, y
+    if cls is GraphCRF:                  # the same sequences with a skip edge: loopy graphs
+        X, y = _data(ChainCRF, seed)
+        return [(seq, [(t, t + 1) for t in range(len(seq) - 1)] + [(0, len(seq) - 1)] * (
+            len(seq) > 2)) for seq in X], y
     X = rng.standard_normal((120, 4))
     y = np.where(X[:, 0] + 0.5 * X[:, 1] > 0, "yes", "no")
     return X, y

