@@ -83,14 +83,40 @@ def test_on_chains_it_is_the_chain_crf():
     y = rng.integers(0, m, size=N)
     chain = ChainCRFLoss(X, lengths, y, m)
     edges = [np.column_stack([np.arange(L - 1), np.arange(1, L)]) for L in lengths]
-    graph = GraphCRFLoss(X, lengths, edges, y, m)
-    assert graph.n_params == chain.n_params
+    fast = GraphCRFLoss(X, lengths, edges, y, m)             # the chain kernels
+    ones = [np.ones((L - 1, 1)) for L in lengths]
+    trees = GraphCRFLoss(X, lengths, edges, y, m, edge_features=ones)   # junction trees
+    assert fast.chain_graphs.size == lengths.size and not fast.groups
+    assert trees.chain_graphs.size == 0 and trees.groups
+    assert trees.n_params == fast.n_params == chain.n_params
     for scale in (0.0, 1.0, 10.0):
         theta = scale * rng.normal(size=chain.n_params)
         f1, g1 = chain.value_and_grad(theta)
-        f2, g2 = graph.value_and_grad(theta)
-        assert f2 == pytest.approx(f1, rel=1e-11)
-        np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-10)
+        for graph in (fast, trees):
+            f2, g2 = graph.value_and_grad(theta)
+            assert f2 == pytest.approx(f1, rel=1e-11)
+            np.testing.assert_allclose(g2, g1, rtol=1e-9, atol=1e-10)
+
+
+def test_chains_and_loopy_graphs_together_are_the_sum_of_their_losses():
+    """A corpus of chains (the chain kernels) and loopy graphs (junction trees) gives the
+    junction trees' value and gradient for the whole corpus."""
+    rng = np.random.default_rng(6)
+    X, n_nodes, edges, _, y = random_graphs(rng, n_graphs=6, K=1)
+    for j in (0, 2, 3):
+        n = n_nodes[j]
+        edges[j] = np.column_stack([np.arange(n - 1), np.arange(1, n)]).astype(np.int64)
+    mixed = GraphCRFLoss(X, n_nodes, edges, y, 3)
+    assert set(mixed.chain_graphs) >= {0, 2, 3}
+    forced = GraphCRFLoss(X, n_nodes, edges, y, 3,
+                          edge_features=[np.ones((len(e), 1)) for e in edges])
+    assert forced.chain_graphs.size == 0
+    theta = rng.normal(size=mixed.n_params)
+    f1, g1 = mixed.value_and_grad(theta)
+    f2, g2 = forced.value_and_grad(theta)
+    assert f1 == pytest.approx(f2, rel=1e-11)
+    np.testing.assert_allclose(g1, g2, rtol=1e-9, atol=1e-10)
+    assert mixed.value(theta) == pytest.approx(f1, rel=1e-13)
 
 
 def test_a_weight_of_two_is_the_graph_twice():

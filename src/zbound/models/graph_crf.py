@@ -12,8 +12,11 @@ theta = [vec(W), vec(V)]: W (n_features, m) node weights (row-major, as
 and the loss is sum_j w_j [log Z_j(theta) - s_j(y_j)] (w the sample weights). On a chain with
 edges (t, t + 1) and K = 1 it is exactly the chain CRF's loss, V_0 its transitions.
 
-Graphs of the same shape (node count and edge list) share one junction tree and run as one
-batch of :func:`~zbound.structured.graph.tree_sum_product`.
+Chains (edges (0, 1), (1, 2), ... in node order, no edge features, weight 1) run on the chain
+CRF's kernels (:class:`~zbound.models.crf.ChainCRFLoss`, the scaled forward-backward over
+position-major chunks); the other graphs on junction trees, where graphs of the same shape
+(node count and edge list) share one tree and run as one batch of
+:func:`~zbound.structured.graph.tree_sum_product`.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from zbound.models.crf import ChainCRFLoss
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.structured.graph import check_edges, junction_tree, tree_sum_product
 
@@ -88,9 +92,22 @@ class GraphCRFLoss:
         self.n_features = X.shape[1]
         self.n_params = self.n_features * m + K * m * m
         self.n_samples = G
+        # chains (edges (0, 1), (1, 2), ... in order, the constant edge feature, weight 1)
+        # take the chain CRF's kernels; the other graphs the junction trees
+        w = self._weights()
+        is_chain = np.array([
+            edge_features is None and w[j] == 1.0 and np.array_equal(
+                self.edges[j], np.column_stack([np.arange(n - 1), np.arange(1, n)]))
+            for j, n in enumerate(n_nodes)], dtype=bool)
+        self.chain_graphs = np.flatnonzero(is_chain)
+        self._chain = None
+        if self.chain_graphs.size:
+            rows = np.concatenate([np.arange(self.offsets[j], self.offsets[j + 1])
+                                   for j in self.chain_graphs])
+            self._chain = ChainCRFLoss(X[rows], n_nodes[self.chain_graphs], self.y[rows], m)
         # graphs of one shape share a junction tree and run as one batch
         groups: dict = {}
-        for j in range(G):
+        for j in np.flatnonzero(~is_chain):
             key = (int(n_nodes[j]), self.edges[j].tobytes())
             groups.setdefault(key, []).append(j)
         self.groups = []
@@ -98,13 +115,13 @@ class GraphCRFLoss:
             tree = junction_tree(int(n_nodes[j0]), self.edges[j0], heuristic=heuristic,
                                  max_treewidth=max_treewidth, name=f"sample {j0}")
             self.groups.append((tree, np.array(members, dtype=np.int64)))
-        # observed sufficient statistics, weighted
-        w = self._weights()
+        # observed sufficient statistics of the junction-tree graphs, weighted
+        w = np.where(is_chain, 0.0, w)
         node_w = np.repeat(w, n_nodes)
         Y1 = sp.csr_matrix((node_w, (np.arange(y.size), self.y)), shape=(y.size, m))
         obs_W = np.asarray((X.T @ Y1).toarray())
         obs_V = np.zeros((K, m, m))
-        for j in range(G):
+        for j in np.flatnonzero(~is_chain):
             e, f = self.edges[j], feats[j]
             if e.shape[0]:
                 yl = self.y[self.offsets[j]:self.offsets[j + 1]]
@@ -127,9 +144,16 @@ class GraphCRFLoss:
     def _pass(self, theta, grad: bool):
         W, V = self.split(theta)
         m, off = self.m, self.offsets
+        total, g = 0.0, None
+        if self._chain is not None:                 # K = 1: theta is the chain's [W, T]
+            if grad:
+                total, g = self._chain.value_and_grad(theta)
+            else:
+                total = self._chain.value(theta)
+        if not self.groups:
+            return total, g
         S = np.asarray(self.X @ W)
         w = self._weights()
-        total = 0.0
         P = np.zeros_like(S) if grad else None
         gV = np.zeros((self.K, m, m)) if grad else None
         for tree, members in self.groups:
@@ -144,12 +168,12 @@ class GraphCRFLoss:
             if grad:
                 P[rows] = out.node * wb[:, None, None]
                 gV += np.einsum("bek,bexy->kxy", Fb * wb[:, None, None], out.edge)
-        value = total - float(theta @ self.obs)
+        total -= float(theta @ self.obs)
         if not grad:
-            return value, None
+            return total, None
         gW = np.asarray(self.X.T @ P)
-        g = np.concatenate([gW.ravel(), gV.ravel()]) - self.obs
-        return value, g
+        tree_g = np.concatenate([gW.ravel(), gV.ravel()]) - self.obs
+        return total, tree_g if g is None else g + tree_g
 
     # ----------------------------------------------------------------------- protocol
     def value(self, theta) -> float:
