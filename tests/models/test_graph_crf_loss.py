@@ -86,8 +86,8 @@ def test_on_chains_it_is_the_chain_crf():
     fast = GraphCRFLoss(X, lengths, edges, y, m)             # the chain kernels
     ones = [np.ones((L - 1, 1)) for L in lengths]
     trees = GraphCRFLoss(X, lengths, edges, y, m, edge_features=ones)   # junction trees
-    assert fast.chain_graphs.size == lengths.size and not fast.groups
-    assert trees.chain_graphs.size == 0 and trees.groups
+    assert fast.chain_graphs.size == lengths.size and fast.forest is None
+    assert trees.chain_graphs.size == 0 and trees.forest is not None
     assert trees.n_params == fast.n_params == chain.n_params
     for scale in (0.0, 1.0, 10.0):
         theta = scale * rng.normal(size=chain.n_params)

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zbound.structured.graph import (
+    JunctionForest,
     check_edges,
     junction_tree,
     tree_max_product,
@@ -174,3 +175,36 @@ def test_bad_scores():
         tree_max_product(tree, np.full((3, 2), np.nan))
     with pytest.raises(ValueError, match="heuristic"):
         junction_tree(3, [(0, 1)], heuristic="greedy")
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), m=st.integers(1, 3),
+       scale=st.sampled_from([0.0, 1.0, 30.0]))
+def test_forest_of_many_graphs_is_each_graph_alone(seed, m, scale):
+    """One level-by-level pass over the junction trees of many graphs (shared trees among
+    them, forests, single nodes, a spare row of S used by no graph) gives every graph's
+    log Z and marginals as its own pass does."""
+    rng = np.random.default_rng(seed)
+    names = sorted(GRAPHS)
+    picks = [names[i] for i in rng.integers(0, len(names), size=7)]
+    trees = {name: junction_tree(*GRAPHS[name]) for name in set(picks)}
+    node_off, edge_off, n_rows, n_edges = [], [], 1, 0      # row 0 is spare
+    for name in picks:
+        node_off.append(n_rows)
+        edge_off.append(n_edges)
+        n_rows += GRAPHS[name][0]
+        n_edges += len(GRAPHS[name][1])
+    S = rng.normal(scale=scale, size=(n_rows, m)) if scale else np.zeros((n_rows, m))
+    T = rng.normal(scale=scale, size=(n_edges, m, m)) if scale else np.zeros((n_edges, m, m))
+    forest = JunctionForest([trees[p] for p in picks], node_off, edge_off)
+    log_z, node, edge = forest.sum_product(S, T)
+    for j, name in enumerate(picks):
+        n, edges = GRAPHS[name]
+        rows = slice(node_off[j], node_off[j] + n)
+        erows = slice(edge_off[j], edge_off[j] + len(edges))
+        one = tree_sum_product(trees[name], S[rows], T[erows] if edges else None)
+        assert log_z[j] == pytest.approx(one.log_z, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(node[rows], one.node, atol=1e-12)
+        if edges:
+            np.testing.assert_allclose(edge[erows], one.edge, atol=1e-12)
+    assert np.all(node[0] == 0)

@@ -14,9 +14,8 @@ edges (t, t + 1) and K = 1 it is exactly the chain CRF's loss, V_0 its transitio
 
 Chains (edges (0, 1), (1, 2), ... in node order, no edge features, weight 1) run on the chain
 CRF's kernels (:class:`~zbound.models.crf.ChainCRFLoss`, the scaled forward-backward over
-position-major chunks); the other graphs on junction trees, where graphs of the same shape
-(node count and edge list) share one tree and run as one batch of
-:func:`~zbound.structured.graph.tree_sum_product`.
+position-major chunks); the other graphs on junction trees (one per graph shape, node count
+and edge list), all of them passed as one :class:`~zbound.structured.graph.JunctionForest`.
 """
 
 from __future__ import annotations
@@ -26,7 +25,7 @@ import scipy.sparse as sp
 
 from zbound.models.crf import ChainCRFLoss
 from zbound.models.loss import check_design_magnitude, check_sample_weight
-from zbound.structured.graph import check_edges, junction_tree, tree_sum_product
+from zbound.structured.graph import JunctionForest, check_edges, junction_tree
 
 
 class GraphCRFLoss:
@@ -105,16 +104,32 @@ class GraphCRFLoss:
             rows = np.concatenate([np.arange(self.offsets[j], self.offsets[j + 1])
                                    for j in self.chain_graphs])
             self._chain = ChainCRFLoss(X[rows], n_nodes[self.chain_graphs], self.y[rows], m)
-        # graphs of one shape share a junction tree and run as one batch
-        groups: dict = {}
-        for j in np.flatnonzero(~is_chain):
-            key = (int(n_nodes[j]), self.edges[j].tobytes())
-            groups.setdefault(key, []).append(j)
-        self.groups = []
-        for j0, members in ((g[0], g) for g in groups.values()):
-            tree = junction_tree(int(n_nodes[j0]), self.edges[j0], heuristic=heuristic,
-                                 max_treewidth=max_treewidth, name=f"sample {j0}")
-            self.groups.append((tree, np.array(members, dtype=np.int64)))
+        # the other graphs: one junction tree per shape, all of them one forest over the
+        # rows of X_tree (their nodes) and the rows of F_tree (their edges)
+        self.tree_graphs = np.flatnonzero(~is_chain)
+        self.forest = None
+        if self.tree_graphs.size:
+            trees: dict = {}
+            tree_list = []
+            for j in self.tree_graphs:
+                key = (int(n_nodes[j]), self.edges[j].tobytes())
+                if key not in trees:
+                    trees[key] = junction_tree(int(n_nodes[j]), self.edges[j],
+                                               heuristic=heuristic,
+                                               max_treewidth=max_treewidth, name=f"sample {j}")
+                tree_list.append(trees[key])
+            tn = n_nodes[self.tree_graphs]
+            te = np.array([self.edges[j].shape[0] for j in self.tree_graphs], dtype=np.int64)
+            node_off = np.concatenate([[0], np.cumsum(tn)[:-1]])
+            edge_off = np.concatenate([[0], np.cumsum(te)[:-1]])
+            self.forest = JunctionForest(tree_list, node_off, edge_off)
+            rows = np.concatenate([np.arange(self.offsets[j], self.offsets[j + 1])
+                                   for j in self.tree_graphs])
+            self.X_tree = X[rows]
+            self.F_tree = np.concatenate([feats[j] for j in self.tree_graphs]).reshape(-1, K)
+            self.w_tree = w[self.tree_graphs]
+            self.w_tree_nodes = np.repeat(self.w_tree, tn)
+            self.w_tree_edges = np.repeat(self.w_tree, te)
         # observed sufficient statistics of the junction-tree graphs, weighted
         w = np.where(is_chain, 0.0, w)
         node_w = np.repeat(w, n_nodes)
@@ -143,35 +158,22 @@ class GraphCRFLoss:
 
     def _pass(self, theta, grad: bool):
         W, V = self.split(theta)
-        m, off = self.m, self.offsets
         total, g = 0.0, None
         if self._chain is not None:                 # K = 1: theta is the chain's [W, T]
             if grad:
                 total, g = self._chain.value_and_grad(theta)
             else:
                 total = self._chain.value(theta)
-        if not self.groups:
+        if self.forest is None:
             return total, g
-        S = np.asarray(self.X @ W)
-        w = self._weights()
-        P = np.zeros_like(S) if grad else None
-        gV = np.zeros((self.K, m, m)) if grad else None
-        for tree, members in self.groups:
-            n = tree.n_nodes
-            rows = off[members][:, None] + np.arange(n)[None, :]
-            Sb = S[rows]                                        # (B, n, m)
-            Fb = np.stack([self.edge_features[j] for j in members])   # (B, E, K)
-            Tb = np.einsum("bek,kxy->bexy", Fb, V)
-            out = tree_sum_product(tree, Sb, Tb)
-            wb = w[members]
-            total += float(wb @ out.log_z)
-            if grad:
-                P[rows] = out.node * wb[:, None, None]
-                gV += np.einsum("bek,bexy->kxy", Fb * wb[:, None, None], out.edge)
-        total -= float(theta @ self.obs)
+        S = np.asarray(self.X_tree @ W)
+        T = np.einsum("ek,kxy->exy", self.F_tree, V)
+        log_z, node, edge = self.forest.sum_product(S, T)
+        total += float(self.w_tree @ log_z) - float(theta @ self.obs)
         if not grad:
             return total, None
-        gW = np.asarray(self.X.T @ P)
+        gW = np.asarray(self.X_tree.T @ (node * self.w_tree_nodes[:, None]))
+        gV = np.einsum("ek,exy->kxy", self.F_tree * self.w_tree_edges[:, None], edge)
         tree_g = np.concatenate([gW.ravel(), gV.ravel()]) - self.obs
         return total, tree_g if g is None else g + tree_g
 

@@ -189,19 +189,22 @@ def junction_tree(n_nodes: int, edges, heuristic: str = "min-fill",
     parent = np.full(k, -1, dtype=np.int64)
     order = []
     seen = np.zeros(k, dtype=bool)
-    for r in range(k):                      # breadth first from each component's first clique
+    for r in range(k):
         if seen[r]:
             continue
-        seen[r] = True
-        queue = [r]
-        while queue:
-            c = queue.pop(0)
-            order.append(c)
-            for b in nbrs[c]:
-                if not seen[b]:
-                    seen[b] = True
-                    parent[b] = c
-                    queue.append(b)
+        # root each component at its center (the middle of a longest path): the fewest
+        # levels for a pass that runs level by level (JunctionForest)
+        far, _ = _bfs(nbrs, r)
+        end, up = _bfs(nbrs, far[-1])
+        path = [end[-1]]
+        while path[-1] != far[-1]:
+            path.append(up[path[-1]])
+        center = path[len(path) // 2]
+        comp, up = _bfs(nbrs, center)
+        for c in comp:
+            seen[c] = True
+            parent[c] = up[c]
+        order.extend(comp)
     separators = tuple(
         np.array(sorted(sets[c] & sets[parent[c]]), dtype=np.int64) if parent[c] >= 0
         else np.empty(0, dtype=np.int64) for c in range(k))
@@ -216,6 +219,21 @@ def junction_tree(n_nodes: int, edges, heuristic: str = "min-fill",
     return CliqueTree(n_nodes=n_nodes, edges=edges, cliques=tuple(cliques), parent=parent,
                       order=np.array(order, dtype=np.int64), separators=separators,
                       treewidth=int(width), node_clique=node_clique, edge_clique=edge_clique)
+
+
+def _bfs(nbrs, start):
+    """(cliques in breadth-first order from ``start``, parent of each reached: -1 at start)."""
+    up = {start: -1}
+    queue = [start]
+    i = 0
+    while i < len(queue):
+        c = queue[i]
+        i += 1
+        for b in nbrs[c]:
+            if b not in up:
+                up[b] = c
+                queue.append(b)
+    return queue, up
 
 
 # --------------------------------------------------------------------------- clique tables
@@ -374,3 +392,188 @@ def tree_max_product(tree: CliqueTree, node_scores, edge_scores=None):
     if not batched:
         return labels[0], float(score[0])
     return labels, score
+
+
+# --------------------------------------------------------------------------- many graphs
+def _lse(a: np.ndarray, axes: tuple) -> np.ndarray:
+    """log-sum-exp of a batched table over ``axes`` (never the leading batch axis)."""
+    if not axes:
+        return a
+    top = np.max(a, axis=axes, keepdims=True)
+    return np.squeeze(np.log(np.sum(np.exp(a - top), axis=axes, keepdims=True)) + top,
+                      axis=axes)
+
+
+def _place(values: np.ndarray, axes: tuple, k: int) -> np.ndarray:
+    """(B, m, ..) values over the clique axes ``axes`` (increasing) as a (B, ...) array that
+    broadcasts against (B, m^k) tables viewed as (B, m, ..., m)."""
+    shape = [values.shape[0]] + [1] * k
+    for a, size in zip(axes, values.shape[1:]):
+        shape[1 + a] = size
+    return values.reshape(shape)
+
+
+class JunctionForest:
+    """The junction trees of many graphs as one schedule: every clique of every graph in one
+    table per clique size, messages passed level by level (all cliques of one height at once,
+    grouped by clique size and separator position), so that a pass costs a number of NumPy
+    calls set by the trees' height, not by the number of graphs.
+
+    Parameters
+    ----------
+    trees : one :class:`CliqueTree` per graph (the same object may serve several graphs)
+    node_offsets : (n_graphs,) the row of each graph's node 0 in the node scores
+    edge_offsets : (n_graphs,) the row of each graph's edge 0 in the edge scores
+    """
+
+    def __init__(self, trees, node_offsets, edge_offsets):
+        node_offsets = np.asarray(node_offsets, dtype=np.int64)
+        edge_offsets = np.asarray(edge_offsets, dtype=np.int64)
+        self.n_graphs = len(trees)
+        sizes, graph_of, parent, nodes = [], [], [], []
+        sep_child, sep_parent = [], []
+        node_at, edge_at = [], []          # (clique, axis, node) and (clique, axis_u, axis_v, e)
+        base = 0
+        for j, tree in enumerate(trees):
+            cl = [tree.cliques[c] for c in range(tree.n_cliques)]
+            for c in range(tree.n_cliques):
+                sizes.append(cl[c].size)
+                graph_of.append(j)
+                parent.append(base + tree.parent[c] if tree.parent[c] >= 0 else -1)
+                nodes.append(cl[c] + node_offsets[j])
+                if tree.parent[c] >= 0:
+                    s = tree.separators[c]
+                    sep_child.append(tuple(int(np.searchsorted(cl[c], v)) for v in s))
+                    sep_parent.append(tuple(int(np.searchsorted(cl[tree.parent[c]], v))
+                                            for v in s))
+                else:
+                    sep_child.append(())
+                    sep_parent.append(())
+            for i in range(tree.n_nodes):
+                c = tree.node_clique[i]
+                node_at.append((base + c, int(np.searchsorted(cl[c], i)),
+                                node_offsets[j] + i))
+            for e, (u, v) in enumerate(tree.edges):
+                c = tree.edge_clique[e]
+                edge_at.append((base + c, int(np.searchsorted(cl[c], u)),
+                                int(np.searchsorted(cl[c], v)), edge_offsets[j] + e))
+            base += tree.n_cliques
+        n = base
+        self.sizes = np.array(sizes, dtype=np.int64)
+        self.parent = np.array(parent, dtype=np.int64)
+        self.graph_of = np.array(graph_of, dtype=np.int64)
+        # row of each clique in the table of its size
+        self.row = np.empty(n, dtype=np.int64)
+        self.count = {}
+        for k in np.unique(self.sizes):
+            idx = np.flatnonzero(self.sizes == k)
+            self.row[idx] = np.arange(idx.size)
+            self.count[int(k)] = idx.size
+        # heights (children before parents) and depths (parents before children)
+        height = np.zeros(n, dtype=np.int64)
+        order = self._topological(n)
+        for c in order[::-1]:
+            p = self.parent[c]
+            if p >= 0:
+                height[p] = max(height[p], height[c] + 1)
+        depth = np.zeros(n, dtype=np.int64)
+        for c in order:
+            p = self.parent[c]
+            if p >= 0:
+                depth[c] = depth[p] + 1
+        # root of each clique: the component log Z that normalizes its beliefs
+        self.root = np.empty(n, dtype=np.int64)
+        for c in order:
+            self.root[c] = c if self.parent[c] < 0 else self.root[self.parent[c]]
+        self.roots = np.flatnonzero(self.parent < 0)
+        # message slots: one per non-root clique, in a table per separator size
+        self.up_row = np.full(n, -1, dtype=np.int64)
+        sep_size = np.array([len(s) for s in sep_child], dtype=np.int64)
+        self.up_count = {}
+        for s in np.unique(sep_size[self.parent >= 0]):
+            idx = np.flatnonzero((self.parent >= 0) & (sep_size == s))
+            self.up_row[idx] = np.arange(idx.size)
+            self.up_count[int(s)] = idx.size
+
+        def groups(cliques, key):
+            out: dict = {}
+            for c in cliques:
+                out.setdefault(key(c), []).append(c)
+            return [(k, np.array(v, dtype=np.int64)) for k, v in out.items()]
+
+        nonroot = np.flatnonzero(self.parent >= 0)
+        link = lambda c: (int(self.sizes[c]), sep_child[c], int(self.sizes[self.parent[c]]),  # noqa: E731
+                          sep_parent[c])
+        self.up_levels = [groups(nonroot[height[nonroot] == h], link)
+                          for h in range(int(height.max()) + 1 if n else 0)]
+        self.down_levels = [groups(nonroot[depth[nonroot] == d], link)
+                            for d in range(1, int(depth.max()) + 1 if n else 1)]
+        node_at = np.array(node_at, dtype=np.int64).reshape(-1, 3)
+        edge_at = np.array(edge_at, dtype=np.int64).reshape(-1, 4)
+        self.node_groups = []
+        for (k, a) in {(int(self.sizes[c]), int(a)) for c, a, _ in node_at}:
+            sel = (self.sizes[node_at[:, 0]] == k) & (node_at[:, 1] == a)
+            self.node_groups.append((k, a, node_at[sel, 0], node_at[sel, 2]))
+        self.edge_groups = []
+        for (k, au, av) in {(int(self.sizes[c]), int(a), int(b)) for c, a, b, _ in edge_at}:
+            sel = ((self.sizes[edge_at[:, 0]] == k) & (edge_at[:, 1] == au)
+                   & (edge_at[:, 2] == av))
+            self.edge_groups.append((k, au, av, edge_at[sel, 0], edge_at[sel, 3]))
+        self.n_nodes = int(node_at[:, 2].max()) + 1 if node_at.size else 0
+
+    def _topological(self, n):
+        """Cliques with every parent before its children."""
+        children = [[] for _ in range(n)]
+        for c in range(n):
+            if self.parent[c] >= 0:
+                children[self.parent[c]].append(c)
+        order = []
+        stack = list(np.flatnonzero(self.parent < 0)[::-1])
+        while stack:
+            c = stack.pop()
+            order.append(c)
+            stack.extend(children[c][::-1])
+        return np.array(order, dtype=np.int64)
+
+    def sum_product(self, S: np.ndarray, T: np.ndarray):
+        """(log_z, node, edge): log Z per graph (n_graphs,), node marginals (rows of S, m:
+        zero on rows no graph uses) and edge marginals (rows of T, m, m), exact, for node
+        scores S (n_rows, m) and edge scores T (n_edges, m, m)."""
+        m = S.shape[1]
+        tab = {k: np.zeros((cnt,) + (m,) * k) for k, cnt in self.count.items()}
+        for k, a, cliques, rows in self.node_groups:
+            tab[k][self.row[cliques]] += _place(S[rows], (a,), k)
+        for k, au, av, cliques, rows in self.edge_groups:
+            Te = T[rows] if au < av else np.swapaxes(T[rows], 1, 2)
+            tab[k][self.row[cliques]] += _place(Te, (min(au, av), max(au, av)), k)
+        up = {s: np.empty((cnt,) + (m,) * s) for s, cnt in self.up_count.items()}
+        for level in self.up_levels:
+            for (k, sc, kp, sp_), cliques in level:
+                other = tuple(1 + a for a in range(k) if a not in sc)
+                msg = _lse(tab[k][self.row[cliques]], other)
+                up[len(sc)][self.up_row[cliques]] = msg
+                np.add.at(tab[kp], self.row[self.parent[cliques]], _place(msg, sp_, kp))
+        comp = np.empty(self.sizes.size)
+        for k in self.count:
+            rts = self.roots[self.sizes[self.roots] == k]
+            comp[rts] = _lse(tab[k][self.row[rts]], tuple(range(1, k + 1)))
+        log_z = np.bincount(self.graph_of[self.roots], weights=comp[self.roots],
+                            minlength=self.n_graphs)
+        for level in self.down_levels:
+            for (k, sc, kp, sp_), cliques in level:
+                other = tuple(1 + a for a in range(kp) if a not in sp_)
+                down = (_lse(tab[kp][self.row[self.parent[cliques]]], other)
+                        - up[len(sc)][self.up_row[cliques]])
+                tab[k][self.row[cliques]] += _place(down, sc, k)
+        comp = comp[self.root]                   # each clique's component log Z
+        node = np.zeros_like(S)
+        for k, a, cliques, rows in self.node_groups:
+            other = tuple(1 + b for b in range(k) if b != a)
+            node[rows] = np.exp(_lse(tab[k][self.row[cliques]], other)
+                                - comp[cliques][:, None])
+        edge = np.zeros_like(T)
+        for k, au, av, cliques, rows in self.edge_groups:
+            other = tuple(1 + b for b in range(k) if b not in (au, av))
+            pe = np.exp(_lse(tab[k][self.row[cliques]], other) - comp[cliques][:, None, None])
+            edge[rows] = pe if au < av else np.swapaxes(pe, 1, 2)
+        return log_z, node, edge
