@@ -48,6 +48,12 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "python-crfsuite (L-BFGS, l2sgd) with the same features and objective",
         "about 4 min",
     ),
+    "graphcrf": (
+        "CRFs on graphs of small treewidth: exact junction-tree inference against enumeration, "
+        "the skip-chain CRF on CoNLL-2002 against the chain CRF and python-crfsuite, the cost "
+        "of a pass against treewidth",
+        "about 2 min",
+    ),
     "logreg-small": (
         "Jebara & Choromanska (2012), supplement Table 3, plus a weak-regularization sweep "
         "with digits: bound solvers against SciPy and scikit-learn",

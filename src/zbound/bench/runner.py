@@ -36,6 +36,7 @@ SUITES: dict[str, str] = {
     "moe": "zbound.bench.suites.moe",
     "latent": "zbound.bench.suites.latent",
     "crf": "zbound.bench.suites.crf",
+    "graphcrf": "zbound.bench.suites.graphcrf",
     "scale": "zbound.bench.suites.scale",
     "stochastic": "zbound.bench.suites.stochastic",
     "estimators": "zbound.bench.suites.estimators",

@@ -173,8 +173,7 @@ class GraphCRF(BaseEstimator):
         elif not hasattr(self, "index_"):
             self.index_ = index
         if feats[0] is None:
-            K = 1
-            feats = [np.ones((np.asarray(e).shape[0], 1)) for e in edges]
+            K, feats = 1, None          # one constant feature per edge (GraphCRFLoss's default)
         else:
             feats = [np.asarray(f, dtype=np.float64) for f in feats]
             K = feats[0].shape[1] if feats[0].ndim == 2 else -1
@@ -337,6 +336,8 @@ class GraphCRF(BaseEstimator):
         off = np.concatenate([[0], np.cumsum(n_nodes)])
         trees: dict = {}
         out = []
+        if feats is None:
+            feats = [np.ones((np.asarray(e).reshape(-1, 2).shape[0], 1)) for e in edges]
         for j, (e, f) in enumerate(zip(edges, feats)):
             key = (int(n_nodes[j]), np.asarray(e, dtype=np.int64).tobytes())
             if key not in trees:

@@ -28,6 +28,23 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.structured.graph import JunctionForest, check_edges, junction_tree
 
 
+def _edge_features(edge_features, edges):
+    """(K, per-graph (E_j, K) float arrays): one constant feature per edge when None."""
+    if edge_features is None:
+        return 1, [np.ones((e.shape[0], 1)) for e in edges]
+    if len(edge_features) != len(edges):
+        raise ValueError(f"edge_features must hold one array per graph ({len(edges)}), "
+                         f"got {len(edge_features)}")
+    feats = [np.asarray(f, dtype=np.float64) for f in edge_features]
+    K = next((f.shape[1] for f in feats if f.ndim == 2), 1)
+    for j, (f, e) in enumerate(zip(feats, edges)):
+        if f.ndim != 2 or f.shape != (e.shape[0], K):
+            raise ValueError(f"edge_features[{j}] must be ({e.shape[0]}, {K}), got {f.shape}")
+        if not np.all(np.isfinite(f)):
+            raise ValueError(f"edge_features[{j}] contains NaN or inf")
+    return K, feats
+
+
 class GraphCRFLoss:
     """Sum over graphs of the pairwise CRF's weighted negative log-likelihood.
 
@@ -68,21 +85,7 @@ class GraphCRFLoss:
         G = n_nodes.size
         self.sample_weight = check_sample_weight(sample_weight, G)
         self.edges = [check_edges(int(n), e) for n, e in zip(n_nodes, edges)]
-        if edge_features is None:
-            K = 1
-            feats = [np.ones((e.shape[0], 1)) for e in self.edges]
-        else:
-            if len(edge_features) != G:
-                raise ValueError(f"edge_features must hold one array per graph ({G}), "
-                                 f"got {len(edge_features)}")
-            feats = [np.asarray(f, dtype=np.float64) for f in edge_features]
-            K = next((f.shape[1] for f in feats if f.ndim == 2), 1)
-            for j, (f, e) in enumerate(zip(feats, self.edges)):
-                if f.ndim != 2 or f.shape != (e.shape[0], K):
-                    raise ValueError(f"edge_features[{j}] must be ({e.shape[0]}, {K}), got "
-                                     f"{f.shape}")
-                if not np.all(np.isfinite(f)):
-                    raise ValueError(f"edge_features[{j}] contains NaN or inf")
+        K, feats = _edge_features(edge_features, self.edges)
         self.X, self.y, self.m, self.K = X, y.astype(np.int64), m, K
         self.n_nodes = n_nodes
         self.max_treewidth, self.heuristic = max_treewidth, heuristic
@@ -104,46 +107,54 @@ class GraphCRFLoss:
             rows = np.concatenate([np.arange(self.offsets[j], self.offsets[j + 1])
                                    for j in self.chain_graphs])
             self._chain = ChainCRFLoss(X[rows], n_nodes[self.chain_graphs], self.y[rows], m)
-        # the other graphs: one junction tree per shape, all of them one forest over the
-        # rows of X_tree (their nodes) and the rows of F_tree (their edges)
         self.tree_graphs = np.flatnonzero(~is_chain)
         self.forest = None
         if self.tree_graphs.size:
-            trees: dict = {}
-            tree_list = []
-            for j in self.tree_graphs:
-                key = (int(n_nodes[j]), self.edges[j].tobytes())
-                if key not in trees:
-                    trees[key] = junction_tree(int(n_nodes[j]), self.edges[j],
-                                               heuristic=heuristic,
-                                               max_treewidth=max_treewidth, name=f"sample {j}")
-                tree_list.append(trees[key])
-            tn = n_nodes[self.tree_graphs]
-            te = np.array([self.edges[j].shape[0] for j in self.tree_graphs], dtype=np.int64)
-            node_off = np.concatenate([[0], np.cumsum(tn)[:-1]])
-            edge_off = np.concatenate([[0], np.cumsum(te)[:-1]])
-            self.forest = JunctionForest(tree_list, node_off, edge_off)
-            rows = np.concatenate([np.arange(self.offsets[j], self.offsets[j + 1])
-                                   for j in self.tree_graphs])
-            self.X_tree = X[rows]
-            self.F_tree = np.concatenate([feats[j] for j in self.tree_graphs]).reshape(-1, K)
-            self.w_tree = w[self.tree_graphs]
-            self.w_tree_nodes = np.repeat(self.w_tree, tn)
-            self.w_tree_edges = np.repeat(self.w_tree, te)
-        # observed sufficient statistics of the junction-tree graphs, weighted
-        w = np.where(is_chain, 0.0, w)
-        node_w = np.repeat(w, n_nodes)
-        Y1 = sp.csr_matrix((node_w, (np.arange(y.size), self.y)), shape=(y.size, m))
-        obs_W = np.asarray((X.T @ Y1).toarray())
+            self._build_forest(w)
+        self.obs = self._observed(np.where(is_chain, 0.0, w))
+
+    def _build_forest(self, w: np.ndarray) -> None:
+        """The graphs in ``tree_graphs``: one junction tree per shape, all of them one forest
+        over the rows of X_tree (their nodes) and the rows of F_tree (their edges)."""
+        trees: dict = {}
+        tree_list = []
+        for j in self.tree_graphs:
+            n = int(self.n_nodes[j])
+            key = (n, self.edges[j].tobytes())
+            if key not in trees:
+                trees[key] = junction_tree(n, self.edges[j], heuristic=self.heuristic,
+                                           max_treewidth=self.max_treewidth,
+                                           name=f"sample {j}")
+            tree_list.append(trees[key])
+        tn = self.n_nodes[self.tree_graphs]
+        te = np.array([self.edges[j].shape[0] for j in self.tree_graphs], dtype=np.int64)
+        self.forest = JunctionForest(tree_list, np.concatenate([[0], np.cumsum(tn)[:-1]]),
+                                     np.concatenate([[0], np.cumsum(te)[:-1]]))
+        rows = np.concatenate([np.arange(self.offsets[j], self.offsets[j + 1])
+                               for j in self.tree_graphs])
+        self.X_tree = self.X[rows]
+        self.F_tree = np.concatenate([self.edge_features[j]
+                                      for j in self.tree_graphs]).reshape(-1, self.K)
+        self.w_tree = w[self.tree_graphs]
+        self.w_tree_nodes = np.repeat(self.w_tree, tn)
+        self.w_tree_edges = np.repeat(self.w_tree, te)
+
+    def _observed(self, w: np.ndarray) -> np.ndarray:
+        """The observed sufficient statistics [X^T Y, sum_e F_e (x) pair_e], graphs weighted
+        by ``w``."""
+        m, K, y = self.m, self.K, self.y
+        node_w = np.repeat(w, self.n_nodes)
+        Y1 = sp.csr_matrix((node_w, (np.arange(y.size), y)), shape=(y.size, m))
+        obs_W = np.asarray((self.X.T @ Y1).toarray())
         obs_V = np.zeros((K, m, m))
-        for j in np.flatnonzero(~is_chain):
-            e, f = self.edges[j], feats[j]
+        for j in np.flatnonzero(w):
+            e, f = self.edges[j], self.edge_features[j]
             if e.shape[0]:
-                yl = self.y[self.offsets[j]:self.offsets[j + 1]]
+                yl = y[self.offsets[j]:self.offsets[j + 1]]
                 pair = np.zeros((e.shape[0], m, m))
                 pair[np.arange(e.shape[0]), yl[e[:, 0]], yl[e[:, 1]]] = 1.0
                 obs_V += w[j] * np.einsum("ek,eab->kab", f, pair)
-        self.obs = np.concatenate([obs_W.ravel(), obs_V.ravel()])
+        return np.concatenate([obs_W.ravel(), obs_V.ravel()])
 
     def _weights(self) -> np.ndarray:
         return np.ones(self.n_samples) if self.sample_weight is None else self.sample_weight

@@ -413,6 +413,42 @@ def _place(values: np.ndarray, axes: tuple, k: int) -> np.ndarray:
     return values.reshape(shape)
 
 
+def _collect_cliques(trees, node_offsets, edge_offsets):
+    """Every clique of every tree, numbered in one sequence: sizes, graphs, parents (-1 at a
+    root), separator axes in the clique and in its parent, and where each node and edge is
+    scored: (clique, axis, node row) and (clique, axis of u, axis of v, edge row)."""
+    node_offsets = np.asarray(node_offsets, dtype=np.int64)
+    edge_offsets = np.asarray(edge_offsets, dtype=np.int64)
+    sizes, graph_of, parent = [], [], []
+    sep_child, sep_parent = [], []
+    node_at, edge_at = [], []          # (clique, axis, node) and (clique, axis_u, axis_v, e)
+    base = 0
+    for j, tree in enumerate(trees):
+        cl = [tree.cliques[c] for c in range(tree.n_cliques)]
+        for c in range(tree.n_cliques):
+            sizes.append(cl[c].size)
+            graph_of.append(j)
+            parent.append(base + tree.parent[c] if tree.parent[c] >= 0 else -1)
+            if tree.parent[c] >= 0:
+                s = tree.separators[c]
+                sep_child.append(tuple(int(np.searchsorted(cl[c], v)) for v in s))
+                sep_parent.append(tuple(int(np.searchsorted(cl[tree.parent[c]], v))
+                                        for v in s))
+            else:
+                sep_child.append(())
+                sep_parent.append(())
+        for i in range(tree.n_nodes):
+            c = tree.node_clique[i]
+            node_at.append((base + c, int(np.searchsorted(cl[c], i)),
+                            node_offsets[j] + i))
+        for e, (u, v) in enumerate(tree.edges):
+            c = tree.edge_clique[e]
+            edge_at.append((base + c, int(np.searchsorted(cl[c], u)),
+                            int(np.searchsorted(cl[c], v)), edge_offsets[j] + e))
+        base += tree.n_cliques
+    return sizes, graph_of, parent, sep_child, sep_parent, node_at, edge_at
+
+
 class JunctionForest:
     """The junction trees of many graphs as one schedule: every clique of every graph in one
     table per clique size, messages passed level by level (all cliques of one height at once,
@@ -427,38 +463,10 @@ class JunctionForest:
     """
 
     def __init__(self, trees, node_offsets, edge_offsets):
-        node_offsets = np.asarray(node_offsets, dtype=np.int64)
-        edge_offsets = np.asarray(edge_offsets, dtype=np.int64)
         self.n_graphs = len(trees)
-        sizes, graph_of, parent, nodes = [], [], [], []
-        sep_child, sep_parent = [], []
-        node_at, edge_at = [], []          # (clique, axis, node) and (clique, axis_u, axis_v, e)
-        base = 0
-        for j, tree in enumerate(trees):
-            cl = [tree.cliques[c] for c in range(tree.n_cliques)]
-            for c in range(tree.n_cliques):
-                sizes.append(cl[c].size)
-                graph_of.append(j)
-                parent.append(base + tree.parent[c] if tree.parent[c] >= 0 else -1)
-                nodes.append(cl[c] + node_offsets[j])
-                if tree.parent[c] >= 0:
-                    s = tree.separators[c]
-                    sep_child.append(tuple(int(np.searchsorted(cl[c], v)) for v in s))
-                    sep_parent.append(tuple(int(np.searchsorted(cl[tree.parent[c]], v))
-                                            for v in s))
-                else:
-                    sep_child.append(())
-                    sep_parent.append(())
-            for i in range(tree.n_nodes):
-                c = tree.node_clique[i]
-                node_at.append((base + c, int(np.searchsorted(cl[c], i)),
-                                node_offsets[j] + i))
-            for e, (u, v) in enumerate(tree.edges):
-                c = tree.edge_clique[e]
-                edge_at.append((base + c, int(np.searchsorted(cl[c], u)),
-                                int(np.searchsorted(cl[c], v)), edge_offsets[j] + e))
-            base += tree.n_cliques
-        n = base
+        (sizes, graph_of, parent, sep_child, sep_parent, node_at,
+         edge_at) = _collect_cliques(trees, node_offsets, edge_offsets)
+        n = len(sizes)
         self.sizes = np.array(sizes, dtype=np.int64)
         self.parent = np.array(parent, dtype=np.int64)
         self.graph_of = np.array(graph_of, dtype=np.int64)
