@@ -137,3 +137,20 @@ def test_errors_name_the_problem():
     n = len(y[0])
     with pytest.raises(ValueError, match=f"graph 0 has {n} nodes but {n + 1} labels"):
         est.score(X[:1], [y[0] + ["V"]])
+
+
+@pytest.mark.parametrize("solver", ["bound", "lbfgs-bound"])
+def test_bound_solvers_are_monotone_and_reach_lbfgs(solver):
+    X, y, _ = corpus(n=25, seed=5, skip=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = GraphCRF(c2=0.3, solver=solver, max_iter=60 if solver == "bound" else 300,
+                       tol=1e-8).fit(X, y)
+    trace = est.solver_result_.trace.objective
+    assert np.all(np.diff(trace) <= 1e-10 * np.abs(trace[:-1]))
+    ref = GraphCRF(c2=0.3, solver="lbfgs", tol=1e-10, max_iter=500).fit(X, y)
+    if solver == "lbfgs-bound":
+        assert est.solver_result_.converged
+        assert est.objective_ == pytest.approx(ref.objective_, rel=1e-6)
+    else:
+        assert est.objective_ < trace[0]

@@ -152,3 +152,45 @@ def test_bad_inputs_name_the_problem():
     clique = np.array(list(itertools.combinations(range(6), 2)))
     with pytest.raises(ValueError, match="graph 'sample 0' .* has treewidth 5"):
         GraphCRFLoss(X, [6], [clique], y, 2, max_treewidth=4)
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 2**31 - 1), scale=st.sampled_from([0.0, 1.0, 5.0]),
+       step=st.sampled_from([1e-3, 0.3, 3.0, 30.0]), weighted=st.booleans())
+def test_majorizer_bounds_the_loss_everywhere(seed, scale, step, weighted):
+    """The majorizer (chain bound on the chains, the range curvature on the other graphs)
+    lies above the loss at every step, small and large, and touches it at theta."""
+    rng = np.random.default_rng(seed)
+    X, n_nodes, edges, _, y = random_graphs(rng, n_graphs=5, K=1)
+    n0 = n_nodes[0]
+    edges[0] = np.column_stack([np.arange(n0 - 1), np.arange(1, n0)]).astype(np.int64)
+    sw = rng.uniform(0, 2, size=5) if weighted else None
+    loss = GraphCRFLoss(X, n_nodes, edges, y, 3, sample_weight=sw)
+    theta = scale * rng.normal(size=loss.n_params)
+    maj = loss.majorizer(theta)
+    f, g = loss.value_and_grad(theta)
+    assert maj.value == pytest.approx(f, rel=1e-12, abs=1e-12)
+    np.testing.assert_allclose(maj.grad, g, rtol=1e-10, atol=1e-12)
+    for _ in range(4):
+        delta = step * rng.normal(size=loss.n_params)
+        assert loss.value(theta + delta) <= maj.evaluate(theta + delta) + 1e-9 * max(1, abs(f))
+
+
+def test_range_curvature_dominates_the_hessian():
+    """C - H is positive semi-definite (H by central differences of the gradient) on loopy
+    graphs with edge features, at several points; and the operator's diagonal is its own."""
+    rng = np.random.default_rng(11)
+    X, n_nodes, edges, feats, y = random_graphs(rng, n_graphs=3, max_nodes=4, n_feat=3, m=2,
+                                                K=2)
+    loss = GraphCRFLoss(X, n_nodes, edges, y, 2, edge_features=feats)
+    C = loss._range.to_dense()
+    np.testing.assert_allclose(np.diag(C), loss._range.diagonal(), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(C, C.T, atol=1e-12)
+    p, h = loss.n_params, 1e-5
+    for scale in (0.0, 1.0, 4.0):
+        theta = scale * rng.normal(size=p)
+        H = np.column_stack([(loss.value_and_grad(theta + h * e)[1]
+                              - loss.value_and_grad(theta - h * e)[1]) / (2 * h)
+                             for e in np.eye(p)])
+        H = (H + H.T) / 2
+        assert np.linalg.eigvalsh(C - H).min() >= -1e-6 * np.abs(C).max()

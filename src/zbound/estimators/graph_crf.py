@@ -46,9 +46,9 @@ from zbound.utils.validation import PENALTY, Number, finite_prediction
 
 
 def _graph_batch(info) -> bool:
-    """A registered batch method that needs only the objective's value and gradient."""
+    """A registered batch method that needs values, gradients and majorizers only."""
     return (not info.stochastic and info.requires is None
-            and set(info.needs) <= {"value", "value_and_grad"})
+            and set(info.needs) <= {"value", "value_and_grad", "majorizer"})
 
 
 class GraphCRF(BaseEstimator):
@@ -62,10 +62,15 @@ class GraphCRF(BaseEstimator):
     ----------
     c2 : float >= 0, default 1.0
         L2 strength in CRFsuite's convention (as :class:`~zbound.ChainCRF`).
-    solver : str, default "lbfgs"
-        "lbfgs": SciPy's L-BFGS-B on the objective. Any other registered batch method that
-        needs only values and gradients (``zbound.solvers.METHODS``), or "adagrad":
-        AdaGrad epochs over shuffled mini-batches, the steps of ``partial_fit``.
+    solver : str, default "lbfgs-bound"
+        "lbfgs-bound": L-BFGS directions, the unit step when it passes Armijo, else a few
+        interpolated lengths, else the bound's minimizer along the direction; monotone.
+        The bound is the chain bound on the samples that are chains and a range bound on
+        the others (:class:`zbound.models.graph_crf.RangeCurvature`). "bound": Alg. 2 on
+        that bound (monotone, slow). "lbfgs": SciPy's L-BFGS-B. Any other registered batch
+        method that needs values, gradients or majorizers only (``zbound.solvers.METHODS``),
+        or "adagrad": AdaGrad epochs over shuffled mini-batches, the steps of
+        ``partial_fit``.
     max_iter : int >= 1, default 100
         Iterations (epochs for "adagrad").
     tol : float >= 0, default 1e-6
@@ -105,7 +110,7 @@ class GraphCRF(BaseEstimator):
         Graphs seen and AdaGrad steps taken by ``partial_fit``.
     """
 
-    def __init__(self, c2: float = 1.0, solver: str = "lbfgs", max_iter: int = 100,
+    def __init__(self, c2: float = 1.0, solver: str = "lbfgs-bound", max_iter: int = 100,
                  tol: float = 1e-6, max_treewidth: int = 4, heuristic: str = "min-fill",
                  batch_size: int = 8, learning_rate: float = 0.3,
                  n_features: int | None = None, random_state=None,
@@ -225,8 +230,10 @@ class GraphCRF(BaseEstimator):
             theta = res.x
         else:
             callback = progress_printer("GraphCRF") if self.verbose >= 2 else None
+            # curvature pairs in float32, as ChainCRF's: half their memory, the same steps
+            opts = dict(precision="single") if self.solver == "lbfgs-bound" else {}
             res = minimize(obj, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
-                           callback=callback)
+                           callback=callback, **opts)
             theta = res.x
             if not res.converged:
                 warnings.warn(f"GraphCRF (solver={self.solver!r}) did not converge in "

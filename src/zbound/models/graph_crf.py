@@ -23,6 +23,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from zbound.bounds.curvature import Curvature
+from zbound.models.base import Majorizer
 from zbound.models.crf import ChainCRFLoss
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.structured.graph import JunctionForest, check_edges, junction_tree
@@ -91,6 +93,7 @@ class GraphCRFLoss:
         self.max_treewidth, self.heuristic = max_treewidth, heuristic
         self.offsets = np.concatenate([[0], np.cumsum(n_nodes)])
         self.edge_features = feats
+        self._given_features = edge_features is not None
         self.n_features = X.shape[1]
         self.n_params = self.n_features * m + K * m * m
         self.n_samples = G
@@ -109,6 +112,8 @@ class GraphCRFLoss:
             self._chain = ChainCRFLoss(X[rows], n_nodes[self.chain_graphs], self.y[rows], m)
         self.tree_graphs = np.flatnonzero(~is_chain)
         self.forest = None
+        self._range = RangeCurvature(sp.csr_matrix((0, X.shape[1])), np.zeros(0),
+                                     np.zeros((0, K)), np.zeros(0), m)
         if self.tree_graphs.size:
             self._build_forest(w)
         self.obs = self._observed(np.where(is_chain, 0.0, w))
@@ -138,6 +143,10 @@ class GraphCRFLoss:
         self.w_tree = w[self.tree_graphs]
         self.w_tree_nodes = np.repeat(self.w_tree, tn)
         self.w_tree_edges = np.repeat(self.w_tree, te)
+        # Popoviciu on each of a graph's R = nodes + edges score terms, Cauchy-Schwarz across
+        R = (tn + te).astype(np.float64)
+        self._range = RangeCurvature(self.X_tree, np.repeat(self.w_tree * R / 2, tn),
+                                     self.F_tree, np.repeat(self.w_tree * R / 2, te), self.m)
 
     def _observed(self, w: np.ndarray) -> np.ndarray:
         """The observed sufficient statistics [X^T Y, sum_e F_e (x) pair_e], graphs weighted
@@ -167,26 +176,31 @@ class GraphCRFLoss:
         return theta[:k].reshape(self.n_features, self.m), theta[k:].reshape(self.K, self.m,
                                                                              self.m)
 
-    def _pass(self, theta, grad: bool):
-        W, V = self.split(theta)
-        total, g = 0.0, None
-        if self._chain is not None:                 # K = 1: theta is the chain's [W, T]
-            if grad:
-                total, g = self._chain.value_and_grad(theta)
-            else:
-                total = self._chain.value(theta)
+    def _tree_part(self, theta, grad: bool):
+        """(value, gradient or None) of the junction-tree graphs (0, None without any)."""
         if self.forest is None:
-            return total, g
+            return 0.0, (np.zeros(self.n_params) if grad else None)
+        W, V = self.split(theta)
         S = np.asarray(self.X_tree @ W)
         T = np.einsum("ek,kxy->exy", self.F_tree, V)
         log_z, node, edge = self.forest.sum_product(S, T)
-        total += float(self.w_tree @ log_z) - float(theta @ self.obs)
+        total = float(self.w_tree @ log_z) - float(theta @ self.obs)
         if not grad:
             return total, None
         gW = np.asarray(self.X_tree.T @ (node * self.w_tree_nodes[:, None]))
         gV = np.einsum("ek,exy->kxy", self.F_tree * self.w_tree_edges[:, None], edge)
-        tree_g = np.concatenate([gW.ravel(), gV.ravel()]) - self.obs
-        return total, tree_g if g is None else g + tree_g
+        return total, np.concatenate([gW.ravel(), gV.ravel()]) - self.obs
+
+    def _pass(self, theta, grad: bool):
+        theta = np.asarray(theta, dtype=np.float64)
+        self.split(theta)                           # the shape check
+        total, g = self._tree_part(theta, grad)
+        if self._chain is not None:                 # K = 1: theta is the chain's [W, T]
+            if grad:
+                fc, gc = self._chain.value_and_grad(theta)
+                return total + fc, g + gc
+            total += self._chain.value(theta)
+        return total, g
 
     # ----------------------------------------------------------------------- protocol
     def value(self, theta) -> float:
@@ -203,17 +217,66 @@ class GraphCRFLoss:
         sw = None if self.sample_weight is None else self.sample_weight[graphs]
         return GraphCRFLoss(self.X[rows], self.n_nodes[graphs], [self.edges[j] for j in graphs],
                             self.y[rows], self.m,
-                            edge_features=[self.edge_features[j] for j in graphs],
+                            edge_features=None if not self._given_features
+                            else [self.edge_features[j] for j in graphs],
                             sample_weight=sw, max_treewidth=None, heuristic=self.heuristic)
 
-    def predict_scores(self, theta, X, n_nodes, edges, edge_features=None):
-        """(S, T) per graph: node scores (n_j, m) and edge scores (E_j, m, m) of new graphs."""
-        W, V = self.split(theta)
-        S = np.asarray(sp.csr_matrix(X, dtype=np.float64) @ W)
-        off = np.concatenate([[0], np.cumsum(n_nodes)])
-        out = []
-        for j, e in enumerate(edges):
-            f = (np.ones((len(e), 1)) if edge_features is None
-                 else np.asarray(edge_features[j], dtype=np.float64))
-            out.append((S[off[j]:off[j + 1]], np.einsum("ek,kxy->exy", f, V)))
-        return out
+    def majorizer(self, theta, order: str = "descending") -> Majorizer:
+        """A quadratic upper bound at ``theta`` valid for every step: the chain bound of
+        :class:`~zbound.models.crf.ChainCRFLoss` on the chains, plus :class:`RangeCurvature` on
+        the junction-tree graphs (``order`` is ignored: neither bound depends on one)."""
+        theta = np.asarray(theta, dtype=np.float64).copy()
+        f, g = self._tree_part(theta, grad=True)
+        maj = Majorizer(theta, f, g, self._range)
+        if self._chain is not None:
+            maj = maj + self._chain.majorizer(theta)
+        return maj
+
+
+class RangeCurvature(Curvature):
+    """A curvature that bounds the Hessian of the graphs' log Z at every theta:
+
+        sum_j w_j R_j / 2 [X_j^T X_j (x) P_m  (+)  F_j^T F_j (x) P_{m^2}],
+
+    R_j = nodes + edges of graph j, P_k = I - 1 1^T / k. Along a direction delta the Hessian of
+    log Z_j is the variance, under the model, of delta's score, a sum of R_j terms (a node's
+    score of its label, an edge's of its label pair); the variance of a sum of R terms is at
+    most R times the sum of their variances (Cauchy-Schwarz), and each term's variance at most
+    a quarter of its range squared (Popoviciu), at most half its squared distance to its mean
+    over the labels. Given per-row weights ``c_node`` (w_j R_j / 2 on each node row of X) and
+    ``c_edge`` (on each edge row of F); matrix-free: a product costs two sparse products with X.
+    """
+
+    def __init__(self, X, c_node, F, c_edge, m: int):
+        self.X = sp.csr_matrix(X)
+        self.c_node = np.asarray(c_node, dtype=np.float64)
+        self.GF = F.T @ (np.asarray(c_edge, dtype=np.float64)[:, None] * F)   # (K, K)
+        self.m = int(m)
+        self.n_features, self.K = self.X.shape[1], self.GF.shape[0]
+        p = self.n_features * self.m + self.K * self.m * self.m
+        self.shape = (p, p)
+
+    def matvec(self, v):
+        v = np.asarray(v, dtype=np.float64)
+        k = self.n_features * self.m
+        VW = v[:k].reshape(self.n_features, self.m)
+        A = np.asarray(self.X.T @ (self.c_node[:, None] * (self.X @ VW)))
+        A -= A.mean(axis=1, keepdims=True)
+        B = self.GF @ v[k:].reshape(self.K, self.m * self.m)
+        B -= B.mean(axis=1, keepdims=True)
+        return np.concatenate([A.ravel(), B.ravel()])
+
+    def diagonal(self):
+        sq = np.asarray(self.X.multiply(self.X).T @ self.c_node).ravel()
+        dW = np.repeat(sq, self.m) * (1.0 - 1.0 / self.m)
+        dV = np.repeat(np.diag(self.GF), self.m * self.m) * (1.0 - 1.0 / self.m**2)
+        return np.concatenate([dW, dV])
+
+    def to_dense(self):
+        p = self.shape[0]
+        if p > 5000:
+            raise MemoryError(f"refusing to form a dense ({p}, {p}) curvature")
+        return np.column_stack([self.matvec(e) for e in np.eye(p)])
+
+    def add_to_dense(self, out):
+        out += self.to_dense()
