@@ -22,6 +22,7 @@ from zbound import (
     BoundLogisticRegression,
     BoundSGDClassifier,
     ChainCRF,
+    GraphCRF,
     IsingModel,
     LatentLogisticRegression,
     MixtureOfExperts,
@@ -85,6 +86,8 @@ Y3 = np.digitize(X_BASE[:, 0] + 0.3 * RNG.normal(size=48), [-0.5, 0.5])
 Y_REAL = X_BASE @ [1.0, -2.0, 0.5] + 0.1 * RNG.normal(size=48)
 SEQS = [X_BASE[i:i + 6] for i in range(0, 48, 6)]
 TAGS = [list(Y2[i:i + 6]) for i in range(0, 48, 6)]
+#: the same sequences as loopy graphs: the chain and an edge from the first node to the last
+GRAPHS = [(s, [(t, t + 1) for t in range(5)] + [(0, 5)]) for s in SEQS]
 
 #: the ends of float64 and of the ranges the checks draw
 ENDS = [0.0, -0.0, 5e-324, 2.2e-308, 1e-300, 1e-150, 1e-101, 1e-100, 1e-50, 1e6, 1e50, 1e100,
@@ -141,6 +144,11 @@ PARAMETERS = {
     "crf learning_rate": (lambda v: ChainCRF(solver="adagrad", learning_rate=v, max_iter=3),
                           "sequences"),
     "crf tol": (lambda v: ChainCRF(tol=v, max_iter=10), "sequences"),
+    "graphcrf c2": (lambda v: GraphCRF(c2=v, max_iter=10), "graphs"),
+    "graphcrf c2 bound": (lambda v: GraphCRF(c2=v, solver="bound", max_iter=5), "graphs"),
+    "graphcrf learning_rate": (lambda v: GraphCRF(solver="adagrad", learning_rate=v,
+                                                  max_iter=3), "graphs"),
+    "graphcrf tol": (lambda v: GraphCRF(tol=v, max_iter=10), "graphs"),
 }
 
 
@@ -169,12 +177,13 @@ def check_refusal_names_the_problem(refused: Refused, X) -> None:
 
 def _check_parameter(which, value):
     make, regression = PARAMETERS[which]
-    if regression == "sequences":
+    if regression in ("sequences", "graphs"):
+        X = SEQS if regression == "sequences" else GRAPHS
         est = make(value)
-        got = answer(lambda: est.fit(SEQS, TAGS))
+        got = answer(lambda: est.fit(X, TAGS))
         if not isinstance(got, Refused):
             assert finite(est.objective_, est.coef_)
-            answer(lambda: _check_marginals(est.predict_marginals(SEQS[:2])))
+            answer(lambda: _check_marginals(est.predict_marginals(X[:2])))
         return
     y = Y_REAL if regression else (Y3 if which.startswith(("BLR", "SGD")) else Y2)
     est = make(value)
@@ -322,17 +331,19 @@ def test_chain_crf_refuses_the_other_kind_of_input_at_predict_time():
             assert isinstance(got, Refused) and "was fitted on" in str(got)
 
 
-@both_lanes(dict(x_exp=st.integers(-320, 308)))
-def _crf_scale(x_exp):
-    est = ChainCRF(max_iter=5).fit(SEQS, TAGS)
+@both_lanes(dict(x_exp=st.integers(-320, 308), graphs=st.booleans()))
+def _crf_scale(x_exp, graphs):
+    est = (GraphCRF(max_iter=5).fit(GRAPHS, TAGS) if graphs
+           else ChainCRF(max_iter=5).fit(SEQS, TAGS))
     with np.errstate(over="ignore", under="ignore"):
         X = [s * 10.0 ** x_exp for s in SEQS[:3]]
-    got = answer(lambda: est.predict_marginals(X))
+    got = answer(lambda: est.predict_marginals([(x, e) for x, (_, e) in zip(X, GRAPHS)]
+                                               if graphs else X))
     if isinstance(got, Refused):
         check_refusal_names_the_problem(got, np.vstack(X))
         return
     _check_marginals(got)
-    answer(lambda: est.predict(X))
+    answer(lambda: est.predict([(x, e) for x, (_, e) in zip(X, GRAPHS)] if graphs else X))
 
 
 def _check_marginals(marginals) -> None:

@@ -250,11 +250,16 @@ class GraphCRF(BaseEstimator):
         return self
 
     def _adagrad_step(self, loss, theta, frac):
-        _, g = loss.value_and_grad(theta)
-        g = g + frac * 2.0 * float(self.c2) * theta
-        rule = AdaGrad(float(self.learning_rate))
-        rule.G = self.adagrad_
+        """One AdaGrad step on the mini-batch ``loss``; a step that leaves float64's range is
+        a ValueError naming ``learning_rate``, not a warning and a NaN."""
         with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            try:
+                _, g = loss.value_and_grad(theta)
+            except FloatingPointError:          # the chain kernels' check: log Z not finite
+                g = np.full_like(theta, np.nan)
+            g = g + frac * 2.0 * float(self.c2) * theta
+            rule = AdaGrad(float(self.learning_rate))
+            rule.G = self.adagrad_
             new = rule.step(theta, g)
         if not np.isfinite(new).all():
             raise ValueError(f"GraphCRF: the AdaGrad steps left float64's range; "
@@ -275,7 +280,13 @@ class GraphCRF(BaseEstimator):
             for s in range(0, n, self.batch_size):
                 graphs = perm[s:s + self.batch_size]
                 theta = self._adagrad_step(loss.subset(graphs), theta, graphs.size / n)
-            recorder.record(obj.value(theta), np.nan, epoch + 1)
+            with np.errstate(over="ignore", invalid="ignore"):
+                f = obj.value(theta)
+            if not np.isfinite(f):
+                raise ValueError(f"GraphCRF: the objective left float64's range after an "
+                                 f"AdaGrad epoch; learning_rate={self.learning_rate} is too "
+                                 "large for this data")
+            recorder.record(f, np.nan, epoch + 1)
             if self.verbose >= 2:
                 print(f"[GraphCRF] epoch {epoch + 1}: objective {recorder.last_objective:.12g}")
         return Result(x=theta.copy(), fun=float(recorder.last_objective), converged=False,

@@ -294,6 +294,13 @@ def _logsumexp(a: np.ndarray, axes: tuple) -> np.ndarray:
     return np.squeeze(out, axis=axes)
 
 
+def _normalized(lp: np.ndarray) -> np.ndarray:
+    """exp(lp) normalized over every axis but the leading batch axis."""
+    axes = tuple(range(1, lp.ndim))
+    p = np.exp(lp - np.max(lp, axis=axes, keepdims=True))
+    return p / np.sum(p, axis=axes, keepdims=True)
+
+
 def _other_axes(clique, keep) -> tuple:
     keep = set(np.asarray(keep).tolist())
     return tuple(1 + i for i, v in enumerate(clique.tolist()) if v not in keep)
@@ -330,24 +337,19 @@ def tree_sum_product(tree: CliqueTree, node_scores, edge_scores=None) -> GraphMa
         if p >= 0:
             down = _logsumexp(belief[p], _other_axes(cl[p], sep[c])) - up[c]
             belief[c] = belief[c] + _expand(down, sep[c].tolist(), cl[c].tolist())
-    # each clique's belief is now log Z_component + log P(clique variables)
-    comp_logz = [None] * tree.n_cliques
-    for c in tree.order:
-        p = parent[c]
-        comp_logz[c] = (_logsumexp(belief[c], tuple(range(1, cl[c].size + 1)))
-                        if p < 0 else comp_logz[p])
+    # each clique's belief is now log Z_component + log P(clique variables): a marginal is
+    # normalized by its own sum, not by subtracting log Z (at scores of 1e16 the difference
+    # of two such logs keeps no digit)
     B, n, m = S.shape
     node = np.empty((B, n, m))
     for i in range(n):
         c = tree.node_clique[i]
-        lp = _logsumexp(belief[c], _other_axes(cl[c], [i])) - comp_logz[c][:, None]
-        node[:, i] = np.exp(lp)
+        node[:, i] = _normalized(_logsumexp(belief[c], _other_axes(cl[c], [i])))
     E = tree.edges.shape[0]
     edge = np.empty((B, E, m, m))
     for e, (u, v) in enumerate(tree.edges):
         c = tree.edge_clique[e]
-        lp = _logsumexp(belief[c], _other_axes(cl[c], [u, v])) - comp_logz[c][:, None, None]
-        pe = np.exp(lp)
+        pe = _normalized(_logsumexp(belief[c], _other_axes(cl[c], [u, v])))
         edge[:, e] = pe if u < v else np.swapaxes(pe, 1, 2)
     if not batched:
         return GraphMarginals(float(log_z[0]), node[0], edge[0])
@@ -489,10 +491,6 @@ class JunctionForest:
             p = self.parent[c]
             if p >= 0:
                 depth[c] = depth[p] + 1
-        # root of each clique: the component log Z that normalizes its beliefs
-        self.root = np.empty(n, dtype=np.int64)
-        for c in order:
-            self.root[c] = c if self.parent[c] < 0 else self.root[self.parent[c]]
         self.roots = np.flatnonzero(self.parent < 0)
         # message slots: one per non-root clique, in a table per separator size
         self.up_row = np.full(n, -1, dtype=np.int64)
@@ -573,15 +571,14 @@ class JunctionForest:
                 down = (_lse(tab[kp][self.row[self.parent[cliques]]], other)
                         - up[len(sc)][self.up_row[cliques]])
                 tab[k][self.row[cliques]] += _place(down, sc, k)
-        comp = comp[self.root]                   # each clique's component log Z
+        # marginals normalized by their own sums (see tree_sum_product)
         node = np.zeros_like(S)
         for k, a, cliques, rows in self.node_groups:
             other = tuple(1 + b for b in range(k) if b != a)
-            node[rows] = np.exp(_lse(tab[k][self.row[cliques]], other)
-                                - comp[cliques][:, None])
+            node[rows] = _normalized(_lse(tab[k][self.row[cliques]], other))
         edge = np.zeros_like(T)
         for k, au, av, cliques, rows in self.edge_groups:
             other = tuple(1 + b for b in range(k) if b not in (au, av))
-            pe = np.exp(_lse(tab[k][self.row[cliques]], other) - comp[cliques][:, None, None])
+            pe = _normalized(_lse(tab[k][self.row[cliques]], other))
             edge[rows] = pe if au < av else np.swapaxes(pe, 1, 2)
         return log_z, node, edge

@@ -15,9 +15,9 @@ Tasks:
   default solver), ``GraphCRF`` on the same chains, ``GraphCRF`` on skip chains (an edge from
   each capitalized word to its next occurrence in the sentence) and CRFsuite L-BFGS on the
   chains, the same c2; chunk F1 and token accuracy on the test part, fit seconds (alternating
-  repeats, median), value-and-gradient evaluations and seconds per evaluation. The
-  ``GraphCRF`` chain fit uses L-BFGS as ``ChainCRF(solver="lbfgs")`` does, and one
-  value-and-gradient evaluation of each loss on the same chains is timed alone.
+  repeats, median), value-and-gradient evaluations and seconds per evaluation; also
+  ``ChainCRF(solver="lbfgs")``, and one value-and-gradient evaluation of each loss on the same
+  chains timed alone.
 - ``scaling``: grids of r x L nodes (treewidth r), 5 labels, a batch of graphs through one
   :class:`~zbound.structured.graph.JunctionForest`: seconds per graph of one sum-product pass.
 """
