@@ -20,12 +20,14 @@ from zbound.structured.features import (
 from zbound.structured.graph import (
     CliqueTree,
     GraphMarginals,
+    JunctionForest,
     junction_tree,
     tree_max_product,
     tree_sum_product,
 )
 
-__all__ = ["ChainLayout", "CliqueTree", "FeatureIndex", "GraphMarginals", "Potentials",
+__all__ = ["ChainLayout", "CliqueTree", "FeatureIndex", "GraphMarginals", "JunctionForest",
+           "Potentials",
            "alg1_apply", "attributes", "encode_labels", "featurize", "forward_backward",
            "junction_tree", "marginals", "token_features", "tree_max_product",
            "tree_sum_product", "viterbi", "word_shape"]
