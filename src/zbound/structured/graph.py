@@ -571,14 +571,20 @@ class JunctionForest:
                 down = (_lse(tab[kp][self.row[self.parent[cliques]]], other)
                         - up[len(sc)][self.up_row[cliques]])
                 tab[k][self.row[cliques]] += _place(down, sc, k)
-        # marginals normalized by their own sums (see tree_sum_product)
+        # each clique's belief as probabilities, normalized by its own sum (see
+        # tree_sum_product): one exp per entry, then the marginals are sums
+        for k, t in tab.items():
+            axes = tuple(range(1, k + 1))
+            t -= np.max(t, axis=axes, keepdims=True)
+            np.exp(t, out=t)
+            t /= np.sum(t, axis=axes, keepdims=True)
         node = np.zeros_like(S)
         for k, a, cliques, rows in self.node_groups:
             other = tuple(1 + b for b in range(k) if b != a)
-            node[rows] = _normalized(_lse(tab[k][self.row[cliques]], other))
+            node[rows] = np.sum(tab[k][self.row[cliques]], axis=other)
         edge = np.zeros_like(T)
         for k, au, av, cliques, rows in self.edge_groups:
             other = tuple(1 + b for b in range(k) if b not in (au, av))
-            pe = _normalized(_lse(tab[k][self.row[cliques]], other))
+            pe = np.sum(tab[k][self.row[cliques]], axis=other)
             edge[rows] = pe if au < av else np.swapaxes(pe, 1, 2)
         return log_z, node, edge
