@@ -227,6 +227,22 @@ class Curvature:
         return self + ScaledIdentity(self.shape[0], scale)
 
 
+class MatrixFreeCurvature(Curvature):
+    """A curvature known only by its products (``matvec``): the dense form, for tests and
+    small problems, is formed column by column, and refused beyond ``DENSE_MAX`` parameters."""
+
+    DENSE_MAX = 5000
+
+    def to_dense(self):
+        p = self.shape[0]
+        if p > self.DENSE_MAX:
+            raise MemoryError(f"refusing to form a dense ({p}, {p}) curvature")
+        return np.column_stack([self.matvec(e) for e in np.eye(p)])
+
+    def add_to_dense(self, out):
+        out += self.to_dense()
+
+
 class DenseCurvature(Curvature):
     """An explicit symmetric matrix, plus ``reg`` times the identity."""
 

@@ -5,6 +5,7 @@ Each estimator states ``_parameter_constraints`` in scikit-learn's terms (``Inte
 ``Interval`` that refuses booleans, and :class:`zbound.solvers.MethodNames`, the registered
 solver names with a capability, so that an estimator's choices come from the registry and
 never from a table of its own); :func:`fit_method` checks them once, before any work.
+:class:`AdaGradFit` holds the AdaGrad epochs and steps of the CRF estimators.
 """
 
 from __future__ import annotations
@@ -14,10 +15,13 @@ import operator
 import warnings
 from typing import ClassVar
 
+import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from zbound.solvers.first_order import AdaGrad
+from zbound.solvers.result import Recorder, Result, Status
 from zbound.utils.threads import limit_small_fits
 from zbound.utils.validation import check_score_labels
 
@@ -137,3 +141,62 @@ class LabelCheckedClassifier(ClassifierMixin):
 
 __all__ = ["fit_method", "LabelCheckedClassifier", "STACKLEVEL", "DEPRECATED", "renamed",
            "RenamedParameters", "renamed_attribute", "progress_printer"]
+
+
+class AdaGradFit:
+    """AdaGrad epochs and steps shared by the CRF estimators (``ChainCRF``, ``GraphCRF``):
+    their ``solver="adagrad"`` fit and the steps of ``partial_fit``, on any loss with
+    ``subset`` and ``value_and_grad``, the L2 term c2 ||theta||^2 shared out by mini-batch.
+
+    Mixin of an estimator with ``c2``, ``learning_rate``, ``batch_size``, ``max_iter``,
+    ``random_state`` and ``verbose``; the squared-gradient sums live in ``self.adagrad_``."""
+
+    def _adagrad_step(self, loss, theta, frac):
+        """One AdaGrad step on the mini-batch ``loss`` (its share ``frac`` of the L2 term). A
+        step that leaves float64's range is a ValueError naming ``learning_rate``, not a
+        warning and a NaN."""
+        name = type(self).__name__
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            try:
+                _, g = loss.value_and_grad(theta)
+            except FloatingPointError:          # the chain kernels' check: log Z not finite
+                g = np.full_like(theta, np.nan)
+            g = g + frac * 2.0 * float(self.c2) * theta
+            rule = AdaGrad(float(self.learning_rate))
+            rule.G = self.adagrad_                   # the sums carried by the estimator
+            new = rule.step(theta, g)
+        if not np.isfinite(new).all():
+            raise ValueError(f"{name}: the AdaGrad steps left float64's range; "
+                             f"learning_rate={self.learning_rate} is too large for this data")
+        return new
+
+    def _adagrad_epochs(self, obj, theta) -> Result:
+        """AdaGrad epochs from theta over shuffled mini-batches of ``batch_size`` samples: a
+        Result with one trace row per epoch (AdaGrad has no stopping test: it runs its
+        epochs, converged or not)."""
+        name = type(self).__name__
+        rng = np.random.default_rng(self.random_state)
+        loss = obj.loss
+        n = loss.n_samples
+        theta = np.array(theta, dtype=np.float64)
+        self.adagrad_ = np.zeros_like(theta)
+        recorder = Recorder()
+        recorder.record(obj.value(theta), np.nan, 0)
+        for epoch in range(self.max_iter):
+            perm = rng.permutation(n)
+            for s in range(0, n, self.batch_size):
+                batch = perm[s:s + self.batch_size]
+                theta = self._adagrad_step(loss.subset(batch), theta, batch.size / n)
+            with np.errstate(over="ignore", invalid="ignore"):
+                f = obj.value(theta)
+            if not np.isfinite(f):
+                raise ValueError(f"{name}: the objective left float64's range after an "
+                                 f"AdaGrad epoch; learning_rate={self.learning_rate} is too "
+                                 "large for this data")
+            recorder.record(f, np.nan, epoch + 1)
+            if self.verbose >= 2:
+                print(f"[{name}] epoch {epoch + 1}: objective {f:.12g}")
+        return Result(x=theta.copy(), fun=float(recorder.last_objective), converged=False,
+                      message=Status.MAX_ITER.message, nit=int(self.max_iter),
+                      n_evals=int(self.max_iter), method="adagrad", trace=recorder.trace(),
+                      status=Status.MAX_ITER)

@@ -30,12 +30,10 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.estimators._params import progress_printer, renamed_attribute
+from zbound.estimators._params import AdaGradFit, progress_printer, renamed_attribute
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
-from zbound.solvers.first_order import AdaGrad
-from zbound.solvers.result import Recorder, Result, Status
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
 from zbound.utils.validation import PENALTY, Number, finite_prediction
@@ -51,7 +49,7 @@ def _crf_batch(info) -> bool:
     return not info.stochastic and info.requires is None
 
 
-class ChainCRF(BaseEstimator):
+class ChainCRF(AdaGradFit, BaseEstimator):
     """Linear-chain conditional random field (first-order transitions), L2-regularized.
 
     Minimizes CRFsuite's objective, sum_j -log p(y_j | x_j) + c2 ||theta||^2, over the state
@@ -235,7 +233,8 @@ class ChainCRF(BaseEstimator):
             if self.solver == "sgd":
                 warnings.warn("ChainCRF: solver='sgd' is named 'adagrad'; 'sgd' will be "
                               "removed in 0.2", FutureWarning, stacklevel=3)
-            theta, res = self._sgd(obj, x0)
+            res = self._adagrad_epochs(obj, x0)
+            theta = res.x
         else:
             opts = {}
             if self.solver == "bound":
@@ -265,54 +264,6 @@ class ChainCRF(BaseEstimator):
         if self.solver not in STOCHASTIC:
             self.adagrad_ = np.zeros(theta.size)
         return self
-
-    def _adagrad_step(self, loss, theta, frac):
-        """One AdaGrad step on the mini-batch ``loss`` (its share ``frac`` of the L2 term);
-        the squared-gradient sums live in ``self.adagrad_``. A step that leaves float64's
-        range is a ValueError naming ``learning_rate``, not a warning and a NaN."""
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            try:
-                _, g = loss.value_and_grad(theta)
-            except FloatingPointError:          # the chain's own check: log Z not finite
-                g = np.full_like(theta, np.nan)
-            g += frac * 2.0 * float(self.c2) * theta
-            rule = AdaGrad(float(self.learning_rate))
-            rule.G = self.adagrad_                   # the sums carried by the estimator
-            new = rule.step(theta, g)
-        if not np.isfinite(new).all():
-            raise ValueError(f"ChainCRF: the AdaGrad steps left float64's range; "
-                             f"learning_rate={self.learning_rate} is too large for this data")
-        return new
-
-    def _sgd(self, obj, theta):
-        """AdaGrad epochs from theta: (theta, a Result with one trace row per epoch)."""
-        rng = np.random.default_rng(self.random_state)
-        loss = obj.loss
-        n = loss.n_samples
-        theta = theta.copy()
-        self.adagrad_ = np.zeros_like(theta)
-        recorder = Recorder()
-        recorder.record(obj.value(theta), np.nan, 0)
-        for epoch in range(self.max_iter):
-            perm = rng.permutation(n)
-            for s in range(0, n, self.batch_size):
-                seqs = perm[s:s + self.batch_size]
-                theta = self._adagrad_step(loss.subset(seqs), theta, seqs.size / n)
-            with np.errstate(over="ignore", invalid="ignore"):
-                f = obj.value(theta)
-            if not np.isfinite(f):
-                raise ValueError(f"ChainCRF: the objective left float64's range after an "
-                                 f"AdaGrad epoch; learning_rate={self.learning_rate} is too "
-                                 "large for this data")
-            recorder.record(f, np.nan, epoch + 1)
-            if self.verbose >= 2:
-                print(f"[ChainCRF] epoch {epoch + 1}: objective {f:.12g}")
-        # AdaGrad has no stopping test: it runs its epochs, converged or not
-        result = Result(x=theta.copy(), fun=float(recorder.last_objective), converged=False,
-                        message=Status.MAX_ITER.message, nit=int(self.max_iter),
-                        n_evals=int(self.max_iter), method="adagrad", trace=recorder.trace(),
-                        status=Status.MAX_ITER)
-        return theta, result
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None):

@@ -27,18 +27,16 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.estimators._params import progress_printer
+from zbound.estimators._params import AdaGradFit, progress_printer
 from zbound.models.graph_crf import GraphCRFLoss
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.solvers.base import MethodNames
-from zbound.solvers.first_order import AdaGrad
-from zbound.solvers.result import Recorder, Result, Status
 from zbound.structured.features import encode_labels, featurize
 from zbound.structured.graph import (
     HEURISTICS,
-    junction_tree,
+    junction_trees,
     tree_max_product,
     tree_sum_product,
 )
@@ -51,7 +49,7 @@ def _graph_batch(info) -> bool:
             and set(info.needs) <= {"value", "value_and_grad", "majorizer"})
 
 
-class GraphCRF(BaseEstimator):
+class GraphCRF(AdaGradFit, BaseEstimator):
     """Pairwise conditional random field on graphs of small treewidth, L2-regularized.
 
     Minimizes sum_j w_j (-log p(y_j | x_j)) + c2 ||theta||^2 (w the sample weights) over the
@@ -249,51 +247,6 @@ class GraphCRF(BaseEstimator):
         self.n_updates_ = 0
         return self
 
-    def _adagrad_step(self, loss, theta, frac):
-        """One AdaGrad step on the mini-batch ``loss``; a step that leaves float64's range is
-        a ValueError naming ``learning_rate``, not a warning and a NaN."""
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-            try:
-                _, g = loss.value_and_grad(theta)
-            except FloatingPointError:          # the chain kernels' check: log Z not finite
-                g = np.full_like(theta, np.nan)
-            g = g + frac * 2.0 * float(self.c2) * theta
-            rule = AdaGrad(float(self.learning_rate))
-            rule.G = self.adagrad_
-            new = rule.step(theta, g)
-        if not np.isfinite(new).all():
-            raise ValueError(f"GraphCRF: the AdaGrad steps left float64's range; "
-                             f"learning_rate={self.learning_rate} is too large for this data")
-        return new
-
-    def _adagrad_epochs(self, obj, theta) -> Result:
-        """AdaGrad epochs from theta: a Result with one trace row per epoch (AdaGrad has no
-        stopping test: it runs its epochs, converged or not)."""
-        rng = np.random.default_rng(self.random_state)
-        loss = obj.loss
-        n = loss.n_samples
-        self.adagrad_ = np.zeros_like(theta)
-        recorder = Recorder()
-        recorder.record(obj.value(theta), np.nan, 0)
-        for epoch in range(self.max_iter):
-            perm = rng.permutation(n)
-            for s in range(0, n, self.batch_size):
-                graphs = perm[s:s + self.batch_size]
-                theta = self._adagrad_step(loss.subset(graphs), theta, graphs.size / n)
-            with np.errstate(over="ignore", invalid="ignore"):
-                f = obj.value(theta)
-            if not np.isfinite(f):
-                raise ValueError(f"GraphCRF: the objective left float64's range after an "
-                                 f"AdaGrad epoch; learning_rate={self.learning_rate} is too "
-                                 "large for this data")
-            recorder.record(f, np.nan, epoch + 1)
-            if self.verbose >= 2:
-                print(f"[GraphCRF] epoch {epoch + 1}: objective {recorder.last_objective:.12g}")
-        return Result(x=theta.copy(), fun=float(recorder.last_objective), converged=False,
-                      message=Status.MAX_ITER.message, nit=int(self.max_iter),
-                      n_evals=int(self.max_iter), method="adagrad", trace=recorder.trace(),
-                      status=Status.MAX_ITER)
-
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """One pass of AdaGrad steps over the graphs (X, y), in mini-batches of
@@ -352,22 +305,18 @@ class GraphCRF(BaseEstimator):
             M = M[:, :n]
         S = finite_prediction(lambda: np.asarray(M @ self.node_weights_))
         off = np.concatenate([[0], np.cumsum(n_nodes)])
-        trees: dict = {}
-        out = []
+        trees = junction_trees(n_nodes, edges, heuristic=self.heuristic,
+                               max_treewidth=self.max_treewidth)
         if feats is None:
-            feats = [np.ones((np.asarray(e).reshape(-1, 2).shape[0], 1)) for e in edges]
-        for j, (e, f) in enumerate(zip(edges, feats)):
-            key = (int(n_nodes[j]), np.asarray(e, dtype=np.int64).tobytes())
-            if key not in trees:
-                trees[key] = junction_tree(int(n_nodes[j]), e, heuristic=self.heuristic,
-                                           max_treewidth=self.max_treewidth,
-                                           name=f"sample {j}")
-            if f.ndim != 2 or f.shape != (trees[key].edges.shape[0], self.n_edge_features_):
+            feats = [np.ones((t.edges.shape[0], 1)) for t in trees]
+        out = []
+        for j, (tree, f) in enumerate(zip(trees, feats)):
+            if f.ndim != 2 or f.shape != (tree.edges.shape[0], self.n_edge_features_):
                 raise ValueError(f"edge_features of graph {j} must be "
-                                 f"({trees[key].edges.shape[0]}, {self.n_edge_features_}), "
+                                 f"({tree.edges.shape[0]}, {self.n_edge_features_}), "
                                  f"got {f.shape}")
             T = np.einsum("ek,kxy->exy", f, self.edge_weights_)
-            out.append((trees[key], S[off[j]:off[j + 1]], T))
+            out.append((tree, S[off[j]:off[j + 1]], T))
         return out
 
     def predict(self, X):

@@ -28,7 +28,7 @@ import copy
 import numpy as np
 import scipy.sparse as sp
 
-from zbound.bounds.curvature import Curvature
+from zbound.bounds.curvature import MatrixFreeCurvature
 from zbound.bounds.junction import alg1_gershgorin
 from zbound.models.base import Majorizer
 from zbound.models.loss import check_design_magnitude
@@ -280,7 +280,7 @@ class ChainCRFLoss:
         return viterbi(lay, self.potentials(theta, X), n_jobs)
 
 
-class _ChainOperator(Curvature):
+class _ChainOperator(MatrixFreeCurvature):
     """Shared by the CRF's matrix-free operators: the state (loss, potentials, forward
     messages, node marginals), the product's prologue (v -> X V_W, V_T) and epilogue
     (X^T R, scaling, ridge), scaling, dense forms for tests. A subclass implements
@@ -334,15 +334,6 @@ class _ChainOperator(Curvature):
 
     def preconditioner(self):
         return jacobi(self._surrogate_diagonal())
-
-    def to_dense(self):
-        p = self.shape[0]
-        if p > 5000:
-            raise MemoryError(f"refusing to form a dense ({p}, {p}) curvature")
-        return np.column_stack([self.matvec(e) for e in np.eye(p)])
-
-    def add_to_dense(self, out):
-        out += self.to_dense()
 
     def diagonal(self):
         return np.diag(self.to_dense()).copy()

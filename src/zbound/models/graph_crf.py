@@ -23,11 +23,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from zbound.bounds.curvature import Curvature
+from zbound.bounds.curvature import MatrixFreeCurvature
 from zbound.models.base import Majorizer
 from zbound.models.crf import ChainCRFLoss
 from zbound.models.loss import check_design_magnitude, check_sample_weight
-from zbound.structured.graph import JunctionForest, check_edges, junction_tree
+from zbound.structured.graph import JunctionForest, check_edges, junction_trees
 
 
 def _edge_features(edge_features, edges):
@@ -121,16 +121,8 @@ class GraphCRFLoss:
     def _build_forest(self, w: np.ndarray) -> None:
         """The graphs in ``tree_graphs``: one junction tree per shape, all of them one forest
         over the rows of X_tree (their nodes) and the rows of F_tree (their edges)."""
-        trees: dict = {}
-        tree_list = []
-        for j in self.tree_graphs:
-            n = int(self.n_nodes[j])
-            key = (n, self.edges[j].tobytes())
-            if key not in trees:
-                trees[key] = junction_tree(n, self.edges[j], heuristic=self.heuristic,
-                                           max_treewidth=self.max_treewidth,
-                                           name=f"sample {j}")
-            tree_list.append(trees[key])
+        tree_list = junction_trees(self.n_nodes, self.edges, self.tree_graphs,
+                                   heuristic=self.heuristic, max_treewidth=self.max_treewidth)
         tn = self.n_nodes[self.tree_graphs]
         te = np.array([self.edges[j].shape[0] for j in self.tree_graphs], dtype=np.int64)
         self.forest = JunctionForest(tree_list, np.concatenate([[0], np.cumsum(tn)[:-1]]),
@@ -233,7 +225,7 @@ class GraphCRFLoss:
         return maj
 
 
-class RangeCurvature(Curvature):
+class RangeCurvature(MatrixFreeCurvature):
     """A curvature that bounds the Hessian of the graphs' log Z at every theta:
 
         sum_j w_j R_j / 2 [X_j^T X_j (x) P_m  (+)  F_j^T F_j (x) P_{m^2}],
@@ -271,12 +263,3 @@ class RangeCurvature(Curvature):
         dW = np.repeat(sq, self.m) * (1.0 - 1.0 / self.m)
         dV = np.repeat(np.diag(self.GF), self.m * self.m) * (1.0 - 1.0 / self.m**2)
         return np.concatenate([dW, dV])
-
-    def to_dense(self):
-        p = self.shape[0]
-        if p > 5000:
-            raise MemoryError(f"refusing to form a dense ({p}, {p}) curvature")
-        return np.column_stack([self.matvec(e) for e in np.eye(p)])
-
-    def add_to_dense(self, out):
-        out += self.to_dense()

@@ -22,6 +22,7 @@ from zbound.structured.graph import (
     GraphMarginals,
     JunctionForest,
     junction_tree,
+    junction_trees,
     tree_max_product,
     tree_sum_product,
 )
@@ -29,5 +30,5 @@ from zbound.structured.graph import (
 __all__ = ["ChainLayout", "CliqueTree", "FeatureIndex", "GraphMarginals", "JunctionForest",
            "Potentials",
            "alg1_apply", "attributes", "encode_labels", "featurize", "forward_backward",
-           "junction_tree", "marginals", "token_features", "tree_max_product",
+           "junction_tree", "junction_trees", "marginals", "token_features", "tree_max_product",
            "tree_sum_product", "viterbi", "word_shape"]

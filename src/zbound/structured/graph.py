@@ -236,6 +236,25 @@ def _bfs(nbrs, start):
     return queue, up
 
 
+def junction_trees(n_nodes, edges, indices=None, heuristic: str = "min-fill",
+                   max_treewidth: int | None = None) -> list:
+    """One :class:`CliqueTree` per graph (``n_nodes[j]`` nodes, ``edges[j]`` node pairs) for
+    the graphs ``indices`` (default all), built once per shape (node count and edge list)
+    and shared by the graphs of that shape; a graph beyond ``max_treewidth`` is refused
+    naming it ("sample j")."""
+    trees: dict = {}
+    out = []
+    for j in range(len(edges)) if indices is None else indices:
+        n = int(n_nodes[j])
+        e = check_edges(n, edges[j])
+        key = (n, e.tobytes())
+        if key not in trees:
+            trees[key] = junction_tree(n, e, heuristic=heuristic, max_treewidth=max_treewidth,
+                                       name=f"sample {j}")
+        out.append(trees[key])
+    return out
+
+
 # --------------------------------------------------------------------------- clique tables
 def _check_scores(tree: CliqueTree, node_scores, edge_scores):
     """(S, T, batched): S (B, n, m), T (B, E, m, m) float64, finite."""
@@ -261,15 +280,19 @@ def _check_scores(tree: CliqueTree, node_scores, edge_scores):
     return S, np.broadcast_to(T, (B, E, m, m)), batched
 
 
-def _expand(table, table_vars, target_vars):
-    """``table`` (B, m, ...) over ``table_vars`` as a broadcastable array over
-    ``target_vars`` (both sorted; table_vars a subset)."""
-    pos = {v: i for i, v in enumerate(target_vars)}
-    shape = [table.shape[0]] + [1] * len(target_vars)
-    for v, size in zip(table_vars, table.shape[1:]):
-        shape[1 + pos[v]] = size
-    # table_vars sorted and a subset of the sorted target_vars: the axes keep their order
-    return table.reshape(shape)
+def _place(values: np.ndarray, axes, k: int) -> np.ndarray:
+    """(B, m, ..) values over the clique axes ``axes`` (increasing) as a (B, ...) array that
+    broadcasts against (B, m, ..., m) tables of k axes."""
+    shape = [values.shape[0]] + [1] * k
+    for a, size in zip(axes, values.shape[1:]):
+        shape[1 + a] = size
+    return values.reshape(shape)
+
+
+def _expand(table, table_vars, clique: np.ndarray):
+    """``table`` (B, m, ...) over the sorted ``table_vars`` as a broadcastable array over the
+    (sorted) ``clique``'s axes."""
+    return _place(table, np.searchsorted(clique, table_vars), clique.size)
 
 
 def clique_tables(tree: CliqueTree, S: np.ndarray, T: np.ndarray) -> list:
@@ -278,15 +301,16 @@ def clique_tables(tree: CliqueTree, S: np.ndarray, T: np.ndarray) -> list:
     tables = [np.zeros((B,) + (m,) * c.size) for c in tree.cliques]
     for i in range(tree.n_nodes):
         c = tree.node_clique[i]
-        tables[c] += _expand(S[:, i], [i], tree.cliques[c].tolist())
+        tables[c] += _expand(S[:, i], [i], tree.cliques[c])
     for e, (u, v) in enumerate(tree.edges):
         c = tree.edge_clique[e]
         Te = T[:, e] if u < v else np.swapaxes(T[:, e], 1, 2)
-        tables[c] += _expand(Te, sorted((int(u), int(v))), tree.cliques[c].tolist())
+        tables[c] += _expand(Te, sorted((int(u), int(v))), tree.cliques[c])
     return tables
 
 
 def _logsumexp(a: np.ndarray, axes: tuple) -> np.ndarray:
+    """log-sum-exp of a batched table over ``axes`` (never the leading batch axis)."""
     if not axes:
         return a
     top = np.max(a, axis=axes, keepdims=True)
@@ -328,7 +352,7 @@ def tree_sum_product(tree: CliqueTree, node_scores, edge_scores=None) -> GraphMa
         p = parent[c]
         if p >= 0:
             up[c] = _logsumexp(belief[c], _other_axes(cl[c], sep[c]))
-            belief[p] = belief[p] + _expand(up[c], sep[c].tolist(), cl[p].tolist())
+            belief[p] = belief[p] + _expand(up[c], sep[c], cl[p])
     roots = np.flatnonzero(parent < 0)
     log_z = sum(_logsumexp(belief[r], tuple(range(1, cl[r].size + 1))) for r in roots)
     # after the upward pass a root's belief is final; send the rest down
@@ -336,7 +360,7 @@ def tree_sum_product(tree: CliqueTree, node_scores, edge_scores=None) -> GraphMa
         p = parent[c]
         if p >= 0:
             down = _logsumexp(belief[p], _other_axes(cl[p], sep[c])) - up[c]
-            belief[c] = belief[c] + _expand(down, sep[c].tolist(), cl[c].tolist())
+            belief[c] = belief[c] + _expand(down, sep[c], cl[c])
     # each clique's belief is now log Z_component + log P(clique variables): a marginal is
     # normalized by its own sum, not by subtracting log Z (at scores of 1e16 the difference
     # of two such logs keeps no digit)
@@ -370,7 +394,7 @@ def tree_max_product(tree: CliqueTree, node_scores, edge_scores=None):
         if p >= 0:
             msg = np.max(belief[c], axis=_other_axes(cl[c], sep[c])) \
                 if _other_axes(cl[c], sep[c]) else belief[c]
-            belief[p] = belief[p] + _expand(msg, sep[c].tolist(), cl[p].tolist())
+            belief[p] = belief[p] + _expand(msg, sep[c], cl[p])
     labels = np.full((B, n), -1, dtype=np.int64)
     score = np.zeros(B)
     rows = np.arange(B)
@@ -397,24 +421,6 @@ def tree_max_product(tree: CliqueTree, node_scores, edge_scores=None):
 
 
 # --------------------------------------------------------------------------- many graphs
-def _lse(a: np.ndarray, axes: tuple) -> np.ndarray:
-    """log-sum-exp of a batched table over ``axes`` (never the leading batch axis)."""
-    if not axes:
-        return a
-    top = np.max(a, axis=axes, keepdims=True)
-    return np.squeeze(np.log(np.sum(np.exp(a - top), axis=axes, keepdims=True)) + top,
-                      axis=axes)
-
-
-def _place(values: np.ndarray, axes: tuple, k: int) -> np.ndarray:
-    """(B, m, ..) values over the clique axes ``axes`` (increasing) as a (B, ...) array that
-    broadcasts against (B, m^k) tables viewed as (B, m, ..., m)."""
-    shape = [values.shape[0]] + [1] * k
-    for a, size in zip(axes, values.shape[1:]):
-        shape[1 + a] = size
-    return values.reshape(shape)
-
-
 def _collect_cliques(trees, node_offsets, edge_offsets):
     """Every clique of every tree, numbered in one sequence: sizes, graphs, parents (-1 at a
     root), separator axes in the clique and in its parent, and where each node and edge is
@@ -525,7 +531,6 @@ class JunctionForest:
             sel = ((self.sizes[edge_at[:, 0]] == k) & (edge_at[:, 1] == au)
                    & (edge_at[:, 2] == av))
             self.edge_groups.append((k, au, av, edge_at[sel, 0], edge_at[sel, 3]))
-        self.n_nodes = int(node_at[:, 2].max()) + 1 if node_at.size else 0
 
     def _topological(self, n):
         """Cliques with every parent before its children."""
@@ -556,19 +561,19 @@ class JunctionForest:
         for level in self.up_levels:
             for (k, sc, kp, sp_), cliques in level:
                 other = tuple(1 + a for a in range(k) if a not in sc)
-                msg = _lse(tab[k][self.row[cliques]], other)
+                msg = _logsumexp(tab[k][self.row[cliques]], other)
                 up[len(sc)][self.up_row[cliques]] = msg
                 np.add.at(tab[kp], self.row[self.parent[cliques]], _place(msg, sp_, kp))
         comp = np.empty(self.sizes.size)
         for k in self.count:
             rts = self.roots[self.sizes[self.roots] == k]
-            comp[rts] = _lse(tab[k][self.row[rts]], tuple(range(1, k + 1)))
+            comp[rts] = _logsumexp(tab[k][self.row[rts]], tuple(range(1, k + 1)))
         log_z = np.bincount(self.graph_of[self.roots], weights=comp[self.roots],
                             minlength=self.n_graphs)
         for level in self.down_levels:
             for (k, sc, kp, sp_), cliques in level:
                 other = tuple(1 + a for a in range(kp) if a not in sp_)
-                down = (_lse(tab[kp][self.row[self.parent[cliques]]], other)
+                down = (_logsumexp(tab[kp][self.row[self.parent[cliques]]], other)
                         - up[len(sc)][self.up_row[cliques]])
                 tab[k][self.row[cliques]] += _place(down, sc, k)
         # each clique's belief as probabilities, normalized by its own sum (see
