@@ -9,8 +9,9 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from zbound.bounds.enumerate import quadratic_bound
 from zbound.models.crf import ChainCRFLoss
-from zbound.models.graph_crf import GraphCRFLoss
+from zbound.models.graph_crf import GraphCRFLoss, JunctionCurvature
 
 pytestmark = pytest.mark.numerics
 
@@ -155,11 +156,11 @@ def test_bad_inputs_name_the_problem():
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=st.integers(0, 2**31 - 1), scale=st.sampled_from([0.0, 1.0, 5.0]),
+@given(seed=st.integers(0, 2**31 - 1), scale=st.sampled_from([0.0, 1.0, 5.0, 100.0]),
        step=st.sampled_from([1e-3, 0.3, 3.0, 30.0]), weighted=st.booleans())
 def test_majorizer_bounds_the_loss_everywhere(seed, scale, step, weighted):
-    """The majorizer (chain bound on the chains, the range curvature on the other graphs)
-    lies above the loss at every step, small and large, and touches it at theta."""
+    """The majorizer (chain bound on the chains, the junction-tree bound on the other
+    graphs) lies above the loss at every step, small and large, and touches it at theta."""
     rng = np.random.default_rng(seed)
     X, n_nodes, edges, _, y = random_graphs(rng, n_graphs=5, K=1)
     n0 = n_nodes[0]
@@ -176,21 +177,59 @@ def test_majorizer_bounds_the_loss_everywhere(seed, scale, step, weighted):
         assert loss.value(theta + delta) <= maj.evaluate(theta + delta) + 1e-9 * max(1, abs(f))
 
 
-def test_range_curvature_dominates_the_hessian():
+def junction_curvature(loss, theta):
+    maj = loss.majorizer(theta)
+    assert isinstance(maj.curvature, JunctionCurvature)
+    return maj.curvature.to_dense()
+
+
+@pytest.mark.parametrize("scale", [0.0, 1.0, 4.0])
+def test_junction_curvature_dominates_the_hessian(scale):
     """C - H is positive semi-definite (H by central differences of the gradient) on loopy
-    graphs with edge features, at several points; and the operator's diagonal is its own."""
+    graphs with edge features and sample weights (one of them zero), and C is symmetric."""
     rng = np.random.default_rng(11)
-    X, n_nodes, edges, feats, y = random_graphs(rng, n_graphs=3, max_nodes=4, n_feat=3, m=2,
+    X, n_nodes, edges, feats, y = random_graphs(rng, n_graphs=4, max_nodes=4, n_feat=3, m=2,
                                                 K=2)
-    loss = GraphCRFLoss(X, n_nodes, edges, y, 2, edge_features=feats)
-    C = loss._range.to_dense()
-    np.testing.assert_allclose(np.diag(C), loss._range.diagonal(), rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(C, C.T, atol=1e-12)
+    loss = GraphCRFLoss(X, n_nodes, edges, y, 2, edge_features=feats,
+                        sample_weight=[1.5, 0.0, 0.5, 1.0])
     p, h = loss.n_params, 1e-5
-    for scale in (0.0, 1.0, 4.0):
-        theta = scale * rng.normal(size=p)
-        H = np.column_stack([(loss.value_and_grad(theta + h * e)[1]
-                              - loss.value_and_grad(theta - h * e)[1]) / (2 * h)
-                             for e in np.eye(p)])
-        H = (H + H.T) / 2
-        assert np.linalg.eigvalsh(C - H).min() >= -1e-6 * np.abs(C).max()
+    theta = scale * rng.normal(size=p)
+    C = junction_curvature(loss, theta)
+    np.testing.assert_allclose(C, C.T, atol=1e-12 * max(1.0, np.abs(C).max()))
+    H = np.column_stack([(loss.value_and_grad(theta + h * e)[1]
+                          - loss.value_and_grad(theta - h * e)[1]) / (2 * h)
+                         for e in np.eye(p)])
+    H = (H + H.T) / 2
+    assert np.linalg.eigvalsh(C - H).min() >= -1e-6 * np.abs(C).max()
+
+
+def clique_features(loss, j):
+    """f(y) in parameter space for every labeling of graph j (C order over its nodes)."""
+    X = loss.X.toarray()[loss.offsets[j]:loss.offsets[j + 1]]
+    n, m, K = int(loss.n_nodes[j]), loss.m, loss.K
+    out = []
+    for ys in itertools.product(range(m), repeat=n):
+        fW = np.zeros((loss.n_features, m))
+        fV = np.zeros((K, m, m))
+        for i, yi in enumerate(ys):
+            fW[:, yi] += X[i]
+        for (u, v), fe in zip(loss.edges[j], loss.edge_features[j]):
+            fV[:, ys[u], ys[v]] += fe
+        out.append(np.concatenate([fW.ravel(), fV.ravel()]))
+    return np.array(out)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1.0, 30.0])
+def test_junction_curvature_of_one_clique_is_alg1_over_every_labeling(scale):
+    """A complete graph is one clique, the root: the bound is Alg. 1 over its labelings,
+    largest first (ties, at scale 0, in C order), which enumeration gives exactly."""
+    rng = np.random.default_rng(5)
+    X = sp.csr_matrix(rng.normal(size=(3, 2)))
+    edges = [np.array([[0, 1], [2, 1], [0, 2]])]
+    feats = [rng.normal(size=(3, 2))]
+    loss = GraphCRFLoss(X, [3], edges, np.array([0, 2, 1]), 3, edge_features=feats)
+    theta = scale * rng.normal(size=loss.n_params)
+    bound = quadratic_bound(clique_features(loss, 0), theta, order="descending")
+    C = junction_curvature(loss, theta)
+    np.testing.assert_allclose(C, bound.curvature, rtol=1e-10,
+                               atol=1e-12 * np.abs(bound.curvature).max())

@@ -63,8 +63,8 @@ class GraphCRF(AdaGradFit, BaseEstimator):
     solver : str, default "lbfgs-bound"
         "lbfgs-bound": L-BFGS directions, the unit step when it passes Armijo, else a few
         interpolated lengths, else the bound's minimizer along the direction; monotone.
-        The bound is the chain bound on the samples that are chains and a range bound on
-        the others (:class:`zbound.models.graph_crf.RangeCurvature`). "bound": Alg. 2 on
+        The bound is the chain bound on the samples that are chains and the junction-tree
+        bound on the others (:class:`zbound.models.graph_crf.JunctionCurvature`). "bound": Alg. 2 on
         that bound (monotone, slow). "lbfgs": SciPy's L-BFGS-B. Any other registered batch
         method that needs values, gradients or majorizers only (``zbound.solvers.METHODS``),
         or "adagrad": AdaGrad epochs over shuffled mini-batches, the steps of

@@ -112,8 +112,6 @@ class GraphCRFLoss:
             self._chain = ChainCRFLoss(X[rows], n_nodes[self.chain_graphs], self.y[rows], m)
         self.tree_graphs = np.flatnonzero(~is_chain)
         self.forest = None
-        self._range = RangeCurvature(sp.csr_matrix((0, X.shape[1])), np.zeros(0),
-                                     np.zeros((0, K)), np.zeros(0), m)
         if self.tree_graphs.size:
             self._build_forest(w)
         self.obs = self._observed(np.where(is_chain, 0.0, w))
@@ -135,10 +133,6 @@ class GraphCRFLoss:
         self.w_tree = w[self.tree_graphs]
         self.w_tree_nodes = np.repeat(self.w_tree, tn)
         self.w_tree_edges = np.repeat(self.w_tree, te)
-        # Popoviciu on each of a graph's R = nodes + edges score terms, Cauchy-Schwarz across
-        R = (tn + te).astype(np.float64)
-        self._range = RangeCurvature(self.X_tree, np.repeat(self.w_tree * R / 2, tn),
-                                     self.F_tree, np.repeat(self.w_tree * R / 2, te), self.m)
 
     def _observed(self, w: np.ndarray) -> np.ndarray:
         """The observed sufficient statistics [X^T Y, sum_e F_e (x) pair_e], graphs weighted
@@ -172,10 +166,7 @@ class GraphCRFLoss:
         """(value, gradient or None) of the junction-tree graphs (0, None without any)."""
         if self.forest is None:
             return 0.0, (np.zeros(self.n_params) if grad else None)
-        W, V = self.split(theta)
-        S = np.asarray(self.X_tree @ W)
-        T = np.einsum("ek,kxy->exy", self.F_tree, V)
-        log_z, node, edge = self.forest.sum_product(S, T)
+        log_z, node, edge = self.forest.sum_product(*self._scores(theta))
         total = float(self.w_tree @ log_z) - float(theta @ self.obs)
         if not grad:
             return total, None
@@ -213,38 +204,45 @@ class GraphCRFLoss:
                             else [self.edge_features[j] for j in graphs],
                             sample_weight=sw, max_treewidth=None, heuristic=self.heuristic)
 
+    def _scores(self, theta):
+        """The node and edge scores (S, T) of the junction-tree graphs at ``theta``."""
+        W, V = self.split(theta)
+        return np.asarray(self.X_tree @ W), np.einsum("ek,kxy->exy", self.F_tree, V)
+
     def majorizer(self, theta, order: str = "descending") -> Majorizer:
         """A quadratic upper bound at ``theta`` valid for every step: the chain bound of
-        :class:`~zbound.models.crf.ChainCRFLoss` on the chains, plus :class:`RangeCurvature` on
-        the junction-tree graphs (``order`` is ignored: neither bound depends on one)."""
+        :class:`~zbound.models.crf.ChainCRFLoss` on the chains, and on the other graphs the
+        junction-tree bound (Alg. 3, shared rule) as the matrix-free
+        :class:`JunctionCurvature` (both visit the largest configuration first; ``order`` is
+        ignored)."""
         theta = np.asarray(theta, dtype=np.float64).copy()
         f, g = self._tree_part(theta, grad=True)
-        maj = Majorizer(theta, f, g, self._range)
-        if self._chain is not None:
-            maj = maj + self._chain.majorizer(theta)
-        return maj
+        if self.forest is not None:
+            state = self.forest.bound_state(*self._scores(theta))
+            curv = JunctionCurvature(self.forest, state, self.X_tree, self.w_tree_nodes,
+                                     self.F_tree, self.w_tree_edges, self.m)
+            maj = Majorizer(theta, f, g, curv)
+            if self._chain is not None:
+                maj = maj + self._chain.majorizer(theta)
+            return maj
+        return self._chain.majorizer(theta)
 
 
-class RangeCurvature(MatrixFreeCurvature):
-    """A curvature that bounds the Hessian of the graphs' log Z at every theta:
+class JunctionCurvature(MatrixFreeCurvature):
+    """The junction-tree bound's curvature (Alg. 3, shared rule) on the graphs of a
+    :class:`~zbound.structured.graph.JunctionForest`, matrix-free.
 
-        sum_j w_j R_j / 2 [X_j^T X_j (x) P_m  (+)  F_j^T F_j (x) P_{m^2}],
-
-    R_j = nodes + edges of graph j, P_k = I - 1 1^T / k. Along a direction delta the Hessian of
-    log Z_j is the variance, under the model, of delta's score, a sum of R_j terms (a node's
-    score of its label, an edge's of its label pair); the variance of a sum of R terms is at
-    most R times the sum of their variances (Cauchy-Schwarz), and each term's variance at most
-    a quarter of its range squared (Popoviciu), at most half its squared distance to its mean
-    over the labels. Given per-row weights ``c_node`` (w_j R_j / 2 on each node row of X) and
-    ``c_edge`` (on each edge row of F); matrix-free: a product costs two sparse products with X.
+    A product maps the direction to its node and edge scores (S = X V_W, T = F V_V), runs
+    :meth:`~zbound.structured.graph.JunctionForest.bound_product` (two passes over the
+    trees) and maps the coefficients back (X^T, F^T), the graphs weighted by their sample
+    weights: the cost of about two value-and-gradient evaluations of those graphs.
     """
 
-    def __init__(self, X, c_node, F, c_edge, m: int):
-        self.X = sp.csr_matrix(X)
-        self.c_node = np.asarray(c_node, dtype=np.float64)
-        self.GF = F.T @ (np.asarray(c_edge, dtype=np.float64)[:, None] * F)   # (K, K)
-        self.m = int(m)
-        self.n_features, self.K = self.X.shape[1], self.GF.shape[0]
+    def __init__(self, forest, state, X, w_nodes, F, w_edges, m: int):
+        self.forest, self.state = forest, state
+        self.X, self.F, self.m = X, F, int(m)
+        self.w_nodes, self.w_edges = w_nodes, w_edges
+        self.n_features, self.K = X.shape[1], F.shape[1]
         p = self.n_features * self.m + self.K * self.m * self.m
         self.shape = (p, p)
 
@@ -252,14 +250,13 @@ class RangeCurvature(MatrixFreeCurvature):
         v = np.asarray(v, dtype=np.float64)
         k = self.n_features * self.m
         VW = v[:k].reshape(self.n_features, self.m)
-        A = np.asarray(self.X.T @ (self.c_node[:, None] * (self.X @ VW)))
-        A -= A.mean(axis=1, keepdims=True)
-        B = self.GF @ v[k:].reshape(self.K, self.m * self.m)
-        B -= B.mean(axis=1, keepdims=True)
-        return np.concatenate([A.ravel(), B.ravel()])
+        VV = v[k:].reshape(self.K, self.m, self.m)
+        S = np.asarray(self.X @ VW)
+        T = np.einsum("ek,kxy->exy", self.F, VV)
+        node, edge = self.forest.bound_product(self.state, S, T)
+        gW = np.asarray(self.X.T @ (node * self.w_nodes[:, None]))
+        gV = np.einsum("ek,exy->kxy", self.F * self.w_edges[:, None], edge)
+        return np.concatenate([gW.ravel(), gV.ravel()])
 
     def diagonal(self):
-        sq = np.asarray(self.X.multiply(self.X).T @ self.c_node).ravel()
-        dW = np.repeat(sq, self.m) * (1.0 - 1.0 / self.m)
-        dV = np.repeat(np.diag(self.GF), self.m * self.m) * (1.0 - 1.0 / self.m**2)
-        return np.concatenate([dW, dV])
+        return np.diag(self.to_dense()).copy()

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from zbound.bounds.scalar import beta
+
 HEURISTICS = ("min-fill", "min-degree")
 
 
@@ -457,6 +459,33 @@ def _collect_cliques(trees, node_offsets, edge_offsets):
     return sizes, graph_of, parent, sep_child, sep_parent, node_at, edge_at
 
 
+def _separator_major(tables: np.ndarray, sep: tuple, m: int):
+    """(n, m^s, m^(k-s)) view of (n, m, ..., m) clique tables with the separator axes ``sep``
+    first, and what :func:`_clique_major` needs to undo it."""
+    k = tables.ndim - 1
+    perm = (0, *(1 + a for a in sep), *(1 + a for a in range(k) if a not in sep))
+    out = np.transpose(tables, perm).reshape(tables.shape[0], m ** len(sep), -1)
+    return out, np.transpose(tables, perm).shape, perm
+
+
+def _clique_major(values: np.ndarray, shape, perm) -> np.ndarray:
+    """The inverse of :func:`_separator_major`: (n, m^s, m^(k-s)) back to clique axes."""
+    return np.transpose(values.reshape(shape), np.argsort(perm))
+
+
+@dataclass
+class JunctionBoundState:
+    """What :meth:`JunctionForest.bound_product` needs of an expansion point: log Z per graph,
+    per clique size the conditional probability tables P(v | u) (clique axes), and per Alg. 1
+    group (clique size and separator position) the rows, layout, visiting order, weights
+    alpha / max alpha in that order, 1 / z_{i-1} (0 at the first) and beta_i."""
+
+    log_z: np.ndarray
+    prob: dict
+    groups: list
+    m: int
+
+
 class JunctionForest:
     """The junction trees of many graphs as one schedule: every clique of every graph in one
     table per clique size, messages passed level by level (all cliques of one height at once,
@@ -520,6 +549,8 @@ class JunctionForest:
                           for h in range(int(height.max()) + 1 if n else 0)]
         self.down_levels = [groups(nonroot[depth[nonroot] == d], link)
                             for d in range(1, int(depth.max()) + 1 if n else 1)]
+        # Alg. 1 groups of the bound: the cliques of one size and separator position
+        self.bound_groups = groups(np.arange(n), lambda c: (int(self.sizes[c]), sep_child[c]))
         node_at = np.array(node_at, dtype=np.int64).reshape(-1, 3)
         edge_at = np.array(edge_at, dtype=np.int64).reshape(-1, 4)
         self.node_groups = []
@@ -546,10 +577,9 @@ class JunctionForest:
             stack.extend(children[c][::-1])
         return np.array(order, dtype=np.int64)
 
-    def sum_product(self, S: np.ndarray, T: np.ndarray):
-        """(log_z, node, edge): log Z per graph (n_graphs,), node marginals (rows of S, m:
-        zero on rows no graph uses) and edge marginals (rows of T, m, m), exact, for node
-        scores S (n_rows, m) and edge scores T (n_edges, m, m)."""
+    def _tables(self, S: np.ndarray, T: np.ndarray) -> dict:
+        """Per clique size k, the (n_cliques_k, m, ..., m) sums of the node scores S (n_rows,
+        m) and edge scores T (n_edges, m, m) assigned to each clique."""
         m = S.shape[1]
         tab = {k: np.zeros((cnt,) + (m,) * k) for k, cnt in self.count.items()}
         for k, a, cliques, rows in self.node_groups:
@@ -557,6 +587,14 @@ class JunctionForest:
         for k, au, av, cliques, rows in self.edge_groups:
             Te = T[rows] if au < av else np.swapaxes(T[rows], 1, 2)
             tab[k][self.row[cliques]] += _place(Te, (min(au, av), max(au, av)), k)
+        return tab
+
+    def _upward(self, S: np.ndarray, T: np.ndarray):
+        """(tab, up, log_z): the clique tables after the log-space upward pass (each clique's
+        scores plus its children's messages), the messages (per separator size, over the
+        separator) and log Z per graph."""
+        m = S.shape[1]
+        tab = self._tables(S, T)
         up = {s: np.empty((cnt,) + (m,) * s) for s, cnt in self.up_count.items()}
         for level in self.up_levels:
             for (k, sc, kp, sp_), cliques in level:
@@ -570,6 +608,13 @@ class JunctionForest:
             comp[rts] = _logsumexp(tab[k][self.row[rts]], tuple(range(1, k + 1)))
         log_z = np.bincount(self.graph_of[self.roots], weights=comp[self.roots],
                             minlength=self.n_graphs)
+        return tab, up, log_z
+
+    def sum_product(self, S: np.ndarray, T: np.ndarray):
+        """(log_z, node, edge): log Z per graph (n_graphs,), node marginals (rows of S, m:
+        zero on rows no graph uses) and edge marginals (rows of T, m, m), exact, for node
+        scores S (n_rows, m) and edge scores T (n_edges, m, m)."""
+        tab, up, log_z = self._upward(S, T)
         for level in self.down_levels:
             for (k, sc, kp, sp_), cliques in level:
                 other = tuple(1 + a for a in range(kp) if a not in sp_)
@@ -583,13 +628,97 @@ class JunctionForest:
             t -= np.max(t, axis=axes, keepdims=True)
             np.exp(t, out=t)
             t /= np.sum(t, axis=axes, keepdims=True)
-        node = np.zeros_like(S)
+        node, edge = self._row_sums(tab, S.shape, T.shape)
+        return log_z, node, edge
+
+    def _row_sums(self, tab: dict, node_shape, edge_shape):
+        """(node, edge): each node's (edge's) sum of its clique's table over the clique's other
+        variables, (n_rows, m) and (n_edges, m, m) (zero on rows no graph uses): the
+        marginals of probability tables, the transpose of :meth:`_tables` for others."""
+        node = np.zeros(node_shape)
         for k, a, cliques, rows in self.node_groups:
             other = tuple(1 + b for b in range(k) if b != a)
             node[rows] = np.sum(tab[k][self.row[cliques]], axis=other)
-        edge = np.zeros_like(T)
+        edge = np.zeros(edge_shape)
         for k, au, av, cliques, rows in self.edge_groups:
             other = tuple(1 + b for b in range(k) if b not in (au, av))
             pe = np.sum(tab[k][self.row[cliques]], axis=other)
             edge[rows] = pe if au < av else np.swapaxes(pe, 1, 2)
-        return log_z, node, edge
+        return node, edge
+
+    # ------------------------------------------------------------ the junction-tree bound
+    def bound_state(self, S: np.ndarray, T: np.ndarray) -> JunctionBoundState:
+        """Alg. 3 of Jebara & Choromanska (2012) on every junction tree at the scores S, T,
+        with the children's curvatures combined by the shared rule: what
+        :meth:`bound_product` needs, computed once per expansion point.
+
+        At clique c and configuration u of its separator with the parent, Alg. 1 visits the
+        configurations w = (u, v) of the clique's other variables, largest first, with
+        weights alpha_w = exp(scores of c at w + the children's log z at w) and vectors
+        l_w = f_c(w) + sum_b mu_{b|w} - (running mean), f_c the features of the scores
+        assigned to c and mu_{b|w} child b's conditional mean. The shared rule keeps one
+        curvature per clique, C_c = sum_b C_b + sum_u R_c(u), with R_c(u) Alg. 1's curvature
+        sum_w beta_w l_w l_w^T: C_b dominates every Sigma_{b|w}, so C_c dominates every
+        Sigma_{c|u} (see :mod:`zbound.bounds.junction`), and the curvature of a graph is the
+        sum of R_c(u) over its cliques and their separator configurations."""
+        m = S.shape[1]
+        tab, _, log_z = self._upward(S, T)
+        prob = {k: np.empty_like(t) for k, t in tab.items()}
+        groups = []
+        for (k, sc), cliques in self.bound_groups:
+            rows = self.row[cliques]
+            L, shape, perm = _separator_major(tab[k][rows], sc, m)
+            top = np.max(L, axis=2, keepdims=True)
+            w = np.exp(L - top)                          # alpha / largest alpha, in (0, 1]
+            cond = w / np.sum(w, axis=2, keepdims=True)  # P(v | u), self-normalized
+            prob[k][rows] = _clique_major(cond, shape, perm)
+            order = np.argsort(-L, axis=2, kind="stable")
+            ws = np.take_along_axis(w, order, axis=2)
+            z_prev = np.cumsum(ws, axis=2) - ws          # z_{i-1} / largest alpha
+            with np.errstate(divide="ignore"):
+                r = np.log(ws) - np.log(z_prev)
+            r[:, :, 0] = np.inf                          # z_0 = 0: beta = 0
+            inv = np.zeros_like(z_prev)
+            np.divide(1.0, z_prev, out=inv, where=z_prev > 0)
+            groups.append((k, sc, rows, shape, perm, order, ws, inv, beta(r)))
+        return JunctionBoundState(log_z, prob, groups, m)
+
+    def bound_product(self, state: JunctionBoundState, S_dir: np.ndarray,
+                      T_dir: np.ndarray):
+        """(node, edge): the curvature of :meth:`bound_state` applied to a direction given by
+        its node and edge scores S_dir (n_rows, m) and T_dir (n_edges, m, m) (the scores that
+        the direction's parameters give, f^T delta), returned as the coefficients of each
+        node's and edge's features, (n_rows, m) and (n_edges, m, m): the product in parameter
+        space is then X^T node and sum_e F_e (x) edge, as for a gradient.
+
+        Two passes over the trees: up, the conditional means of the direction's score
+        t_c(w) = f_c(w)^T delta + sum_b mu_{b|w}^T delta; at every clique and separator
+        configuration, Alg. 1's a_i = beta_i l_i^T delta and their coefficients on each
+        t (the running means transposed); down, a coefficient kappa on mu_{c|u} passed as
+        kappa P(v | u) to f_c(u, v) and to the children's means."""
+        m, prob = state.m, state.prob
+        t = self._tables(S_dir, T_dir)
+        for level in self.up_levels:
+            for (k, sc, kp, sp_), cliques in level:
+                other = tuple(1 + a for a in range(k) if a not in sc)
+                rows = self.row[cliques]
+                mean = np.sum(prob[k][rows] * t[k][rows], axis=other)
+                np.add.at(t[kp], self.row[self.parent[cliques]], _place(mean, sp_, kp))
+        coef = {k: np.empty_like(v) for k, v in t.items()}
+        for k, sc, rows, shape, perm, order, ws, inv, b in state.groups:
+            ts = np.take_along_axis(_separator_major(t[k][rows], sc, m)[0], order, axis=2)
+            run = (np.cumsum(ws * ts, axis=2) - ws * ts) * inv   # mean of the earlier t
+            a = b * (ts - run)
+            r = a * inv
+            later = np.cumsum(r[:, :, ::-1], axis=2)[:, :, ::-1] - r   # sum over i > k
+            gs = a - ws * later
+            g = np.empty_like(gs)
+            np.put_along_axis(g, order, gs, axis=2)
+            coef[k][rows] = _clique_major(g, shape, perm)
+        for level in self.down_levels:
+            for (k, sc, kp, sp_), cliques in level:
+                other = tuple(1 + a for a in range(kp) if a not in sp_)
+                kappa = np.sum(coef[kp][self.row[self.parent[cliques]]], axis=other)
+                rows = self.row[cliques]
+                coef[k][rows] += _place(kappa, sc, k) * prob[k][rows]
+        return self._row_sums(coef, S_dir.shape, T_dir.shape)
