@@ -49,9 +49,9 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "about 4 min",
     ),
     "graphcrf": (
-        "CRFs on graphs of small treewidth: exact junction-tree inference against enumeration, "
-        "the skip-chain CRF on CoNLL-2002 against the chain CRF and python-crfsuite, the cost "
-        "of a pass against treewidth",
+        "CRFs on graphs of small treewidth: exact junction-tree inference against enumeration "
+        "and pgmpy, the skip-chain CRF on CoNLL-2002 against the chain CRF and "
+        "python-crfsuite, the cost of a pass against treewidth",
         "about 2 min",
     ),
     "logreg-small": (

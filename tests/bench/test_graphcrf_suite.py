@@ -29,6 +29,23 @@ def test_inference_records_find_no_mismatch(tiny_run):
     assert "0 mismatches beyond 1e-09 in 24 graphs" in md
 
 
+def test_medium_graphs_agree_with_pgmpy(tiny_run):
+    pytest.importorskip("pgmpy", reason="pgmpy is the peer of the medium graphs: "
+                        "pip install 'zbound[pgmpy]'")
+    doc, out = tiny_run
+    med = [r for r in doc["records"] if r["task"] == "inference-medium"]
+    ours = [r for r in med if r["method"] == "junction-tree"]
+    assert {r["dataset"].split("/")[1] for r in ours} == set(graphcrf.runs.MEDIUM_FAMILIES)
+    assert sum(r["metrics"]["graphs"] for r in ours) == graphcrf.tiny().medium_graphs
+    for r in ours:
+        m = r["metrics"]
+        assert r["reached"] and m["mismatches"] == 0 and m["map_short"] == 0
+        assert m["logz_rel"] <= 1e-9 and m["max_nodes"] >= 12 and m["pgmpy_seconds"] > 0
+    assert {r["method"] for r in med} == {"junction-tree", "pgmpy-bp"}
+    assert "0 mismatches beyond 1e-09 in 4 graphs against pgmpy" in \
+        (out / "graphcrf.md").read_text()
+
+
 def test_skip_chain_and_scaling_records(tiny_run):
     doc, out = tiny_run
     md = (out / "graphcrf.md").read_text()
@@ -46,3 +63,22 @@ def test_skip_chain_and_scaling_records(tiny_run):
     scaling = [r for r in doc["records"] if r["task"] == "scaling"]
     assert sorted(r["metrics"]["treewidth"] for r in scaling) == [1, 2]
     assert "One pass against treewidth" in md
+
+
+def test_without_pgmpy_the_report_says_the_medium_graphs_were_not_run(tmp_path, monkeypatch):
+    from zbound.utils import extras
+
+    real = extras.require
+
+    def no_pgmpy(module, what):
+        if module == "pgmpy":
+            raise ImportError(f"{what} needs pgmpy, which is not installed")
+        return real(module, what)
+
+    monkeypatch.setattr(extras, "require", no_pgmpy)
+    cfg = graphcrf.tiny()
+    cfg.corpus = (0, 0)
+    doc = runner.run_suite("graphcrf", quick=True, out=tmp_path, show_progress=False,
+                           options={"config": cfg})
+    assert not [r for r in doc["records"] if r["task"] == "inference-medium"]
+    assert "Not run: pgmpy is not installed" in (tmp_path / "graphcrf.md").read_text()

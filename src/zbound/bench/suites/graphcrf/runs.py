@@ -11,6 +11,12 @@ Tasks:
   enumeration. One record per family: graphs, largest relative error of log Z, largest
   absolute error of a marginal, MAP labelings whose score falls short of the best by more
   than 1e-9 (relative), and the count of values off by more than 1e-9.
+- ``inference-medium``: graphs beyond enumeration (trees of 20-40 nodes, cycles of 15-30,
+  3-4 x 4-6 grids, random graphs of 12-18 nodes of treewidth at most 4), 3 labels, against
+  pgmpy's belief propagation on its own junction tree (the ``pgmpy`` extra; skipped without
+  it): log Z, node and edge marginals, and the MAP labeling's score against pgmpy's
+  max-calibrated best score; seconds per graph of each (ours: junction tree, sum-product and
+  max-product; pgmpy: model, calibration and max-calibration). A record per family for each.
 - ``skip-chain``: CoNLL-2002 Spanish NER, the crf suite's token features. ``ChainCRF`` (its
   default solver), ``GraphCRF`` on the same chains, ``GraphCRF`` on skip chains (an edge from
   each capitalized word to its next occurrence in the sentence, while the treewidth stays at
@@ -42,12 +48,16 @@ MISMATCH = 1e-9
 #: GraphCRF on chains: at most this multiple of ChainCRF's time per evaluation
 CHAIN_RATIO = 1.2
 FAMILIES = ("tree", "cycle", "grid", "clique3", "clique4", "random")
+MEDIUM_FAMILIES = ("tree", "cycle", "grid", "random")
+#: labels and score scale of the medium graphs (pgmpy multiplies factors in linear space)
+MEDIUM_LABELS, MEDIUM_SCALE = 3, 1.0
 
 
 @dataclass
 class Config:
     inference_graphs: int = 3000
     inference_max_nodes: int = 8
+    medium_graphs: int = 200
     corpus: tuple = (None, None)
     c2: float = 1.0
     max_iter: int = 300
@@ -60,12 +70,13 @@ class Config:
 def config(quick: bool) -> Config:
     if not quick:
         return Config()
-    return Config(inference_graphs=600, corpus=(800, 400), repeats=1,
+    return Config(inference_graphs=600, medium_graphs=40, corpus=(800, 400), repeats=1,
                   scaling_lengths=(10, 20), scaling_graphs=20)
 
 
 def tiny() -> Config:
-    return Config(inference_graphs=24, inference_max_nodes=5, corpus=(30, 20), max_iter=15,
+    return Config(inference_graphs=24, inference_max_nodes=5, medium_graphs=4,
+                  corpus=(30, 20), max_iter=15,
                   repeats=1, scaling_widths=(1, 2), scaling_lengths=(4,), scaling_graphs=3)
 
 
@@ -180,6 +191,128 @@ def task_inference(ctx, cfg: Config) -> None:
             reached=st["mismatches"] == 0, time_to_target_s=st["seconds"] / st["graphs"],
             final_objective=None, metrics={**st, "mismatch_tol": MISMATCH}))
     ctx.writer.set_extra("forest_mismatches", forest_mismatch)
+
+
+# ------------------------------------------------------------------------ medium graphs
+def medium_graph(family: str, rng):
+    """(n_nodes, edges) of a graph beyond enumeration (12-40 nodes), treewidth at most 4."""
+    from zbound.structured.graph import elimination_cliques
+
+    if family == "tree":
+        n = int(rng.integers(20, 41))
+        return n, [(int(rng.integers(0, i)), i) for i in range(1, n)]
+    if family == "cycle":
+        n = int(rng.integers(15, 31))
+        return n, [(i, (i + 1) % n) for i in range(n)]
+    if family == "grid":
+        r, c = int(rng.integers(3, 5)), int(rng.integers(4, 7))
+        return r * c, grid_edges(r, c)
+    while True:     # random and connected, redrawn until its treewidth is at most 4
+        n = int(rng.integers(12, 19))
+        tree = {(int(rng.integers(0, i)), i) for i in range(1, n)}
+        edges = sorted(tree | {e for e in itertools.combinations(range(n), 2)
+                               if rng.random() < 0.12})
+        cliques = elimination_cliques(n, np.array(edges, dtype=np.int64).reshape(-1, 2))
+        if max(len(c) for c in cliques) <= 5:
+            return n, edges
+
+
+def _pgmpy_inference(n, m, edges, S, T):
+    """(log Z, node (n, m), edge (E, m, m), best score) by pgmpy's belief propagation on its
+    own junction tree (sum- and max-calibrated clique beliefs)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # pgmpy's deprecation notices
+        from pgmpy.factors.discrete import DiscreteFactor
+        from pgmpy.inference import BeliefPropagation
+        from pgmpy.models import DiscreteMarkovNetwork
+
+    names = [f"x{i}" for i in range(n)]
+    net = DiscreteMarkovNetwork()
+    net.add_nodes_from(names)
+    net.add_edges_from([(names[u], names[v]) for u, v in edges])
+    net.add_factors(*[DiscreteFactor([names[i]], [m], np.exp(S[i])) for i in range(n)],
+                    *[DiscreteFactor([names[u], names[v]], [m, m], np.exp(T[e]))
+                      for e, (u, v) in enumerate(edges)])
+    bp = BeliefPropagation(net)
+    bp.calibrate()
+    beliefs = list(bp.get_clique_beliefs().values())
+
+    def marginal(keep):
+        f = next(b for b in beliefs if set(keep) <= set(b.variables))
+        f = f.marginalize([v for v in f.variables if v not in keep], inplace=False)
+        values = np.transpose(f.values, [f.variables.index(v) for v in keep])
+        return values / values.sum()
+
+    log_z = float(np.log(beliefs[0].values.sum()))
+    node = np.array([marginal([names[i]]) for i in range(n)])
+    edge = np.array([marginal([names[u], names[v]]) for u, v in edges]).reshape(-1, m, m)
+    bp.max_calibrate()
+    best = float(np.log(next(iter(bp.get_clique_beliefs().values())).values.max()))
+    return log_z, node, edge, best
+
+
+def task_inference_medium(ctx, cfg: Config) -> None:
+    import warnings
+
+    from zbound.structured.graph import junction_tree, tree_max_product, tree_sum_product
+    from zbound.utils.extras import require
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")          # pgmpy's deprecation notices on import
+            require("pgmpy", "the pgmpy peer of the graphcrf suite")
+    except ImportError as exc:
+        ctx.log(f"medium graphs against pgmpy skipped: {exc}")
+        return
+    rng = np.random.default_rng(2)
+    m = MEDIUM_LABELS
+    stats = {f: {"graphs": 0, "logz_rel": 0.0, "marginal_abs": 0.0, "map_short": 0,
+                 "mismatches": 0, "max_treewidth": 0, "max_nodes": 0, "seconds": 0.0,
+                 "pgmpy_seconds": 0.0} for f in MEDIUM_FAMILIES}
+    ctx.start("medium graphs against pgmpy", cfg.medium_graphs)
+    for i in range(cfg.medium_graphs):
+        family = MEDIUM_FAMILIES[i % len(MEDIUM_FAMILIES)]
+        n, edges = medium_graph(family, rng)
+        S = rng.normal(scale=MEDIUM_SCALE, size=(n, m))
+        T = rng.normal(scale=MEDIUM_SCALE, size=(len(edges), m, m))
+        t0 = time.perf_counter()
+        tree = junction_tree(n, edges)
+        out = tree_sum_product(tree, S, T)
+        labels, _ = tree_max_product(tree, S, T)
+        t1 = time.perf_counter()
+        log_z, node, edge, best = _pgmpy_inference(n, m, edges, S, T)
+        t2 = time.perf_counter()
+        st = stats[family]
+        st["graphs"] += 1
+        st["seconds"] += t1 - t0
+        st["pgmpy_seconds"] += t2 - t1
+        st["max_treewidth"] = max(st["max_treewidth"], tree.treewidth)
+        st["max_nodes"] = max(st["max_nodes"], n)
+        lz_err = abs(out.log_z - log_z) / max(1.0, abs(log_z))
+        mg_err = max(float(np.abs(out.node - node).max()),
+                     float(np.abs(out.edge - edge).max()))
+        own = S[np.arange(n), labels].sum() + sum(T[e][labels[u], labels[v]]
+                                                  for e, (u, v) in enumerate(edges))
+        short = (best - own) / max(1.0, abs(best)) > MISMATCH
+        st["logz_rel"] = max(st["logz_rel"], lz_err)
+        st["marginal_abs"] = max(st["marginal_abs"], mg_err)
+        st["map_short"] += int(short)
+        st["mismatches"] += int(lz_err > MISMATCH) + int(mg_err > MISMATCH) + int(short)
+        ctx.advance(family)
+    for family, st in stats.items():
+        if not st["graphs"]:
+            continue
+        common = dict(task="inference-medium", dataset=f"medium/{family}",
+                      setting=f"m={m},scale={MEDIUM_SCALE:g}", final_objective=None,
+                      metrics={**st, "mismatch_tol": MISMATCH})
+        ctx.writer.add_record(BenchRecord(
+            **common, method="junction-tree", default=True, reached=st["mismatches"] == 0,
+            time_to_target_s=st["seconds"] / st["graphs"]))
+        ctx.writer.add_record(BenchRecord(
+            **common, method="pgmpy-bp", peer=True, reached=True,
+            time_to_target_s=st["pgmpy_seconds"] / st["graphs"]))
 
 
 # ------------------------------------------------------------------------ skip chain
@@ -352,5 +485,6 @@ def task_scaling(ctx, cfg: Config) -> None:
 def run(ctx) -> None:
     cfg = suite_config(ctx, config, Config)
     task_inference(ctx, cfg)
+    task_inference_medium(ctx, cfg)
     task_skip_chain(ctx, cfg)
     task_scaling(ctx, cfg)
