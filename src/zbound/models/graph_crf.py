@@ -162,17 +162,23 @@ class GraphCRFLoss:
         return theta[:k].reshape(self.n_features, self.m), theta[k:].reshape(self.K, self.m,
                                                                              self.m)
 
-    def _tree_part(self, theta, grad: bool):
-        """(value, gradient or None) of the junction-tree graphs (0, None without any)."""
+    def _tree_part(self, theta, grad: bool, bound: bool = False):
+        """(value, gradient or None) of the junction-tree graphs (0, None without any); with
+        ``bound`` (and ``grad``), the junction-tree bound's state appended, from the same
+        pass."""
         if self.forest is None:
-            return 0.0, (np.zeros(self.n_params) if grad else None)
-        log_z, node, edge = self.forest.sum_product(*self._scores(theta))
-        total = float(self.w_tree @ log_z) - float(theta @ self.obs)
+            out = 0.0, (np.zeros(self.n_params) if grad else None)
+            return (*out, None) if bound else out
+        S, T = self._scores(theta)
         if not grad:
-            return total, None
+            log_z = self.forest.log_partition(S, T)
+            return float(self.w_tree @ log_z) - float(theta @ self.obs), None
+        log_z, node, edge, *state = self.forest.sum_product(S, T, bound=bound)
+        total = float(self.w_tree @ log_z) - float(theta @ self.obs)
         gW = np.asarray(self.X_tree.T @ (node * self.w_tree_nodes[:, None]))
         gV = np.einsum("ek,exy->kxy", self.F_tree * self.w_tree_edges[:, None], edge)
-        return total, np.concatenate([gW.ravel(), gV.ravel()]) - self.obs
+        g = np.concatenate([gW.ravel(), gV.ravel()]) - self.obs
+        return (total, g, *state)
 
     def _pass(self, theta, grad: bool):
         theta = np.asarray(theta, dtype=np.float64)
@@ -216,9 +222,8 @@ class GraphCRFLoss:
         :class:`JunctionCurvature` (both visit the largest configuration first; ``order`` is
         ignored)."""
         theta = np.asarray(theta, dtype=np.float64).copy()
-        f, g = self._tree_part(theta, grad=True)
+        f, g, state = self._tree_part(theta, grad=True, bound=True)
         if self.forest is not None:
-            state = self.forest.bound_state(*self._scores(theta))
             curv = JunctionCurvature(self.forest, state, self.X_tree, self.w_tree_nodes,
                                      self.F_tree, self.w_tree_edges, self.m)
             maj = Majorizer(theta, f, g, curv)

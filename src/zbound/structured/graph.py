@@ -610,11 +610,18 @@ class JunctionForest:
                             minlength=self.n_graphs)
         return tab, up, log_z
 
-    def sum_product(self, S: np.ndarray, T: np.ndarray):
+    def log_partition(self, S: np.ndarray, T: np.ndarray) -> np.ndarray:
+        """log Z per graph (n_graphs,): the upward pass of :meth:`sum_product` alone."""
+        return self._upward(S, T)[2]
+
+    def sum_product(self, S: np.ndarray, T: np.ndarray, bound: bool = False):
         """(log_z, node, edge): log Z per graph (n_graphs,), node marginals (rows of S, m:
         zero on rows no graph uses) and edge marginals (rows of T, m, m), exact, for node
-        scores S (n_rows, m) and edge scores T (n_edges, m, m)."""
+        scores S (n_rows, m) and edge scores T (n_edges, m, m). With ``bound``, the
+        junction-tree bound's state (:meth:`bound_state`) is appended, from the same upward
+        pass."""
         tab, up, log_z = self._upward(S, T)
+        state = self._bound_state(tab, log_z, S.shape[1]) if bound else None
         for level in self.down_levels:
             for (k, sc, kp, sp_), cliques in level:
                 other = tuple(1 + a for a in range(kp) if a not in sp_)
@@ -629,7 +636,7 @@ class JunctionForest:
             np.exp(t, out=t)
             t /= np.sum(t, axis=axes, keepdims=True)
         node, edge = self._row_sums(tab, S.shape, T.shape)
-        return log_z, node, edge
+        return (log_z, node, edge, state) if bound else (log_z, node, edge)
 
     def _row_sums(self, tab: dict, node_shape, edge_shape):
         """(node, edge): each node's (edge's) sum of its clique's table over the clique's other
@@ -661,8 +668,11 @@ class JunctionForest:
         sum_w beta_w l_w l_w^T: C_b dominates every Sigma_{b|w}, so C_c dominates every
         Sigma_{c|u} (see :mod:`zbound.bounds.junction`), and the curvature of a graph is the
         sum of R_c(u) over its cliques and their separator configurations."""
-        m = S.shape[1]
         tab, _, log_z = self._upward(S, T)
+        return self._bound_state(tab, log_z, S.shape[1])
+
+    def _bound_state(self, tab: dict, log_z: np.ndarray, m: int) -> JunctionBoundState:
+        """:meth:`bound_state` from the tables of the upward pass (read, not changed)."""
         prob = {k: np.empty_like(t) for k, t in tab.items()}
         groups = []
         for (k, sc), cliques in self.bound_groups:
