@@ -209,3 +209,21 @@ def test_forest_of_many_graphs_is_each_graph_alone(seed, m, scale):
         if edges:
             np.testing.assert_allclose(edge[erows], one.edge, atol=1e-12)
     assert np.all(node[0] == 0)
+
+
+def test_forest_adds_the_messages_of_siblings_that_share_a_parent():
+    """A star's leaf cliques all send to the root clique at one level: their messages, split
+    into groups of distinct parents, all arrive (one group would keep only the last)."""
+    n, edges = 7, [(0, i) for i in range(1, 7)]
+    tree = junction_tree(n, edges)
+    forest = JunctionForest([tree, tree], [0, n], [0, len(edges)])
+    keys = [key for level in forest.up_levels for key, _ in level]
+    assert len(keys) > len(set(keys))               # the same key split for shared parents
+    rng = np.random.default_rng(3)
+    S = rng.normal(size=(2 * n, 3))
+    T = rng.normal(size=(2 * len(edges), 3, 3))
+    log_z, node, _ = forest.sum_product(S, T)
+    for j in range(2):
+        ref = enumerate_model(n, 3, edges, S[j * n:(j + 1) * n], T[j * 6:(j + 1) * 6])
+        assert log_z[j] == pytest.approx(ref[0], rel=1e-12)
+        np.testing.assert_allclose(node[j * n:(j + 1) * n], ref[1], atol=1e-12)

@@ -545,7 +545,21 @@ class JunctionForest:
         nonroot = np.flatnonzero(self.parent >= 0)
         link = lambda c: (int(self.sizes[c]), sep_child[c], int(self.sizes[self.parent[c]]),  # noqa: E731
                           sep_parent[c])
-        self.up_levels = [groups(nonroot[height[nonroot] == h], link)
+        def distinct_parents(level):
+            """The groups split so that no two cliques of one group share a parent (their
+            messages are then added with one fancy-indexed +=, not np.add.at)."""
+            out = []
+            for key, cliques in level:
+                seen: dict = {}
+                rounds: dict = {}
+                for c in cliques.tolist():
+                    r = seen.get(int(self.parent[c]), 0)
+                    seen[int(self.parent[c])] = r + 1
+                    rounds.setdefault(r, []).append(c)
+                out += [(key, np.array(v, dtype=np.int64)) for v in rounds.values()]
+            return out
+
+        self.up_levels = [distinct_parents(groups(nonroot[height[nonroot] == h], link))
                           for h in range(int(height.max()) + 1 if n else 0)]
         self.down_levels = [groups(nonroot[depth[nonroot] == d], link)
                             for d in range(1, int(depth.max()) + 1 if n else 1)]
@@ -601,7 +615,7 @@ class JunctionForest:
                 other = tuple(1 + a for a in range(k) if a not in sc)
                 msg = _logsumexp(tab[k][self.row[cliques]], other)
                 up[len(sc)][self.up_row[cliques]] = msg
-                np.add.at(tab[kp], self.row[self.parent[cliques]], _place(msg, sp_, kp))
+                tab[kp][self.row[self.parent[cliques]]] += _place(msg, sp_, kp)
         comp = np.empty(self.sizes.size)
         for k in self.count:
             rts = self.roots[self.sizes[self.roots] == k]
@@ -713,7 +727,7 @@ class JunctionForest:
                 other = tuple(1 + a for a in range(k) if a not in sc)
                 rows = self.row[cliques]
                 mean = np.sum(prob[k][rows] * t[k][rows], axis=other)
-                np.add.at(t[kp], self.row[self.parent[cliques]], _place(mean, sp_, kp))
+                t[kp][self.row[self.parent[cliques]]] += _place(mean, sp_, kp)
         coef = {k: np.empty_like(v) for k, v in t.items()}
         for k, sc, rows, shape, perm, order, ws, inv, b in state.groups:
             ts = np.take_along_axis(_separator_major(t[k][rows], sc, m)[0], order, axis=2)
