@@ -227,3 +227,32 @@ def test_forest_adds_the_messages_of_siblings_that_share_a_parent():
         ref = enumerate_model(n, 3, edges, S[j * n:(j + 1) * n], T[j * 6:(j + 1) * 6])
         assert log_z[j] == pytest.approx(ref[0], rel=1e-12)
         np.testing.assert_allclose(node[j * n:(j + 1) * n], ref[1], atol=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1.0, 1e3])
+def test_forest_scaled_pass_and_its_log_space_fallback(scale):
+    """At moderate scores the forest's pass runs in linear space (one exp per entry); at
+    scores of 1e3 that would underflow, it is refused and the log-space pass runs. Either
+    way log Z, the marginals and the junction-tree bound's products are the log-space
+    pass's."""
+    rng = np.random.default_rng(8)
+    names = ["grid3", "cycle", "tree", "clique4", "star"]
+    trees = [junction_tree(*GRAPHS[g]) for g in names]
+    n_off = np.cumsum([0] + [GRAPHS[g][0] for g in names])
+    e_off = np.cumsum([0] + [len(GRAPHS[g][1]) for g in names])
+    forest = JunctionForest(trees, n_off[:-1], e_off[:-1])
+    S = rng.normal(scale=scale, size=(n_off[-1], 3))
+    T = rng.normal(scale=scale, size=(e_off[-1], 3, 3))
+    assert (forest._upward_scaled(S, T) is None) == (scale > 100)
+    log_z, node, edge, state = forest.sum_product(S, T, bound=True)
+    for j, (name, tree) in enumerate(zip(names, trees)):
+        one = tree_sum_product(tree, S[n_off[j]:n_off[j + 1]], T[e_off[j]:e_off[j + 1]])
+        assert log_z[j] == pytest.approx(one.log_z, rel=1e-12)
+        np.testing.assert_allclose(node[n_off[j]:n_off[j + 1]], one.node, atol=1e-12)
+        np.testing.assert_allclose(edge[e_off[j]:e_off[j + 1]], one.edge, atol=1e-12)
+    log_state = forest.bound_state(S, T) if scale > 100 else forest._bound_state(
+        forest._upward(S, T)[0], log_z, 3)
+    Sd, Td = rng.normal(size=S.shape), rng.normal(size=T.shape)
+    for a, b in zip(forest.bound_product(state, Sd, Td),
+                    forest.bound_product(log_state, Sd, Td)):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)

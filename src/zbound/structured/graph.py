@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from zbound.bounds.scalar import beta
+from zbound.structured.chain import _TINY
 
 HEURISTICS = ("min-fill", "min-degree")
 
@@ -624,9 +625,54 @@ class JunctionForest:
                             minlength=self.n_graphs)
         return tab, up, log_z
 
+    def _upward_scaled(self, S: np.ndarray, T: np.ndarray):
+        """(phi, up, log_z) by the upward pass in linear space, or None where it would lose
+        digits. phi: per clique, exp(its scores - their maximum) times its children's
+        messages, each message divided by its largest entry (kept in ``up``: the largest
+        entry 1) and the logarithms of the shifts and divisors summed per clique on the
+        side; one exp per table entry, and products and sums instead of log-sum-exps. Every
+        factor of a phi entry is at most 1, so where every entry of every phi exceeds
+        ``_TINY`` no product or sum underflowed and the pass is exact to rounding (as the
+        chain CRF's scaled recursion); otherwise None, and :meth:`_upward` runs in log
+        space."""
+        m = S.shape[1]
+        phi = self._tables(S, T)
+        scale = {}
+        with np.errstate(under="ignore"):
+            for k, t in phi.items():
+                top = np.max(t, axis=tuple(range(1, k + 1)))
+                scale[k] = top
+                t -= top.reshape((-1,) + (1,) * k)
+                np.exp(t, out=t)
+        up = {s: np.empty((cnt,) + (m,) * s) for s, cnt in self.up_count.items()}
+        with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+            for level in self.up_levels:
+                for (k, sc, kp, sp_), cliques in level:
+                    other = tuple(1 + a for a in range(k) if a not in sc)
+                    rows = self.row[cliques]
+                    msg = np.sum(phi[k][rows], axis=other) if other else phi[k][rows]
+                    top = np.max(msg.reshape(msg.shape[0], -1), axis=1)
+                    msg = msg / top.reshape((-1,) + (1,) * len(sc))
+                    up[len(sc)][self.up_row[cliques]] = msg
+                    prow = self.row[self.parent[cliques]]
+                    phi[kp][prow] *= _place(msg, sp_, kp)
+                    scale[kp][prow] += scale[k][rows] + np.log(top)
+            for t in phi.values():
+                if not np.min(t) > _TINY:           # NaN or an underflow
+                    return None
+            comp = np.empty(self.sizes.size)
+            for k in self.count:
+                rts = self.roots[self.sizes[self.roots] == k]
+                total = np.sum(phi[k][self.row[rts]], axis=tuple(range(1, k + 1)))
+                comp[rts] = scale[k][self.row[rts]] + np.log(total)
+        log_z = np.bincount(self.graph_of[self.roots], weights=comp[self.roots],
+                            minlength=self.n_graphs)
+        return phi, up, log_z
+
     def log_partition(self, S: np.ndarray, T: np.ndarray) -> np.ndarray:
         """log Z per graph (n_graphs,): the upward pass of :meth:`sum_product` alone."""
-        return self._upward(S, T)[2]
+        out = self._upward_scaled(S, T)
+        return (out if out is not None else self._upward(S, T))[2]
 
     def sum_product(self, S: np.ndarray, T: np.ndarray, bound: bool = False):
         """(log_z, node, edge): log Z per graph (n_graphs,), node marginals (rows of S, m:
@@ -634,6 +680,9 @@ class JunctionForest:
         scores S (n_rows, m) and edge scores T (n_edges, m, m). With ``bound``, the
         junction-tree bound's state (:meth:`bound_state`) is appended, from the same upward
         pass."""
+        out = self._upward_scaled(S, T)
+        if out is not None:
+            return self._downward_scaled(*out, S, T, bound)
         tab, up, log_z = self._upward(S, T)
         state = self._bound_state(tab, log_z, S.shape[1]) if bound else None
         for level in self.down_levels:
@@ -650,6 +699,29 @@ class JunctionForest:
             np.exp(t, out=t)
             t /= np.sum(t, axis=axes, keepdims=True)
         node, edge = self._row_sums(tab, S.shape, T.shape)
+        return (log_z, node, edge, state) if bound else (log_z, node, edge)
+
+    def _downward_scaled(self, phi, up, log_z, S, T, bound):
+        """:meth:`sum_product` after :meth:`_upward_scaled`: each root's phi normalized to its
+        clique's distribution; then, parents before children, a child's distribution is its
+        phi times (the parent's marginal on the separator / the child's own message),
+        normalized. No exp; the divisors, messages, exceed ``_TINY``."""
+        state = self._bound_state(phi, log_z, S.shape[1], linear=True) if bound else None
+        for k in self.count:
+            rows = self.row[self.roots[self.sizes[self.roots] == k]]
+            axes = tuple(range(1, k + 1))
+            phi[k][rows] /= np.sum(phi[k][rows], axis=axes, keepdims=True)
+        with np.errstate(under="ignore"):
+            for level in self.down_levels:
+                for (k, sc, kp, sp_), cliques in level:
+                    other = tuple(1 + a for a in range(kp) if a not in sp_)
+                    rows = self.row[cliques]
+                    sep = np.sum(phi[kp][self.row[self.parent[cliques]]], axis=other)
+                    blk = phi[k][rows] * _place(sep / up[len(sc)][self.up_row[cliques]],
+                                                sc, k)
+                    blk /= np.sum(blk, axis=tuple(range(1, k + 1)), keepdims=True)
+                    phi[k][rows] = blk
+        node, edge = self._row_sums(phi, S.shape, T.shape)
         return (log_z, node, edge, state) if bound else (log_z, node, edge)
 
     def _row_sums(self, tab: dict, node_shape, edge_shape):
@@ -685,15 +757,19 @@ class JunctionForest:
         tab, _, log_z = self._upward(S, T)
         return self._bound_state(tab, log_z, S.shape[1])
 
-    def _bound_state(self, tab: dict, log_z: np.ndarray, m: int) -> JunctionBoundState:
-        """:meth:`bound_state` from the tables of the upward pass (read, not changed)."""
+    def _bound_state(self, tab: dict, log_z: np.ndarray, m: int,
+                     linear: bool = False) -> JunctionBoundState:
+        """:meth:`bound_state` from the tables of the upward pass (read, not changed): log
+        tables, or with ``linear`` the scaled tables of :meth:`_upward_scaled` (alpha up to
+        a factor per clique, every entry above ``_TINY``)."""
         prob = {k: np.empty_like(t) for k, t in tab.items()}
         groups = []
         for (k, sc), cliques in self.bound_groups:
             rows = self.row[cliques]
             L, shape, perm = _separator_major(tab[k][rows], sc, m)
             top = np.max(L, axis=2, keepdims=True)
-            w = np.exp(L - top)                          # alpha / largest alpha, in (0, 1]
+            # alpha / largest alpha, in (0, 1]
+            w = L / top if linear else np.exp(L - top)
             cond = w / np.sum(w, axis=2, keepdims=True)  # P(v | u), self-normalized
             prob[k][rows] = _clique_major(cond, shape, perm)
             order = np.argsort(-L, axis=2, kind="stable")
