@@ -25,6 +25,7 @@ leading batch axis: graphs of the same shape and different scores are one vector
 :func:`tree_sum_product` sends messages from the leaves to the roots and back (log-sum-exp, each
 clique's maximum shifted out), giving log Z and every node's and edge's marginals;
 :func:`tree_max_product` sends max-messages up and reads the highest-scoring labeling back down.
+:class:`JunctionForest` runs the junction trees of many graphs as one pass, level by level.
 """
 
 from __future__ import annotations
@@ -491,7 +492,9 @@ class JunctionForest:
     """The junction trees of many graphs as one schedule: every clique of every graph in one
     table per clique size, messages passed level by level (all cliques of one height at once,
     grouped by clique size and separator position), so that a pass costs a number of NumPy
-    calls set by the trees' height, not by the number of graphs.
+    calls set by the trees' height, not by the number of graphs. Sum-product runs in linear
+    space, each table and message rescaled (:meth:`_upward_scaled`), and in log space where
+    that would underflow.
 
     Parameters
     ----------
