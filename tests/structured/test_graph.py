@@ -245,7 +245,7 @@ def test_forest_scaled_pass_and_its_log_space_fallback(scale):
     T = rng.normal(scale=scale, size=(e_off[-1], 3, 3))
     assert (forest._upward_scaled(S, T) is None) == (scale > 100)
     log_z, node, edge, state = forest.sum_product(S, T, bound=True)
-    for j, (name, tree) in enumerate(zip(names, trees)):
+    for j, tree in enumerate(trees):
         one = tree_sum_product(tree, S[n_off[j]:n_off[j + 1]], T[e_off[j]:e_off[j + 1]])
         assert log_z[j] == pytest.approx(one.log_z, rel=1e-12)
         np.testing.assert_allclose(node[n_off[j]:n_off[j + 1]], one.node, atol=1e-12)
