@@ -86,7 +86,8 @@ def test_on_chains_it_is_the_chain_crf():
     edges = [np.column_stack([np.arange(L - 1), np.arange(1, L)]) for L in lengths]
     fast = GraphCRFLoss(X, lengths, edges, y, m)             # the chain kernels
     ones = [np.ones((L - 1, 1)) for L in lengths]
-    trees = GraphCRFLoss(X, lengths, edges, y, m, edge_features=ones)   # junction trees
+    trees = GraphCRFLoss(X, lengths, edges, y, m, edge_features=ones,
+                         chain_kernels=False)                # junction trees
     assert fast.chain_graphs.size == lengths.size and fast.forest is None
     assert trees.chain_graphs.size == 0 and trees.forest is not None
     assert trees.n_params == fast.n_params == chain.n_params
@@ -109,8 +110,7 @@ def test_chains_and_loopy_graphs_together_are_the_sum_of_their_losses():
         edges[j] = np.column_stack([np.arange(n - 1), np.arange(1, n)]).astype(np.int64)
     mixed = GraphCRFLoss(X, n_nodes, edges, y, 3)
     assert set(mixed.chain_graphs) >= {0, 2, 3}
-    forced = GraphCRFLoss(X, n_nodes, edges, y, 3,
-                          edge_features=[np.ones((len(e), 1)) for e in edges])
+    forced = GraphCRFLoss(X, n_nodes, edges, y, 3, chain_kernels=False)
     assert forced.chain_graphs.size == 0
     theta = rng.normal(size=mixed.n_params)
     f1, g1 = mixed.value_and_grad(theta)
@@ -118,6 +118,42 @@ def test_chains_and_loopy_graphs_together_are_the_sum_of_their_losses():
     assert f1 == pytest.approx(f2, rel=1e-11)
     np.testing.assert_allclose(g1, g2, rtol=1e-9, atol=1e-10)
     assert mixed.value(theta) == pytest.approx(f1, rel=1e-13)
+
+
+@pytest.mark.parametrize("scale", [0.0, 1.0, 5.0])
+def test_chains_with_a_common_edge_feature_vector_take_the_chain_kernels(scale):
+    """Chains whose edges all carry one feature vector f0 (a chain edge [1, 0] beside skip
+    edges [0, 1], say) run on the chain kernels with transitions sum_k f0_k V_k: value,
+    gradient and majorizer in theta's coordinates, against every graph on its junction
+    tree; the majorizer lies above the loss."""
+    rng = np.random.default_rng(12)
+    X, n_nodes, edges, _, y = random_graphs(rng, n_graphs=7, K=2, max_nodes=5)
+    f0 = np.array([1.0, 0.0])
+    feats = []
+    for j, n in enumerate(n_nodes):
+        if j in (0, 2, 3, 5):
+            edges[j] = np.column_stack([np.arange(n - 1), np.arange(1, n)]).astype(np.int64)
+            feats.append(np.tile(f0, (n - 1, 1)))
+        else:
+            feats.append(np.where(rng.random((len(edges[j]), 1)) < 0.5, f0, f0[::-1]))
+    fast = GraphCRFLoss(X, n_nodes, edges, y, 3, edge_features=feats)
+    ref = GraphCRFLoss(X, n_nodes, edges, y, 3, edge_features=feats, chain_kernels=False)
+    assert set(fast.chain_graphs) >= {0, 2, 3, 5} and ref.chain_graphs.size == 0
+    np.testing.assert_array_equal(fast.chain_feature, f0)
+    theta = scale * rng.normal(size=fast.n_params)
+    f1, g1 = fast.value_and_grad(theta)
+    f2, g2 = ref.value_and_grad(theta)
+    assert f1 == pytest.approx(f2, rel=1e-11) and fast.value(theta) == pytest.approx(f1)
+    np.testing.assert_allclose(g1, g2, rtol=1e-9, atol=1e-10)
+    maj = fast.majorizer(theta)
+    assert maj.value == pytest.approx(f1, rel=1e-12)
+    np.testing.assert_allclose(maj.grad, g1, rtol=1e-10, atol=1e-12)
+    C = maj.curvature.to_dense()
+    np.testing.assert_allclose(C, C.T, atol=1e-10 * np.abs(C).max())
+    for step in (1e-2, 1.0, 10.0):
+        for _ in range(5):
+            delta = step * rng.normal(size=fast.n_params)
+            assert fast.value(theta + delta) <= maj.evaluate(theta + delta) + 1e-9 * abs(f1)
 
 
 def test_a_weight_of_two_is_the_graph_twice():

@@ -12,10 +12,12 @@ theta = [vec(W), vec(V)]: W (n_features, m) node weights (row-major, as
 and the loss is sum_j w_j [log Z_j(theta) - s_j(y_j)] (w the sample weights). On a chain with
 edges (t, t + 1) and K = 1 it is exactly the chain CRF's loss, V_0 its transitions.
 
-Chains (edges (0, 1), (1, 2), ... in node order, no edge features, weight 1) run on the chain
-CRF's kernels (:class:`~zbound.models.crf.ChainCRFLoss`, the scaled forward-backward over
-position-major chunks); the other graphs on junction trees (one per graph shape, node count
-and edge list), all of them passed as one :class:`~zbound.structured.graph.JunctionForest`.
+Chains (edges (0, 1), (1, 2), ... in node order, weight 1, every edge with the same feature
+vector f0: the constant feature when there are none) run on the chain CRF's kernels with
+transitions sum_k f0_k V_k (:class:`~zbound.models.crf.ChainCRFLoss`, the scaled
+forward-backward over position-major chunks); the other graphs on junction trees (one per
+graph shape, node count and edge list), all of them passed as one
+:class:`~zbound.structured.graph.JunctionForest`.
 """
 
 from __future__ import annotations
@@ -62,11 +64,13 @@ class GraphCRFLoss:
     sample_weight : None or (n_graphs,) weights >= 0
     max_treewidth : refuse graphs whose junction tree is wider (ValueError naming the graph)
     heuristic : the elimination order of the junction trees ("min-fill" or "min-degree")
+    chain_kernels : run the chains on the chain CRF's kernels (default); False runs every
+        graph on its junction tree (the reference the chain kernels are tested against)
     """
 
     def __init__(self, X, n_nodes, edges, y, n_labels: int, edge_features=None,
                  sample_weight=None, max_treewidth: int | None = 4,
-                 heuristic: str = "min-fill"):
+                 heuristic: str = "min-fill", chain_kernels: bool = True):
         X, _ = check_design_magnitude(X)
         X = sp.csr_matrix(X, dtype=np.float64)
         n_nodes = np.asarray(n_nodes, dtype=np.int64)
@@ -97,13 +101,19 @@ class GraphCRFLoss:
         self.n_features = X.shape[1]
         self.n_params = self.n_features * m + K * m * m
         self.n_samples = G
-        # chains (edges (0, 1), (1, 2), ... in order, the constant edge feature, weight 1)
-        # take the chain CRF's kernels; the other graphs the junction trees
+        # chains (edges (0, 1), (1, 2), ... in order, weight 1, every edge with the same
+        # feature vector f0) take the chain CRF's kernels, with transitions sum_k f0_k V_k;
+        # the other graphs the junction trees
         w = self._weights()
-        is_chain = np.array([
-            edge_features is None and w[j] == 1.0 and np.array_equal(
-                self.edges[j], np.column_stack([np.arange(n - 1), np.arange(1, n)]))
-            for j, n in enumerate(n_nodes)], dtype=bool)
+        shaped = [chain_kernels and w[j] == 1.0 and np.array_equal(
+            self.edges[j], np.column_stack([np.arange(n - 1), np.arange(1, n)]))
+            for j, n in enumerate(n_nodes)]
+        f0 = np.ones(1) if edge_features is None else next(
+            (feats[j][0] for j in range(G) if shaped[j] and feats[j].shape[0]
+             and np.all(feats[j] == feats[j][0])), np.zeros(K))
+        is_chain = np.array([shaped[j] and np.all(feats[j] == f0) for j in range(G)],
+                            dtype=bool)
+        self.chain_feature = f0
         self.chain_graphs = np.flatnonzero(is_chain)
         self._chain = None
         if self.chain_graphs.size:
@@ -184,12 +194,33 @@ class GraphCRFLoss:
         theta = np.asarray(theta, dtype=np.float64)
         self.split(theta)                           # the shape check
         total, g = self._tree_part(theta, grad)
-        if self._chain is not None:                 # K = 1: theta is the chain's [W, T]
+        if self._chain is not None:
+            tc = self._to_chain(theta)
             if grad:
-                fc, gc = self._chain.value_and_grad(theta)
-                return total + fc, g + gc
-            total += self._chain.value(theta)
+                fc, gc = self._chain.value_and_grad(tc)
+                return total + fc, g + self._from_chain(gc)
+            total += self._chain.value(tc)
         return total, g
+
+    def _chain_is_theta(self) -> bool:
+        """Whether the chains' parameters [W, T] are theta itself (K = 1, f0 = 1)."""
+        return self.K == 1 and self.chain_feature[0] == 1.0
+
+    def _to_chain(self, theta):
+        """The chains' parameters [W, T = sum_k f0_k V_k] at theta."""
+        if self._chain_is_theta():
+            return theta
+        W, V = self.split(theta)
+        T = np.einsum("k,kxy->xy", self.chain_feature, V)
+        return np.concatenate([W.ravel(), T.ravel()])
+
+    def _from_chain(self, gc):
+        """A gradient in the chains' parameters [gW, gT] as one in theta: [gW, f0_k gT]."""
+        if self._chain_is_theta():
+            return gc
+        k = self.n_features * self.m
+        gV = self.chain_feature[:, None] * gc[k:][None, :]
+        return np.concatenate([gc[:k], gV.ravel()])
 
     # ----------------------------------------------------------------------- protocol
     def value(self, theta) -> float:
@@ -228,9 +259,33 @@ class GraphCRFLoss:
                                      self.F_tree, self.w_tree_edges, self.m)
             maj = Majorizer(theta, f, g, curv)
             if self._chain is not None:
-                maj = maj + self._chain.majorizer(theta)
+                maj = maj + self._chain_majorizer(theta)
             return maj
-        return self._chain.majorizer(theta)
+        return self._chain_majorizer(theta)
+
+    def _chain_majorizer(self, theta) -> Majorizer:
+        """The chain bound at theta, in theta's coordinates (C -> A^T C A for the linear map
+        A: theta -> [W, sum_k f0_k V_k])."""
+        maj = self._chain.majorizer(self._to_chain(theta))
+        if self._chain_is_theta():
+            return maj
+        curv = _ChainMapCurvature(maj.curvature, self)
+        return Majorizer(theta, maj.value, self._from_chain(maj.grad), curv)
+
+
+class _ChainMapCurvature(MatrixFreeCurvature):
+    """A^T C A: the chains' curvature C in [W, T] mapped to theta = [W, V] by the map A that
+    :meth:`GraphCRFLoss._to_chain` applies."""
+
+    def __init__(self, curvature, loss: GraphCRFLoss):
+        self.curvature, self.loss = curvature, loss
+        self.shape = (loss.n_params, loss.n_params)
+
+    def matvec(self, v):
+        return self.loss._from_chain(self.curvature.matvec(self.loss._to_chain(v)))
+
+    def diagonal(self):
+        return np.diag(self.to_dense()).copy()
 
 
 class JunctionCurvature(MatrixFreeCurvature):

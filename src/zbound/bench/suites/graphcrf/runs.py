@@ -335,6 +335,15 @@ def skip_edges(words, max_treewidth: int = 4) -> list[tuple[int, int]]:
     return edges
 
 
+def skip_chain(sentence):
+    """(tokens, edges, edge features) of the skip-chain graph of a sentence: chain edges with
+    the feature [1, 0], skip edges (:func:`skip_edges`) with [0, 1], so that the two kinds
+    have their own pairwise weights (a transition and a label agreement)."""
+    edges = skip_edges([w for w, *_ in sentence])
+    feats = np.array([[1.0, 0.0] if v == u + 1 else [0.0, 1.0] for u, v in edges])
+    return sentence, edges, feats.reshape(-1, 2)
+
+
 def task_skip_chain(ctx, cfg: Config) -> None:
     import warnings
 
@@ -355,11 +364,11 @@ def task_skip_chain(ctx, cfg: Config) -> None:
     Xc = [x for x, _ in train]
     y = [t for _, t in train]
     chains = [(x, [(t, t + 1) for t in range(len(x) - 1)]) for x in Xc]
-    skips = [(x, skip_edges([w for w, *_ in x])) for x in Xc]
+    skips = [skip_chain(x) for x in Xc]
     Xt = [x for x, _ in test]
     yt = [t for _, t in test]
-    n_skip = sum(len(e) - (len(x) - 1) for x, e in skips)
-    graphs_with = sum(len(e) > len(x) - 1 for x, e in skips)
+    n_skip = sum(len(e) - (len(x) - 1) for x, e, _ in skips)
+    graphs_with = sum(len(e) > len(x) - 1 for x, e, _ in skips)
     fits = {
         "chaincrf": lambda: ChainCRF(c2=cfg.c2, max_iter=cfg.max_iter).fit(Xc, y),
         "chaincrf-lbfgs": lambda: ChainCRF(c2=cfg.c2, solver="lbfgs",
@@ -377,7 +386,7 @@ def task_skip_chain(ctx, cfg: Config) -> None:
                 skip_edges=n_skip, graphs_with_skip_edges=graphs_with)
     for name, entry in res.items():
         est = entry["result"]
-        Xtest = ([(x, skip_edges([w for w, *_ in x])) for x in Xt] if name == "graphcrf-skip"
+        Xtest = ([skip_chain(x) for x in Xt] if name == "graphcrf-skip"
                  else [(x, [(t, t + 1) for t in range(len(x) - 1)]) for x in Xt]
                  if name == "graphcrf-chain" else Xt)
         acc, f1 = scores(est.predict(Xtest), yt, True)
