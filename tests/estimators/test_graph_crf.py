@@ -154,3 +154,20 @@ def test_bound_solvers_are_monotone_and_reach_lbfgs(solver):
         assert est.objective_ == pytest.approx(ref.objective_, rel=1e-6)
     else:
         assert est.objective_ < trace[0]
+
+
+@pytest.mark.parametrize("solver", ["bound", "squarem", "lbfgs-bound"])
+def test_bound_solvers_never_form_the_curvature(solver, monkeypatch):
+    """The bound solvers work by products with the matrix-free bound (CG steps, Jacobi on a
+    cheap diagonal), as they must on corpora of 10^5 parameters: with every dense form
+    refused the fit still runs, monotone."""
+    from zbound.bounds.curvature import MatrixFreeCurvature
+
+    monkeypatch.setattr(MatrixFreeCurvature, "DENSE_MAX", 0)
+    X, y, _ = corpus(n=20, seed=3, skip=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = GraphCRF(c2=0.3, solver=solver, max_iter=8).fit(X, y)
+    trace = est.solver_result_.trace.objective
+    assert trace[-1] < trace[0]
+    assert np.all(np.diff(trace) <= 1e-10 * np.abs(trace[:-1]))

@@ -204,3 +204,17 @@ def test_counted_model_counts_what_the_model_has():
                               "hessian": 1, "bound": 1}
     with pytest.raises(ValueError, match="unknown evaluation kind"):
         counted.count("gradient")
+
+
+def test_bfgs_refuses_a_dense_inverse_hessian_beyond_the_memory(model, monkeypatch):
+    """SciPy's BFGS keeps (p, p) matrices: where three of them exceed the machine's memory
+    the run is refused with a ValueError naming the size and the alternatives, before it
+    starts (not NumPy's MemoryError after a few steps)."""
+    from zbound.solvers import baselines
+
+    p = model.n_params
+    monkeypatch.setattr(baselines, "_physical_memory", lambda: 3 * 8 * p * p - 1.0)
+    with pytest.raises(ValueError, match=rf"'bfgs' keeps dense \({p}, {p}\) matrices.*'lbfgs'"):
+        minimize(model, np.zeros(p), method="bfgs")
+    monkeypatch.setattr(baselines, "_physical_memory", lambda: 3 * 8 * p * p)
+    assert minimize(model, np.zeros(p), method="bfgs").converged

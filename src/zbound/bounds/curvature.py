@@ -89,6 +89,12 @@ class Curvature:
     def diagonal(self) -> np.ndarray:
         raise NotImplementedError
 
+    def jacobi_diagonal(self) -> np.ndarray:
+        """The diagonal that Jacobi preconditioning divides by: :meth:`diagonal`, or a cheap
+        stand-in where the operator is known only by products (its exact diagonal would cost
+        p of them)."""
+        return self.diagonal()
+
     def to_dense(self) -> np.ndarray:
         """A new (p, p) ndarray (the caller may modify it)."""
         raise NotImplementedError
@@ -174,7 +180,7 @@ class Curvature:
             pre = block_jacobi(blocks)
             if pre is not None:
                 return pre
-        return jacobi(self.diagonal())
+        return jacobi(self.jacobi_diagonal())
 
     def solve(self, rhs: np.ndarray, method: str = "cholesky", *, x0: np.ndarray | None = None,
               rtol: float = 1e-10, maxiter: int | None = None, precond=None,
@@ -376,6 +382,9 @@ class ScaledCurvature(Curvature):
     def diagonal(self):
         return self.c * self.base.diagonal()
 
+    def jacobi_diagonal(self):
+        return self.c * self.base.jacobi_diagonal()
+
     def to_dense(self):
         out = self.base.to_dense()
         out *= self.c
@@ -425,6 +434,12 @@ class SumCurvature(Curvature):
         out = self.parts[0].diagonal()
         for part in self.parts[1:]:
             out = out + part.diagonal()
+        return out
+
+    def jacobi_diagonal(self):
+        out = self.parts[0].jacobi_diagonal()
+        for part in self.parts[1:]:
+            out = out + part.jacobi_diagonal()
         return out
 
     def to_dense(self):

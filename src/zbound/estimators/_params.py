@@ -143,6 +143,21 @@ __all__ = ["fit_method", "LabelCheckedClassifier", "STACKLEVEL", "DEPRECATED", "
            "RenamedParameters", "renamed_attribute", "progress_printer"]
 
 
+def crf_solver_options(solver: str, cg_maxiter: int) -> dict:
+    """The options ``ChainCRF`` and ``GraphCRF`` pass to ``zbound.minimize`` for a batch
+    ``solver``: Alg. 2's step (and SQUAREM's) by ``cg_maxiter`` CG products (the bound is
+    matrix-free: an exact solve would cost thousands of them, and any partial one keeps the
+    iterates monotone); the curvature pairs of "lbfgs-bound" in float32 (half their memory on a
+    corpus of millions of parameters, the same iterations)."""
+    if solver in ("bound", "squarem"):
+        return dict(inner="cg", cg_maxiter=cg_maxiter, cg_rtol=1e-3)
+    if solver == "newton-bound":
+        return dict(inner="cg")
+    if solver == "lbfgs-bound":
+        return dict(precision="single")
+    return {}
+
+
 class AdaGradFit:
     """AdaGrad epochs and steps shared by the CRF estimators (``ChainCRF``, ``GraphCRF``):
     their ``solver="adagrad"`` fit and the steps of ``partial_fit``, on any loss with

@@ -30,7 +30,12 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.estimators._params import AdaGradFit, progress_printer, renamed_attribute
+from zbound.estimators._params import (
+    AdaGradFit,
+    crf_solver_options,
+    progress_printer,
+    renamed_attribute,
+)
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
@@ -236,15 +241,7 @@ class ChainCRF(AdaGradFit, BaseEstimator):
             res = self._adagrad_epochs(obj, x0)
             theta = res.x
         else:
-            opts = {}
-            if self.solver == "bound":
-                opts = dict(inner="cg", cg_maxiter=self.cg_maxiter, cg_rtol=1e-3)
-            elif self.solver == "newton-bound":
-                opts = dict(inner="cg")
-            elif self.solver == "lbfgs-bound":
-                # curvature pairs in float32 (the direction in float64): half the memory of
-                # the pairs on a corpus of millions of parameters, the same iterations
-                opts = dict(precision="single")
+            opts = crf_solver_options(self.solver, self.cg_maxiter)
             callback = progress_printer("ChainCRF") if self.verbose >= 2 else None
             res = minimize(obj, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
                            callback=callback, **opts)

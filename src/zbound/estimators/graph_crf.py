@@ -27,7 +27,7 @@ from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.estimators._params import AdaGradFit, progress_printer
+from zbound.estimators._params import AdaGradFit, crf_solver_options, progress_printer
 from zbound.models.graph_crf import GraphCRFLoss
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.models.objective import Objective
@@ -73,6 +73,8 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         Iterations (epochs for "adagrad").
     tol : float >= 0, default 1e-6
         Stationarity tolerance of the batch solvers (relative, as ``zbound.minimize``).
+    cg_maxiter : int >= 1, default 10
+        CG products per bound step ("bound"; any number keeps the iterates monotone).
     max_treewidth : int >= 1, default 4
         Largest treewidth accepted: a clique of k nodes holds m^k label combinations.
     heuristic : {"min-fill", "min-degree"}, default "min-fill"
@@ -109,7 +111,8 @@ class GraphCRF(AdaGradFit, BaseEstimator):
     """
 
     def __init__(self, c2: float = 1.0, solver: str = "lbfgs-bound", max_iter: int = 100,
-                 tol: float = 1e-6, max_treewidth: int = 4, heuristic: str = "min-fill",
+                 tol: float = 1e-6, cg_maxiter: int = 10, max_treewidth: int = 4,
+                 heuristic: str = "min-fill",
                  batch_size: int = 8, learning_rate: float = 0.3,
                  n_features: int | None = None, random_state=None,
                  n_samples_hint: int | None = None, verbose: int = 0):
@@ -117,6 +120,7 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         self.solver = solver
         self.max_iter = max_iter
         self.tol = tol
+        self.cg_maxiter = cg_maxiter
         self.max_treewidth = max_treewidth
         self.heuristic = heuristic
         self.batch_size = batch_size
@@ -131,6 +135,7 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         "solver": [StrOptions(MethodNames(_graph_batch, also=("adagrad",)))],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [Number(Real, 0, np.inf, closed="left")],
+        "cg_maxiter": [Number(Integral, 1, None, closed="left")],
         "max_treewidth": [Number(Integral, 1, None, closed="left")],
         "heuristic": [StrOptions(set(HEURISTICS))],
         "batch_size": [Number(Integral, 1, None, closed="left")],
@@ -228,8 +233,7 @@ class GraphCRF(AdaGradFit, BaseEstimator):
             theta = res.x
         else:
             callback = progress_printer("GraphCRF") if self.verbose >= 2 else None
-            # curvature pairs in float32, as ChainCRF's: half their memory, the same steps
-            opts = dict(precision="single") if self.solver == "lbfgs-bound" else {}
+            opts = crf_solver_options(self.solver, self.cg_maxiter)
             res = minimize(obj, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
                            callback=callback, **opts)
             theta = res.x

@@ -49,7 +49,6 @@ from zbound.structured.chain import (
     tangent_terms,
     viterbi,
 )
-from zbound.utils.linalg import jacobi
 
 
 def _row_block(M, a: int, b: int):
@@ -332,9 +331,6 @@ class _ChainOperator(MatrixFreeCurvature):
             out += self.reg * v
         return out
 
-    def preconditioner(self):
-        return jacobi(self._surrogate_diagonal())
-
     def diagonal(self):
         return np.diag(self.to_dense()).copy()
 
@@ -354,7 +350,7 @@ class ChainHessian(_ChainOperator):
         return hessian_matvec(loss.layout, self.pot, self.log_z, self.A, self.B, self.P, SV,
                               VT, loss.n_jobs)
 
-    def _surrogate_diagonal(self):
+    def jacobi_diagonal(self):
         loss = self.loss
         dW = np.asarray(loss.X2T @ (self.P * (1.0 - self.P))[loss.layout.perm]).ravel()
         dT = (self.pair * (1.0 - self.pair / max(1, loss.layout.inner.size))).ravel()
@@ -390,7 +386,7 @@ class ChainBoundCurvature(_ChainOperator):
                            self.loss.layout.chunks, self.loss.n_jobs)
         return lam, sum(parts) + (1.0 + 1.0 / self.eps) * self.fac.K * VT
 
-    def _surrogate_diagonal(self):
+    def jacobi_diagonal(self):
         loss, fac = self.loss, self.fac
         lay = loss.layout
         own = np.zeros_like(self.P)

@@ -287,6 +287,13 @@ class _ChainMapCurvature(MatrixFreeCurvature):
     def diagonal(self):
         return np.diag(self.to_dense()).copy()
 
+    def jacobi_diagonal(self):
+        """The chains' Jacobi diagonal mapped: the same on W, f0_k^2 times T's on V_k."""
+        d = self.curvature.jacobi_diagonal()
+        k = self.loss.n_features * self.loss.m
+        dV = self.loss.chain_feature[:, None] ** 2 * d[k:][None, :]
+        return np.concatenate([d[:k], dV.ravel()])
+
 
 class JunctionCurvature(MatrixFreeCurvature):
     """The junction-tree bound's curvature (Alg. 3, shared rule) on the graphs of a
@@ -320,3 +327,12 @@ class JunctionCurvature(MatrixFreeCurvature):
 
     def diagonal(self):
         return np.diag(self.to_dense()).copy()
+
+    def jacobi_diagonal(self):
+        """sum_i w_i x_i^2 / 4 on every label's node weights and sum_e w_e F_e^2 / 4 on every
+        label pair's edge weights: each node's and edge's own score variance bound
+        (Popoviciu), without the coupling along the graph."""
+        X2 = self.X.multiply(self.X) if sp.issparse(self.X) else self.X ** 2
+        dW = np.asarray(X2.T @ self.w_nodes).ravel() / 4.0
+        dV = (self.F ** 2).T @ self.w_edges / 4.0
+        return np.concatenate([np.repeat(dW, self.m), np.repeat(dV, self.m * self.m)])

@@ -16,6 +16,7 @@ They call only ``model.value``, ``model.value_and_grad``, ``model.value_grad_hes
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,14 @@ class _Cached:
         f, g = self.vg(x)
         self.x, self.f, self.g = x.copy(), f, g
         return f, g
+
+
+def _physical_memory() -> float:
+    """The machine's physical memory in bytes (inf where the system does not say)."""
+    try:
+        return float(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return math.inf
 
 
 class _ScipyMethod(Solver):
@@ -176,6 +185,17 @@ class ScipyLBFGSB(_ScipyMethod):
 class ScipyBFGS(_ScipyMethod):
     info = MethodInfo("bfgs", peer=True, constraints="none", description="SciPy BFGS")
     scipy_method = "BFGS"
+
+    def run(self, model, x0) -> Result:
+        # SciPy's BFGS keeps a dense (p, p) inverse Hessian and forms products of its size: a
+        # clear error where that cannot fit, not NumPy's MemoryError after the first steps
+        p = int(np.asarray(x0).size)
+        need = 3 * 8 * p * p
+        if need > _physical_memory():
+            raise ValueError(f"method 'bfgs' keeps dense ({p}, {p}) matrices, about "
+                             f"{need / 2**30:.3g} GiB, more than this machine's memory; use "
+                             "'lbfgs' or 'lbfgs-bound'")
+        return super().run(model, x0)
 
 
 @register
