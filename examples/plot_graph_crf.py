@@ -77,17 +77,22 @@ def sentence():
 
 
 def skip_chain(tokens):
-    """Chain edges, plus an edge between every two mentions of the same name."""
+    """The sample (tokens, edges, edge features): chain edges, plus an edge between every two
+    mentions of the same name; an edge feature tells the two kinds apart, [1, 0] for a chain
+    edge and [0, 1] for a skip edge, so that each kind learns its own pairwise weights (a
+    transition, and how often two mentions share a label)."""
     words = [next(k for k in t if k.startswith("w=")) for t in tokens]
-    return [(t, t + 1) for t in range(len(tokens) - 1)] + [
+    edges = [(t, t + 1) for t in range(len(tokens) - 1)] + [
         (s, t) for s, t in itertools.combinations(range(len(tokens)), 2)
         if t > s + 1 and words[s] == words[t] and "cap" in tokens[s]]
+    kinds = np.array([[1.0, 0.0] if t == s + 1 else [0.0, 1.0] for s, t in edges])
+    return tokens, edges, kinds
 
 
 ner_train = [sentence() for _ in range(300)]
 ner_test = [sentence() for _ in range(200)]
 chain = ChainCRF(c2=0.1).fit([x for x, _ in ner_train], [y for _, y in ner_train])
-skip = GraphCRF(c2=0.1).fit([(x, skip_chain(x)) for x, _ in ner_train],
+skip = GraphCRF(c2=0.1).fit([skip_chain(x) for x, _ in ner_train],
                             [y for _, y in ner_train])
 
 
@@ -97,7 +102,7 @@ def entity_accuracy(pred):
 
 
 ner_chain = entity_accuracy(chain.predict([x for x, _ in ner_test]))
-ner_skip = entity_accuracy(skip.predict([(x, skip_chain(x)) for x, _ in ner_test]))
+ner_skip = entity_accuracy(skip.predict([skip_chain(x) for x, _ in ner_test]))
 
 fig, axes = plt.subplots(1, 2, figsize=(8, 3.5))
 for ax, title, names, values, ylabel in (
