@@ -171,3 +171,17 @@ def test_bound_solvers_never_form_the_curvature(solver, monkeypatch):
     trace = est.solver_result_.trace.objective
     assert trace[-1] < trace[0]
     assert np.all(np.diff(trace) <= 1e-10 * np.abs(trace[:-1]))
+
+
+def test_threads_of_the_chain_kernels_give_the_same_fit():
+    """n_jobs runs the chains' forward-backward on threads (as ChainCRF's): the same fit
+    to rounding, and joblib's convention for the count."""
+    X, y, _ = corpus(n=30, seed=4, skip=True)
+    chains = [list(map(tuple, e)) == [(t, t + 1) for t in range(len(x) - 1)] for x, e in X]
+    assert 0 < sum(chains) < len(X)                 # chains and skip chains
+    one = GraphCRF(c2=0.3, max_iter=40, n_jobs=1).fit(X, y)
+    two = GraphCRF(c2=0.3, max_iter=40, n_jobs=2).fit(X, y)
+    assert two.objective_ == pytest.approx(one.objective_, rel=1e-10)
+    assert two.predict(X) == one.predict(X)
+    with pytest.raises(ValueError, match="n_jobs"):
+        GraphCRF(n_jobs=0).fit(X, y)

@@ -85,6 +85,9 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         AdaGrad's step eta.
     n_features : int or None, default None
         None learns a vocabulary of attributes; a number hashes them into that many columns.
+    n_jobs : int or None, default None
+        Threads for the chain kernels' forward-backward on the samples that are chains (None
+        or 1: one, -1: all cores, -2: all but one), as :class:`~zbound.ChainCRF`'s.
     random_state : None, int or Generator, default None
         The mini-batch order of "adagrad".
     n_samples_hint : int or None, default None
@@ -114,7 +117,7 @@ class GraphCRF(AdaGradFit, BaseEstimator):
                  tol: float = 1e-6, cg_maxiter: int = 10, max_treewidth: int = 4,
                  heuristic: str = "min-fill",
                  batch_size: int = 8, learning_rate: float = 0.3,
-                 n_features: int | None = None, random_state=None,
+                 n_features: int | None = None, n_jobs=None, random_state=None,
                  n_samples_hint: int | None = None, verbose: int = 0):
         self.c2 = c2
         self.solver = solver
@@ -126,6 +129,7 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.n_features = n_features
+        self.n_jobs = n_jobs
         self.random_state = random_state
         self.n_samples_hint = n_samples_hint
         self.verbose = verbose
@@ -141,6 +145,9 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         "batch_size": [Number(Integral, 1, None, closed="left")],
         "learning_rate": [Number(Real, 0, np.inf, closed="neither")],
         "n_features": [None, Number(Integral, 1, None, closed="left")],
+        # joblib's convention: None or 1 one thread, -1 all cores, -2 all but one; 0 is no count
+        "n_jobs": [None, Number(Integral, 1, None, closed="left"),
+                   Number(Integral, None, -1, closed="right")],
         "random_state": ["random_state"],
         "n_samples_hint": [None, Number(Integral, 1, None, closed="left")],
         "verbose": [Number(Integral, 0, None, closed="left")],
@@ -208,7 +215,7 @@ class GraphCRF(AdaGradFit, BaseEstimator):
     def _loss(self, M, n_nodes, edges, feats, yi, sample_weight):
         return GraphCRFLoss(M, n_nodes, edges, yi, len(self.classes_), edge_features=feats,
                             sample_weight=sample_weight, max_treewidth=self.max_treewidth,
-                            heuristic=self.heuristic)
+                            heuristic=self.heuristic, n_jobs=self.n_jobs)
 
     # ------------------------------------------------------------------ training
     @_fit_context(prefer_skip_nested_validation=True)

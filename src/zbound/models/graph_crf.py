@@ -66,11 +66,12 @@ class GraphCRFLoss:
     heuristic : the elimination order of the junction trees ("min-fill" or "min-degree")
     chain_kernels : run the chains on the chain CRF's kernels (default); False runs every
         graph on its junction tree (the reference the chain kernels are tested against)
+    n_jobs : threads of the chain kernels (:class:`~zbound.models.crf.ChainCRFLoss`'s)
     """
 
     def __init__(self, X, n_nodes, edges, y, n_labels: int, edge_features=None,
                  sample_weight=None, max_treewidth: int | None = 4,
-                 heuristic: str = "min-fill", chain_kernels: bool = True):
+                 heuristic: str = "min-fill", chain_kernels: bool = True, n_jobs=None):
         X, _ = check_design_magnitude(X)
         X = sp.csr_matrix(X, dtype=np.float64)
         n_nodes = np.asarray(n_nodes, dtype=np.int64)
@@ -95,6 +96,7 @@ class GraphCRFLoss:
         self.X, self.y, self.m, self.K = X, y.astype(np.int64), m, K
         self.n_nodes = n_nodes
         self.max_treewidth, self.heuristic = max_treewidth, heuristic
+        self.n_jobs = n_jobs
         self.offsets = np.concatenate([[0], np.cumsum(n_nodes)])
         self.edge_features = feats
         self._given_features = edge_features is not None
@@ -119,7 +121,8 @@ class GraphCRFLoss:
         if self.chain_graphs.size:
             rows = np.concatenate([np.arange(self.offsets[j], self.offsets[j + 1])
                                    for j in self.chain_graphs])
-            self._chain = ChainCRFLoss(X[rows], n_nodes[self.chain_graphs], self.y[rows], m)
+            self._chain = ChainCRFLoss(X[rows], n_nodes[self.chain_graphs], self.y[rows], m,
+                                       n_jobs=n_jobs)
         self.tree_graphs = np.flatnonzero(~is_chain)
         self.forest = None
         if self.tree_graphs.size:
@@ -239,7 +242,8 @@ class GraphCRFLoss:
                             self.y[rows], self.m,
                             edge_features=None if not self._given_features
                             else [self.edge_features[j] for j in graphs],
-                            sample_weight=sw, max_treewidth=None, heuristic=self.heuristic)
+                            sample_weight=sw, max_treewidth=None, heuristic=self.heuristic,
+                            n_jobs=self.n_jobs)
 
     def _scores(self, theta):
         """The node and edge scores (S, T) of the junction-tree graphs at ``theta``."""
