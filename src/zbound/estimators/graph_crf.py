@@ -36,9 +36,9 @@ from zbound.solvers.base import MethodNames
 from zbound.structured.features import encode_labels, featurize
 from zbound.structured.graph import (
     HEURISTICS,
+    JunctionForest,
     junction_trees,
     tree_max_product,
-    tree_sum_product,
 )
 from zbound.utils.validation import PENALTY, Number, finite_prediction
 
@@ -336,12 +336,18 @@ class GraphCRF(AdaGradFit, BaseEstimator):
                 for tree, S, T in self._scores(X)]
 
     def predict_marginals(self, X):
-        """Per graph, per node {label: marginal probability} (exact)."""
-        out = []
-        for tree, S, T in self._scores(X):
-            P = tree_sum_product(tree, S, T).node
-            out.append([dict(zip(self.classes_, row)) for row in P])
-        return out
+        """Per graph, per node {label: marginal probability} (exact; all graphs in one
+        junction-forest pass)."""
+        scored = self._scores(X)
+        n_off = np.cumsum([0] + [tree.n_nodes for tree, _, _ in scored])
+        e_off = np.cumsum([0] + [tree.edges.shape[0] for tree, _, _ in scored])
+        forest = JunctionForest([tree for tree, _, _ in scored], n_off[:-1], e_off[:-1])
+        m = len(self.classes_)
+        S = np.concatenate([S for _, S, _ in scored])
+        T = np.concatenate([T.reshape(-1, m, m) for _, _, T in scored])
+        P = forest.sum_product(S, T)[1]
+        return [[dict(zip(self.classes_, row)) for row in P[a:b]]
+                for a, b in zip(n_off[:-1], n_off[1:])]
 
     def score(self, X, y, sample_weight=None):
         """Node accuracy, each graph's nodes weighted by its ``sample_weight``."""
