@@ -184,7 +184,7 @@ def test_bad_scores():
 def test_forest_of_many_graphs_is_each_graph_alone(seed, m, scale):
     """One level-by-level pass over the junction trees of many graphs (shared trees among
     them, forests, single nodes, a spare row of S used by no graph) gives every graph's
-    log Z and marginals as its own pass does."""
+    log Z, marginals and MAP labeling as its own pass does."""
     rng = np.random.default_rng(seed)
     names = sorted(GRAPHS)
     picks = [names[i] for i in rng.integers(0, len(names), size=7)]
@@ -199,6 +199,7 @@ def test_forest_of_many_graphs_is_each_graph_alone(seed, m, scale):
     T = rng.normal(scale=scale, size=(n_edges, m, m)) if scale else np.zeros((n_edges, m, m))
     forest = JunctionForest([trees[p] for p in picks], node_off, edge_off)
     log_z, node, edge = forest.sum_product(S, T)
+    labels = forest.max_product(S, T)
     for j, name in enumerate(picks):
         n, edges = GRAPHS[name]
         rows = slice(node_off[j], node_off[j] + n)
@@ -208,7 +209,16 @@ def test_forest_of_many_graphs_is_each_graph_alone(seed, m, scale):
         np.testing.assert_allclose(node[rows], one.node, atol=1e-12)
         if edges:
             np.testing.assert_allclose(edge[erows], one.edge, atol=1e-12)
-    assert np.all(node[0] == 0)
+        # MAP: the forest's labeling scores the best score (and is the same labeling where
+        # every score ties, scale 0: the same tie rule)
+        lab, best = tree_max_product(trees[name], S[rows], T[erows] if edges else None)
+        got = labels[rows]
+        own = S[rows][np.arange(n), got].sum() + sum(T[erows][e][got[u], got[v]]
+                                                     for e, (u, v) in enumerate(edges))
+        assert own == pytest.approx(best, rel=1e-12, abs=1e-12)
+        if scale == 0:
+            np.testing.assert_array_equal(got, lab)
+    assert np.all(node[0] == 0) and labels[0] == -1
 
 
 def test_forest_adds_the_messages_of_siblings_that_share_a_parent():

@@ -38,7 +38,6 @@ from zbound.structured.graph import (
     HEURISTICS,
     JunctionForest,
     junction_trees,
-    tree_max_product,
 )
 from zbound.utils.validation import PENALTY, Number, finite_prediction
 
@@ -330,14 +329,9 @@ class GraphCRF(AdaGradFit, BaseEstimator):
             out.append((tree, S[off[j]:off[j + 1]], T))
         return out
 
-    def predict(self, X):
-        """The most probable labeling of each graph (exact MAP): a list of label lists."""
-        return [list(self.classes_[tree_max_product(tree, S, T)[0]])
-                for tree, S, T in self._scores(X)]
-
-    def predict_marginals(self, X):
-        """Per graph, per node {label: marginal probability} (exact; all graphs in one
-        junction-forest pass)."""
+    def _forest(self, X):
+        """(forest, S, T, offsets): all graphs of X as one junction forest, their node and
+        edge scores stacked, and where each graph's nodes start (and end)."""
         scored = self._scores(X)
         n_off = np.cumsum([0] + [tree.n_nodes for tree, _, _ in scored])
         e_off = np.cumsum([0] + [tree.edges.shape[0] for tree, _, _ in scored])
@@ -345,9 +339,22 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         m = len(self.classes_)
         S = np.concatenate([S for _, S, _ in scored])
         T = np.concatenate([T.reshape(-1, m, m) for _, _, T in scored])
+        return forest, S, T, n_off
+
+    def predict(self, X):
+        """The most probable labeling of each graph (exact MAP, all graphs in one
+        junction-forest pass): a list of label lists."""
+        forest, S, T, off = self._forest(X)
+        labels = self.classes_[forest.max_product(S, T)]
+        return [list(labels[a:b]) for a, b in zip(off[:-1], off[1:])]
+
+    def predict_marginals(self, X):
+        """Per graph, per node {label: marginal probability} (exact; all graphs in one
+        junction-forest pass)."""
+        forest, S, T, off = self._forest(X)
         P = forest.sum_product(S, T)[1]
         return [[dict(zip(self.classes_, row)) for row in P[a:b]]
-                for a, b in zip(n_off[:-1], n_off[1:])]
+                for a, b in zip(off[:-1], off[1:])]
 
     def score(self, X, y, sample_weight=None):
         """Node accuracy, each graph's nodes weighted by its ``sample_weight``."""

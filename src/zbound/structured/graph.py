@@ -425,40 +425,61 @@ def tree_max_product(tree: CliqueTree, node_scores, edge_scores=None):
 
 
 # --------------------------------------------------------------------------- many graphs
+def _tree_layout(tree: CliqueTree):
+    """One tree's part of :func:`_collect_cliques`, in its own numbering: clique sizes,
+    parents (-1 at a root), separator axes in each clique and in its parent, and (clique,
+    axis, node) and (clique, axis of u, axis of v, edge) arrays."""
+    cl = tree.cliques
+    sizes = np.array([c.size for c in cl], dtype=np.int64)
+    parent = np.asarray(tree.parent, dtype=np.int64)
+    sep_child, sep_parent = [], []
+    for c in range(tree.n_cliques):
+        if parent[c] >= 0:
+            s = tree.separators[c]
+            sep_child.append(tuple(int(a) for a in np.searchsorted(cl[c], s)))
+            sep_parent.append(tuple(int(a) for a in np.searchsorted(cl[parent[c]], s)))
+        else:
+            sep_child.append(())
+            sep_parent.append(())
+    node_at = np.array([(tree.node_clique[i], int(np.searchsorted(cl[tree.node_clique[i]], i)),
+                         i) for i in range(tree.n_nodes)], dtype=np.int64).reshape(-1, 3)
+    edge_at = np.array([(tree.edge_clique[e],
+                         int(np.searchsorted(cl[tree.edge_clique[e]], u)),
+                         int(np.searchsorted(cl[tree.edge_clique[e]], v)), e)
+                        for e, (u, v) in enumerate(tree.edges)],
+                       dtype=np.int64).reshape(-1, 4)
+    return sizes, parent, sep_child, sep_parent, node_at, edge_at
+
+
 def _collect_cliques(trees, node_offsets, edge_offsets):
     """Every clique of every tree, numbered in one sequence: sizes, graphs, parents (-1 at a
     root), separator axes in the clique and in its parent, and where each node and edge is
-    scored: (clique, axis, node row) and (clique, axis of u, axis of v, edge row)."""
+    scored: (clique, axis, node row) and (clique, axis of u, axis of v, edge row). A tree
+    shared by several graphs (one per shape, :func:`junction_trees`) is laid out once."""
     node_offsets = np.asarray(node_offsets, dtype=np.int64)
     edge_offsets = np.asarray(edge_offsets, dtype=np.int64)
-    sizes, graph_of, parent = [], [], []
+    layouts: dict = {}
+    sizes, graph_of, parent, node_at, edge_at = [], [], [], [], []
     sep_child, sep_parent = [], []
-    node_at, edge_at = [], []          # (clique, axis, node) and (clique, axis_u, axis_v, e)
     base = 0
     for j, tree in enumerate(trees):
-        cl = [tree.cliques[c] for c in range(tree.n_cliques)]
-        for c in range(tree.n_cliques):
-            sizes.append(cl[c].size)
-            graph_of.append(j)
-            parent.append(base + tree.parent[c] if tree.parent[c] >= 0 else -1)
-            if tree.parent[c] >= 0:
-                s = tree.separators[c]
-                sep_child.append(tuple(int(np.searchsorted(cl[c], v)) for v in s))
-                sep_parent.append(tuple(int(np.searchsorted(cl[tree.parent[c]], v))
-                                        for v in s))
-            else:
-                sep_child.append(())
-                sep_parent.append(())
-        for i in range(tree.n_nodes):
-            c = tree.node_clique[i]
-            node_at.append((base + c, int(np.searchsorted(cl[c], i)),
-                            node_offsets[j] + i))
-        for e, (u, v) in enumerate(tree.edges):
-            c = tree.edge_clique[e]
-            edge_at.append((base + c, int(np.searchsorted(cl[c], u)),
-                            int(np.searchsorted(cl[c], v)), edge_offsets[j] + e))
-        base += tree.n_cliques
-    return sizes, graph_of, parent, sep_child, sep_parent, node_at, edge_at
+        lay = layouts.get(id(tree))
+        if lay is None:
+            lay = layouts[id(tree)] = _tree_layout(tree)
+        t_sizes, t_parent, t_sc, t_sp, t_node, t_edge = lay
+        sizes.append(t_sizes)
+        graph_of.append(np.full(t_sizes.size, j, dtype=np.int64))
+        parent.append(np.where(t_parent >= 0, t_parent + base, -1))
+        sep_child += t_sc
+        sep_parent += t_sp
+        node_at.append(t_node + np.array([base, 0, node_offsets[j]]))
+        edge_at.append(t_edge + np.array([base, 0, 0, edge_offsets[j]]))
+        base += t_sizes.size
+    cat = lambda parts, w: np.concatenate(parts) if parts else np.empty((0, w), np.int64)  # noqa: E731
+    return (np.concatenate(sizes) if sizes else np.empty(0, np.int64),
+            np.concatenate(graph_of) if graph_of else np.empty(0, np.int64),
+            np.concatenate(parent) if parent else np.empty(0, np.int64),
+            sep_child, sep_parent, cat(node_at, 3), cat(edge_at, 4))
 
 
 def _separator_major(tables: np.ndarray, sep: tuple, m: int):
@@ -531,6 +552,14 @@ class JunctionForest:
             if p >= 0:
                 depth[c] = depth[p] + 1
         self.roots = np.flatnonzero(self.parent < 0)
+        # each clique's variables as rows of the node scores, per size (for decoding a MAP)
+        offsets = np.asarray(node_offsets, dtype=np.int64)
+        self.members = {k: np.empty((cnt, k), dtype=np.int64) for k, cnt in self.count.items()}
+        g = 0
+        for j, tree in enumerate(trees):
+            for clique in tree.cliques:
+                self.members[clique.size][self.row[g]] = offsets[j] + clique
+                g += 1
         # message slots: one per non-root clique, in a table per separator size
         self.up_row = np.full(n, -1, dtype=np.int64)
         sep_size = np.array([len(s) for s in sep_child], dtype=np.int64)
@@ -569,16 +598,15 @@ class JunctionForest:
                             for d in range(1, int(depth.max()) + 1 if n else 1)]
         # Alg. 1 groups of the bound: the cliques of one size and separator position
         self.bound_groups = groups(np.arange(n), lambda c: (int(self.sizes[c]), sep_child[c]))
-        node_at = np.array(node_at, dtype=np.int64).reshape(-1, 3)
-        edge_at = np.array(edge_at, dtype=np.int64).reshape(-1, 4)
         self.node_groups = []
-        for (k, a) in {(int(self.sizes[c]), int(a)) for c, a, _ in node_at}:
-            sel = (self.sizes[node_at[:, 0]] == k) & (node_at[:, 1] == a)
+        node_key = np.column_stack([self.sizes[node_at[:, 0]], node_at[:, 1]])
+        for k, a in np.unique(node_key, axis=0).tolist():
+            sel = (node_key[:, 0] == k) & (node_key[:, 1] == a)
             self.node_groups.append((k, a, node_at[sel, 0], node_at[sel, 2]))
         self.edge_groups = []
-        for (k, au, av) in {(int(self.sizes[c]), int(a), int(b)) for c, a, b, _ in edge_at}:
-            sel = ((self.sizes[edge_at[:, 0]] == k) & (edge_at[:, 1] == au)
-                   & (edge_at[:, 2] == av))
+        edge_key = np.column_stack([self.sizes[edge_at[:, 0]], edge_at[:, 1], edge_at[:, 2]])
+        for k, au, av in np.unique(edge_key, axis=0).tolist():
+            sel = (edge_key[:, 0] == k) & (edge_key[:, 1] == au) & (edge_key[:, 2] == av)
             self.edge_groups.append((k, au, av, edge_at[sel, 0], edge_at[sel, 3]))
 
     def _topological(self, n):
@@ -726,6 +754,39 @@ class JunctionForest:
                     phi[k][rows] = blk
         node, edge = self._row_sums(phi, S.shape, T.shape)
         return (log_z, node, edge, state) if bound else (log_z, node, edge)
+
+    def max_product(self, S: np.ndarray, T: np.ndarray) -> np.ndarray:
+        """The highest-scoring labeling of every graph, as labels of the rows of S (-1 on rows
+        no graph uses): max-messages up the trees in log space, then, parents before
+        children, each clique's free variables set to their best given its separator's
+        labels. Ties go to the smallest label index in C order over each clique's variables,
+        as in :func:`tree_max_product`."""
+        m = S.shape[1]
+        tab = self._tables(S, T)
+        for level in self.up_levels:
+            for (k, sc, kp, sp_), cliques in level:
+                other = tuple(1 + a for a in range(k) if a not in sc)
+                msg = np.max(tab[k][self.row[cliques]], axis=other)
+                tab[kp][self.row[self.parent[cliques]]] += _place(msg, sp_, kp)
+        labels = np.full(S.shape[0], -1, dtype=np.int64)
+        for k in self.count:
+            rows = self.row[self.roots[self.sizes[self.roots] == k]]
+            if not rows.size:
+                continue
+            best = np.argmax(tab[k][rows].reshape(rows.size, -1), axis=1)
+            for a, lab in enumerate(np.unravel_index(best, (m,) * k)):
+                labels[self.members[k][rows, a]] = lab
+        for level in self.down_levels:
+            for (k, sc, _, _), cliques in level:
+                rows = self.row[cliques]
+                L = _separator_major(tab[k][rows], sc, m)[0]
+                members = self.members[k][rows]
+                u = np.ravel_multi_index(tuple(labels[members[:, a]] for a in sc), (m,) * len(sc))
+                best = np.argmax(L[np.arange(rows.size), u], axis=1)
+                free = [a for a in range(k) if a not in sc]
+                for a, lab in zip(free, np.unravel_index(best, (m,) * len(free))):
+                    labels[members[:, a]] = lab
+        return labels
 
     def _row_sums(self, tab: dict, node_shape, edge_shape):
         """(node, edge): each node's (edge's) sum of its clique's table over the clique's other
