@@ -552,14 +552,7 @@ class JunctionForest:
             if p >= 0:
                 depth[c] = depth[p] + 1
         self.roots = np.flatnonzero(self.parent < 0)
-        # each clique's variables as rows of the node scores, per size (for decoding a MAP)
-        offsets = np.asarray(node_offsets, dtype=np.int64)
-        self.members = {k: np.empty((cnt, k), dtype=np.int64) for k, cnt in self.count.items()}
-        g = 0
-        for j, tree in enumerate(trees):
-            for clique in tree.cliques:
-                self.members[clique.size][self.row[g]] = offsets[j] + clique
-                g += 1
+        self.members = self._members(trees, node_offsets)
         # message slots: one per non-root clique, in a table per separator size
         self.up_row = np.full(n, -1, dtype=np.int64)
         sep_size = np.array([len(s) for s in sep_child], dtype=np.int64)
@@ -608,6 +601,18 @@ class JunctionForest:
         for k, au, av in np.unique(edge_key, axis=0).tolist():
             sel = (edge_key[:, 0] == k) & (edge_key[:, 1] == au) & (edge_key[:, 2] == av)
             self.edge_groups.append((k, au, av, edge_at[sel, 0], edge_at[sel, 3]))
+
+    def _members(self, trees, node_offsets) -> dict:
+        """Per clique size, each clique's variables as rows of the node scores (decoding a
+        MAP labeling sets them)."""
+        offsets = np.asarray(node_offsets, dtype=np.int64)
+        members = {k: np.empty((cnt, k), dtype=np.int64) for k, cnt in self.count.items()}
+        g = 0
+        for j, tree in enumerate(trees):
+            for clique in tree.cliques:
+                members[clique.size][self.row[g]] = offsets[j] + clique
+                g += 1
+        return members
 
     def _topological(self, n):
         """Cliques with every parent before its children."""
