@@ -248,6 +248,11 @@ class MatrixFreeCurvature(Curvature):
     def add_to_dense(self, out):
         out += self.to_dense()
 
+    def diagonal(self):
+        """The exact diagonal, from the dense form (tests and small problems; Jacobi
+        preconditioning uses :meth:`jacobi_diagonal`)."""
+        return np.diag(self.to_dense()).copy()
+
 
 class DenseCurvature(Curvature):
     """An explicit symmetric matrix, plus ``reg`` times the identity."""

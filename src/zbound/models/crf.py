@@ -331,9 +331,6 @@ class _ChainOperator(MatrixFreeCurvature):
             out += self.reg * v
         return out
 
-    def diagonal(self):
-        return np.diag(self.to_dense()).copy()
-
 
 class ChainHessian(_ChainOperator):
     """Exact Hessian of the CRF loss (plus ``reg`` I), matrix-free: H v = [X^T dP, dpair] with

@@ -288,9 +288,6 @@ class _ChainMapCurvature(MatrixFreeCurvature):
     def matvec(self, v):
         return self.loss._from_chain(self.curvature.matvec(self.loss._to_chain(v)))
 
-    def diagonal(self):
-        return np.diag(self.to_dense()).copy()
-
     def jacobi_diagonal(self):
         """The chains' Jacobi diagonal mapped: the same on W, f0_k^2 times T's on V_k."""
         d = self.curvature.jacobi_diagonal()
@@ -328,9 +325,6 @@ class JunctionCurvature(MatrixFreeCurvature):
         gW = np.asarray(self.X.T @ (node * self.w_nodes[:, None]))
         gV = np.einsum("ek,exy->kxy", self.F * self.w_edges[:, None], edge)
         return np.concatenate([gW.ravel(), gV.ravel()])
-
-    def diagonal(self):
-        return np.diag(self.to_dense()).copy()
 
     def jacobi_diagonal(self):
         """sum_i w_i x_i^2 / 4 on every label's node weights and sum_e w_e F_e^2 / 4 on every
