@@ -13,9 +13,21 @@ from zbound.bounds.junction import chain_bound
 from zbound.models.crf import ChainCRFLoss
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
+from zbound.structured import compiled
 from zbound.structured.chain import chunk_value_grad
 
 pytestmark = pytest.mark.numerics
+
+try:
+    import numba  # noqa: F401
+    _NUMBA = True
+except ImportError:
+    _NUMBA = False
+
+#: both paths of the chain recursions: the NumPy fallback and the compiled kernels
+KERNELS = [pytest.param("numpy", id="numpy"),
+           pytest.param("auto", id="compiled", marks=pytest.mark.skipif(
+               not _NUMBA, reason="Numba (the fast extra) is not installed"))]
 
 
 def random_problem(rng, n_seq=3, m=3, n_feat=4, max_len=4, density=0.6, scale=1.0):
@@ -75,14 +87,17 @@ def brute_nll(X, lengths, y, m, theta):
     return f, grad
 
 
+@pytest.mark.parametrize("kernels", KERNELS)
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**31), m=st.integers(1, 3), scale=st.sampled_from([0.0, 1.0, 5.0]))
-def test_value_grad_exact(seed, m, scale):
+def test_value_grad_exact(kernels, seed, m, scale):
     rng = np.random.default_rng(seed)
     X, lengths, y = random_problem(rng, m=m)
     loss = ChainCRFLoss(X, lengths, y, m, chunk_tokens=3)
     theta = scale * rng.normal(size=loss.n_params)
-    f, g = loss.value_and_grad(theta)
+    with compiled.use(kernels):
+        f, g = loss.value_and_grad(theta)
+        assert loss.value(theta) == pytest.approx(f, rel=1e-12, abs=1e-12)
     fb, gb = brute_nll(X, lengths, y, m, theta)
     assert f == pytest.approx(fb, rel=1e-10, abs=1e-10)
     np.testing.assert_allclose(g, gb, rtol=1e-8, atol=1e-9)
@@ -224,34 +239,37 @@ def test_scaled_path_matches_logspace_path(seed, m, n_jobs, chunk, scale):
     assert loss.value(theta) == pytest.approx(f, rel=1e-10, abs=1e-9)
 
 
-def test_scaled_path_when_rows_span_too_far():
+@pytest.mark.parametrize("kernels", KERNELS)
+def test_scaled_path_when_rows_span_too_far(kernels):
     """One token whose scores are 900 nats above the others (its own row spans about 300):
     the chunk's shared shift underflows every other row, the chunk is redone with row-by-row
     shifts (exact), and with transitions spanning > 600 nats as well the log-space path
     answers."""
-    rng = np.random.default_rng(5)
-    X, lengths, y = random_problem(rng, n_seq=3, m=3, max_len=3)
-    X = X.tolil()
-    X[0, 0] = 1.0
-    X = X.tocsr()
-    loss = ChainCRFLoss(X, lengths, y, 3)
-    theta = rng.normal(size=loss.n_params)
-    theta[:3] = [900.0, 600.0, 595.0]
-    fb, gb = brute_nll(X, lengths, y, 3, theta)
-    c = loss.layout.chunks[0]
-    S = loss._Xc[0] @ loss.split(theta)[0]
-    W, T = loss.split(theta)
-    assert chunk_value_grad(c, S.copy(), np.exp(T - T.max()), T.max(), np.empty_like(S)) is None
-    out = loss._fast(theta, grad=True)
-    assert out is not None
-    assert out[0] == pytest.approx(fb, rel=1e-9)
-    np.testing.assert_allclose(out[1], gb, rtol=1e-6, atol=1e-6)
-    theta[-9:] = rng.normal(size=9) * 500          # transitions spanning > 600 nats
-    assert loss._fast(theta, grad=True) is None
-    f, g = loss.value_and_grad(theta)
-    fb, gb = brute_nll(X, lengths, y, 3, theta)
-    assert f == pytest.approx(fb, rel=1e-9)
-    np.testing.assert_allclose(g, gb, rtol=1e-6, atol=1e-6)
+    with compiled.use(kernels):
+        rng = np.random.default_rng(5)
+        X, lengths, y = random_problem(rng, n_seq=3, m=3, max_len=3)
+        X = X.tolil()
+        X[0, 0] = 1.0
+        X = X.tocsr()
+        loss = ChainCRFLoss(X, lengths, y, 3)
+        theta = rng.normal(size=loss.n_params)
+        theta[:3] = [900.0, 600.0, 595.0]
+        fb, gb = brute_nll(X, lengths, y, 3, theta)
+        c = loss.layout.chunks[0]
+        S = loss._Xc[0] @ loss.split(theta)[0]
+        W, T = loss.split(theta)
+        expT = np.exp(T - T.max())
+        assert chunk_value_grad(c, S.copy(), expT, T.max(), np.empty_like(S)) is None
+        out = loss._fast(theta, grad=True)
+        assert out is not None
+        assert out[0] == pytest.approx(fb, rel=1e-9)
+        np.testing.assert_allclose(out[1], gb, rtol=1e-6, atol=1e-6)
+        theta[-9:] = rng.normal(size=9) * 500          # transitions spanning > 600 nats
+        assert loss._fast(theta, grad=True) is None
+        f, g = loss.value_and_grad(theta)
+        fb, gb = brute_nll(X, lengths, y, 3, theta)
+        assert f == pytest.approx(fb, rel=1e-9)
+        np.testing.assert_allclose(g, gb, rtol=1e-6, atol=1e-6)
 
 
 @pytest.mark.parametrize("k,chunk", [(1, 5), (2, 5), (3, 1000), (4, 2)])

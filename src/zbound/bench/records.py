@@ -136,6 +136,7 @@ def machine_info() -> dict[str, Any]:
         "scipy": scipy.__version__,
         "sklearn": sklearn.__version__,
         "blas": _blas(),
+        "kernels": _kernels(),
         "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
     }
     try:
@@ -145,6 +146,17 @@ def machine_info() -> dict[str, Any]:
     except Exception:  # pragma: no cover
         pass
     return info
+
+
+def _kernels() -> str:
+    """Which chain kernels run: "numba X.Y" (compiled) or "numpy"."""
+    from zbound.structured import compiled
+
+    if not compiled.available():
+        return "numpy"
+    import numba
+
+    return f"numba {numba.__version__}"
 
 
 def _clean(value: Any) -> Any:

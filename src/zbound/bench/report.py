@@ -160,6 +160,8 @@ def write_report(doc: dict[str, Any], out: Path,
     m = doc["machine"]
     cpu = f"{m['cpu']}, " if m.get("cpu") else ""
     blas = f"; BLAS: {m['blas']}" if m.get("blas") else ""
+    if m.get("kernels"):
+        blas += f"; chain kernels: {m['kernels']}"
     when = f" Run {m['date']}." if m.get("date") else ""
     parts.append(
         f"Machine: {cpu}{m.get('cpu_count')} CPUs, {m.get('platform')}; Python "

@@ -35,6 +35,7 @@ import numpy as np
 
 from zbound.bounds.junction import alg1_gershgorin
 from zbound.bounds.scalar import beta, log_softmax
+from zbound.structured import compiled
 
 # Score range (nats) of a sequence above which its recursion runs in log space from the start.
 LOGSPACE_RANGE = 600.0
@@ -291,7 +292,10 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     unnormalized forward or backward message entry, a row sum of the marginals or a pairwise
     normalizer s_t r_t falls below ``_TINY`` (the test is per entry: a state far below its
     row's maximum can carry a later position's mass through a strong transition): the caller
-    retries with ``row_shift``, then uses the log-space recursion."""
+    retries with ``row_shift``, then uses the log-space recursion.
+    After the exponentials, the passes run compiled where Numba is installed
+    (:mod:`zbound.structured.compiled`: the same recursion without the interpreter lock), else
+    as the NumPy loops below."""
     off, counts = c.off, c.counts
     n, m = S.shape
     if row_shift:                    # each row by its own maximum: E never underflows
@@ -302,6 +306,13 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         mx = float(S.max())
         S -= mx
     E = np.exp(S, out=S)
+    if compiled.available() and E.flags.c_contiguous and \
+            (P is None or P.flags.c_contiguous):
+        out = compiled.chunk_value_grad(c, E, expT, P)
+        if out is None:
+            return None
+        shift = float(mxr.sum()) if row_shift else mx * n
+        return out[0] + shift + tmax * (n - int(counts[0])), out[1]
     one = np.ones(m)
     al = np.empty_like(E)
     sc = np.empty(n)
@@ -435,14 +446,20 @@ def marginals(layout: ChainLayout, pot: Potentials, log_z, A, B, n_jobs=None,
 
 
 def viterbi(layout: ChainLayout, pot: Potentials, n_jobs=None) -> np.ndarray:
-    """Most probable label of every token (n_tokens,), sequence by sequence."""
+    """Most probable label of every token (n_tokens,), sequence by sequence (compiled where
+    Numba is installed: :mod:`zbound.structured.compiled`); ties go to the first label."""
     S, T = pot.S, pot.T
     n, m = S.shape
     D = np.empty((n, m))
     bp = np.zeros((n, m), dtype=np.int64)
     y = np.zeros(n, dtype=np.int64)
 
+    fast = compiled.available() and S.flags.c_contiguous
+
     def run(c):
+        if fast:
+            compiled.viterbi_chunk(c, S, T, D, bp, y)
+            return
         D[c.pos[0]] = S[c.pos[0]]
         for t in range(1, c.T):
             cur = c.pos[t]

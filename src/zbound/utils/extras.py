@@ -4,8 +4,8 @@ names the extra to install.
 The core (the estimators, bounds and solvers at their defaults) needs NumPy, SciPy,
 scikit-learn, pooch, threadpoolctl and, for box constraints, qpsolvers with Clarabel. The
 extras add the rest: ``bench`` (plots, tables and the benchmark peers), ``cvxpy`` (the
-semidefinite relaxations of the Ising bounds), ``crf``, ``pgmpy``, ``dask``, ``torch``,
-``docs``.
+semidefinite relaxations of the Ising bounds), ``crf``, ``pgmpy``, ``fast`` (Numba: the
+compiled chain kernels), ``dask``, ``torch``, ``docs``.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ EXTRA_OF = {
     "cvxpy": "cvxpy",
     "pycrfsuite": "crf",
     "pgmpy": "pgmpy",
+    "numba": "fast",
     "dask": "dask",
     "distributed": "dask",
     "torch": "torch",

@@ -1,0 +1,104 @@
+"""Compiled chain kernels (Numba, the ``fast`` extra), with the NumPy recursions as fallback.
+
+The value and gradient of a chain CRF (:func:`zbound.structured.chain.chunk_value_grad`) step
+through the positions of a chunk of sequences; at each position the work is one (b, m) x (m, m)
+product and a few elementwise passes over (b, m) rows. In NumPy every one of those is a call
+that takes the interpreter lock on entry and exit, so two threads on two chunks spend much of
+their time waiting for each other (the ``crf`` benchmark's forward-backward task measures it).
+Here the whole position loop of a chunk is one compiled function that never holds the
+lock (``nogil``): the products are still BLAS calls (batched over the b sequences, which is
+what makes them fast: a per-sequence loop of (m,) x (m, m) products is slower),
+the elementwise passes are fused into one loop per row, and the exponentials of the scores stay
+one vectorized NumPy call per chunk. Same recursion, same underflow floors, same results to
+rounding (tested against the NumPy path).
+
+Which path runs: ``ZBOUND_KERNELS`` in the environment, ``"auto"`` (the default: compiled where
+Numba imports) or ``"numpy"``; :func:`use` switches within a process (the tests run both).
+Numba is imported, and a kernel compiled, on first use; compiled code is cached on disk
+(Numba's ``cache=True``), so later processes start without compiling.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+
+import numpy as np
+
+KERNELS = ("auto", "numpy")
+_state = {"choice": None, "kernels": None}
+
+
+def _choice() -> str:
+    if _state["choice"] is None:
+        env = os.environ.get("ZBOUND_KERNELS", "auto").strip().lower() or "auto"
+        if env not in KERNELS:
+            raise ValueError(f"ZBOUND_KERNELS must be one of {KERNELS}, got {env!r}")
+        _state["choice"] = env
+    return _state["choice"]
+
+
+@contextlib.contextmanager
+def use(choice: str):
+    """Run the chain recursions with ``choice`` ("auto": compiled where Numba is installed,
+    "numpy": the NumPy fallback) inside the ``with`` block."""
+    if choice not in KERNELS:
+        raise ValueError(f"kernels must be one of {KERNELS}, got {choice!r}")
+    old = _state["choice"]
+    _state["choice"] = choice
+    try:
+        yield
+    finally:
+        _state["choice"] = old
+
+
+def kernels():
+    """The compiled kernels (a module), or None: Numba missing or ``"numpy"`` chosen."""
+    if _choice() == "numpy":
+        return None
+    if _state["kernels"] is None:
+        _state["kernels"] = _build()
+    return _state["kernels"] or None
+
+
+def available() -> bool:
+    """Whether the compiled kernels run (Numba installed and not switched off)."""
+    return kernels() is not None
+
+
+def _build():
+    """The kernels module (compiled on first call of each kernel), or False without Numba."""
+    try:
+        from zbound.structured import _numba_kernels
+    except ImportError:
+        return False
+    except Exception as exc:     # noqa: BLE001  (e.g. Numba finds no writable cache directory)
+        warnings.warn(f"the compiled chain kernels are unavailable ({type(exc).__name__}: "
+                      f"{exc}); the NumPy recursions run instead", RuntimeWarning, stacklevel=3)
+        return False
+    return _numba_kernels
+
+
+def chunk_value_grad(c, E, expT, P):
+    """The compiled core of :func:`zbound.structured.chain.chunk_value_grad` on the chunk
+    ``c``'s exponentiated, shifted scores ``E``: (sum over its positions of log s_t, pairwise
+    marginals (m, m) or None), or None where a floor is crossed (the caller falls back)."""
+    k = kernels()
+    m = E.shape[1]
+    pair = np.zeros((m, m))
+    Pa = np.empty((0, m)) if P is None else P
+    expT = np.ascontiguousarray(expT)
+    log_s, ok = k.value_grad(E, c.off, c.counts, expT, np.ascontiguousarray(expT.T), Pa, pair)
+    if not ok:
+        return None
+    return log_s, (None if P is None else pair)
+
+
+def viterbi_chunk(c, S, T, D, bp, y) -> None:
+    """The compiled Viterbi pass of chunk ``c`` (:func:`zbound.structured.chain.viterbi`):
+    max-product scores in D, back-pointers in bp, the labels of its tokens in y."""
+    kernels().viterbi(S, np.ascontiguousarray(T), c.tokens, c.off, c.counts, D, bp, y)
+
+
+__all__ = ["KERNELS", "available", "chunk_value_grad", "kernels", "use", "viterbi_chunk"]
