@@ -155,3 +155,24 @@ def test_without_numba_the_numpy_path_runs(monkeypatch):
     loss = ChainCRFLoss(X, [5, 4, 3], rng.integers(0, 3, size=12), 3)
     f, g = loss.value_and_grad(rng.normal(size=loss.n_params))
     assert np.isfinite(f) and np.all(np.isfinite(g))
+
+
+def test_chain_passes_run_blas_on_one_thread():
+    """Inside the chunk passes (and a fit with chunk threads) BLAS runs on one thread, and
+    the caller's setting comes back afterwards."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from zbound.structured.chain import fit_threads, map_chunks
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    with threadpool_limits(2, user_api="blas"):
+        seen = map_chunks(lambda c: blas_threads(), [0, 1, 2], n_jobs=2)
+        assert seen == [{1}] * 3
+        assert blas_threads() == {2}
+        with fit_threads(2):
+            assert blas_threads() == {1}
+        assert blas_threads() == {2}
+        with fit_threads(1):
+            assert blas_threads() == {2}

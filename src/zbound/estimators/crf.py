@@ -39,7 +39,7 @@ from zbound.estimators._params import (
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
-from zbound.structured.chain import ChainLayout, forward_backward, marginals
+from zbound.structured.chain import ChainLayout, fit_threads, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
 from zbound.utils.validation import PENALTY, Number, finite_prediction
 
@@ -87,7 +87,8 @@ class ChainCRF(AdaGradFit, BaseEstimator):
     n_features : int or None, default None
         None learns a vocabulary of attributes; a number hashes them into that many columns.
     n_jobs : int or None, default None
-        Threads for forward-backward (None or 1: one, -1: all cores, -2: all but one).
+        Threads for forward-backward (None or 1: one, -1: all cores, -2: all but one). With
+        more than one, BLAS runs on one thread during the fit (the threads are the chunks').
     random_state : None, int or Generator, default None
         The mini-batch order of "adagrad".
     n_samples_hint : int or None, default None
@@ -238,13 +239,15 @@ class ChainCRF(AdaGradFit, BaseEstimator):
             if self.solver == "sgd":
                 warnings.warn("ChainCRF: solver='sgd' is named 'adagrad'; 'sgd' will be "
                               "removed in 0.2", FutureWarning, stacklevel=3)
-            res = self._adagrad_epochs(obj, x0)
+            with fit_threads(self.n_jobs):
+                res = self._adagrad_epochs(obj, x0)
             theta = res.x
         else:
             opts = crf_solver_options(self.solver, self.cg_maxiter)
             callback = progress_printer("ChainCRF") if self.verbose >= 2 else None
-            res = minimize(obj, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
-                           callback=callback, **opts)
+            with fit_threads(self.n_jobs):
+                res = minimize(obj, x0, method=self.solver, tol=self.tol,
+                               max_iter=self.max_iter, callback=callback, **opts)
             theta = res.x
             if not res.converged:
                 warnings.warn(f"ChainCRF (solver={self.solver!r}) did not converge in "

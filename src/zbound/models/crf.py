@@ -45,6 +45,7 @@ from zbound.structured.chain import (
     map_chunks,
     marginals,
     n_threads,
+    one_blas_thread,
     split_matvec_chunk,
     tangent_terms,
     viterbi,
@@ -180,6 +181,12 @@ class ChainCRFLoss:
                             self.n_jobs, self.chunk_tokens)
 
     def _fast(self, theta, grad: bool):
+        """:meth:`_fast_pass` with BLAS on one thread throughout (see
+        :func:`zbound.structured.chain.one_blas_thread`)."""
+        with one_blas_thread():
+            return self._fast_pass(theta, grad)
+
+    def _fast_pass(self, theta, grad: bool):
         """(value, gradient or None) by the scaled recursion on the position-major blocks
         (:func:`zbound.structured.chain.chunk_value_grad`), chunks on ``n_jobs`` threads, each
         with its own block of X W; X^T P by blocks of feature rows. None where the log-space

@@ -27,6 +27,7 @@ tangent recursion, a diagonal label-space curvature, the adjoint) act on a direc
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -150,13 +151,43 @@ def _pool(k: int) -> ThreadPoolExecutor:
     return ex
 
 
+_BLAS: dict = {}
+
+
+def one_blas_thread():
+    """A context in which BLAS (and OpenMP) run on one thread. The per-position products of a
+    chunk are small ((b, m) x (m, m)): OpenBLAS splitting each over its threads costs more
+    than it saves, and under ``n_jobs`` chunk threads it oversubscribes the cores. A whole
+    evaluation runs inside it: one multi-threaded BLAS call in it (a dot product) wakes
+    OpenBLAS's workers, which then spin on a core the chunk threads need. The controller is
+    made once, after the compiled kernels (and SciPy's BLAS, which they call) are loaded."""
+    ctl = _BLAS.get("ctl")
+    if ctl is None:
+        from threadpoolctl import ThreadpoolController
+
+        compiled.available()
+        ctl = _BLAS["ctl"] = ThreadpoolController()
+    return ctl.limit(limits=1)
+
+
+def fit_threads(n_jobs):
+    """The context a fit with ``n_jobs`` chunk threads runs in: with more than one, BLAS on
+    one thread for the whole fit (:func:`one_blas_thread`; the solver's multi-threaded vector
+    products between evaluations would leave OpenBLAS's workers spinning on the cores the
+    chunk threads use), else no change."""
+    return one_blas_thread() if n_threads(n_jobs) > 1 else contextlib.nullcontext()
+
+
 def map_chunks(fn, chunks, n_jobs=None):
-    """[fn(c) for c in chunks], on a thread pool when n_jobs > 1."""
+    """[fn(c) for c in chunks], on a thread pool when n_jobs > 1, with BLAS on one thread
+    (the chunks are the parallelism)."""
     k = n_threads(n_jobs)
-    if k == 1 or len(chunks) == 1 or \
-            threading.current_thread().name.startswith("zbound-chain"):   # no nesting
+    if threading.current_thread().name.startswith("zbound-chain"):   # no nesting
         return [fn(c) for c in chunks]
-    return list(_pool(k).map(fn, chunks))
+    with one_blas_thread():
+        if k == 1 or len(chunks) == 1:
+            return [fn(c) for c in chunks]
+        return list(_pool(k).map(fn, chunks))
 
 
 def _lse(a, axis):

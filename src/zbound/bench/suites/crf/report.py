@@ -88,6 +88,10 @@ def report(doc: dict, out: Path) -> str:
         if mem:
             lines += ["", prose("crf", "memory", each=", ".join(
                 f"{r['method']} {num(r['metrics']['peak_memory_mb'], '.0f')} MB" for r in mem))]
+            rt = [r["metrics"]["kernel_runtime_mb"] for r in mem
+                  if r["metrics"].get("kernel_runtime_mb")]
+            if rt:
+                lines[-1] += prose("crf", "kernel-runtime", mb=max(rt))
         lines.append("")
     png = convergence_plot(recs, Path(out))
     if png is not None:
