@@ -162,7 +162,7 @@ def test_chain_passes_run_blas_on_one_thread():
     the caller's setting comes back afterwards."""
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    from zbound.structured.chain import fit_threads, map_chunks
+    from zbound.structured.chain import chain_fit_threads, map_chunks
 
     def blas_threads():
         return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
@@ -171,8 +171,8 @@ def test_chain_passes_run_blas_on_one_thread():
         seen = map_chunks(lambda c: blas_threads(), [0, 1, 2], n_jobs=2)
         assert seen == [{1}] * 3
         assert blas_threads() == {2}
-        with fit_threads(2):
+        with chain_fit_threads(2):
             assert blas_threads() == {1}
         assert blas_threads() == {2}
-        with fit_threads(1):
+        with chain_fit_threads(1):
             assert blas_threads() == {2}

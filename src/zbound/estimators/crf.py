@@ -39,7 +39,7 @@ from zbound.estimators._params import (
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
-from zbound.structured.chain import ChainLayout, fit_threads, forward_backward, marginals
+from zbound.structured.chain import ChainLayout, chain_fit_threads, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
 from zbound.utils.validation import PENALTY, Number, finite_prediction
 
@@ -239,13 +239,13 @@ class ChainCRF(AdaGradFit, BaseEstimator):
             if self.solver == "sgd":
                 warnings.warn("ChainCRF: solver='sgd' is named 'adagrad'; 'sgd' will be "
                               "removed in 0.2", FutureWarning, stacklevel=3)
-            with fit_threads(self.n_jobs):
+            with chain_fit_threads(self.n_jobs):
                 res = self._adagrad_epochs(obj, x0)
             theta = res.x
         else:
             opts = crf_solver_options(self.solver, self.cg_maxiter)
             callback = progress_printer("ChainCRF") if self.verbose >= 2 else None
-            with fit_threads(self.n_jobs):
+            with chain_fit_threads(self.n_jobs):
                 res = minimize(obj, x0, method=self.solver, tol=self.tol,
                                max_iter=self.max_iter, callback=callback, **opts)
             theta = res.x

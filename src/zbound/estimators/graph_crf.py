@@ -33,7 +33,7 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.solvers.base import MethodNames
-from zbound.structured.chain import fit_threads
+from zbound.structured.chain import chain_fit_threads
 from zbound.structured.features import encode_labels, featurize
 from zbound.structured.graph import (
     HEURISTICS,
@@ -236,13 +236,13 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         obj = Objective(loss, L2Penalty(2.0 * float(self.c2)))
         x0 = np.zeros(obj.n_params)
         if self.solver == "adagrad":
-            with fit_threads(self.n_jobs):
+            with chain_fit_threads(self.n_jobs):
                 res = self._adagrad_epochs(obj, x0)
             theta = res.x
         else:
             callback = progress_printer("GraphCRF") if self.verbose >= 2 else None
             opts = crf_solver_options(self.solver, self.cg_maxiter)
-            with fit_threads(self.n_jobs):
+            with chain_fit_threads(self.n_jobs):
                 res = minimize(obj, x0, method=self.solver, tol=self.tol,
                                max_iter=self.max_iter, callback=callback, **opts)
             theta = res.x

@@ -37,6 +37,7 @@ import numpy as np
 from zbound.bounds.junction import alg1_gershgorin
 from zbound.bounds.scalar import beta, log_softmax
 from zbound.structured import compiled
+from zbound.utils.threads import blas_threads
 
 # Score range (nats) of a sequence above which its recursion runs in log space from the start.
 LOGSPACE_RANGE = 600.0
@@ -151,26 +152,17 @@ def _pool(k: int) -> ThreadPoolExecutor:
     return ex
 
 
-_BLAS: dict = {}
-
-
 def one_blas_thread():
-    """A context in which BLAS (and OpenMP) run on one thread. The per-position products of a
-    chunk are small ((b, m) x (m, m)): OpenBLAS splitting each over its threads costs more
-    than it saves, and under ``n_jobs`` chunk threads it oversubscribes the cores. A whole
+    """A context in which BLAS runs on one thread. The per-position products of a chunk are
+    small ((b, m) x (m, m)): OpenBLAS splitting each over its threads costs more than it
+    saves, and under ``n_jobs`` chunk threads it oversubscribes the cores. A whole
     evaluation runs inside it: one multi-threaded BLAS call in it (a dot product) wakes
-    OpenBLAS's workers, which then spin on a core the chunk threads need. The controller is
-    made once, after the compiled kernels (and SciPy's BLAS, which they call) are loaded."""
-    ctl = _BLAS.get("ctl")
-    if ctl is None:
-        from threadpoolctl import ThreadpoolController
-
-        compiled.available()
-        ctl = _BLAS["ctl"] = ThreadpoolController()
-    return ctl.limit(limits=1)
+    OpenBLAS's workers, which then spin on a core the chunk threads need."""
+    compiled.available()            # the compiled kernels' BLAS is loaded before it is limited
+    return blas_threads(1)
 
 
-def fit_threads(n_jobs):
+def chain_fit_threads(n_jobs):
     """The context a fit with ``n_jobs`` chunk threads runs in: with more than one, BLAS on
     one thread for the whole fit (:func:`one_blas_thread`; the solver's multi-threaded vector
     products between evaluations would leave OpenBLAS's workers spinning on the cores the

@@ -30,6 +30,8 @@ def blas_threads(limit: int | None):
             from threadpoolctl import ThreadpoolController
         except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
             return nullcontext()
+        import numpy.linalg  # noqa: F401  (NumPy's and SciPy's BLAS loaded before they are
+        import scipy.linalg  # noqa: F401   found: a library loaded later would not be limited)
         _CONTROLLER = ThreadpoolController()
     return _CONTROLLER.limit(limits=limit, user_api="blas")
 
