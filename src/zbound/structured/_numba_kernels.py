@@ -15,7 +15,7 @@ tiny = 1e-290
 def forward(E, off, counts, expT, al, sc):
     """Scaled forward pass over the exponentiated scores E: normalized messages ``al``,
     their row sums ``sc``; the smallest unnormalized message entry."""
-    n, m = E.shape
+    m = E.shape[1]
     lo = np.inf
     for i in range(counts[0]):
         s = 0.0
@@ -46,7 +46,7 @@ def forward(E, off, counts, expT, al, sc):
 def backward(E, off, counts, expTt, be, EB):
     """Normalized backward messages ``be`` (the marginals' buffer) and E * be in ``EB``;
     the smallest unnormalized message entry."""
-    n, m = E.shape
+    m = E.shape[1]
     T = counts.shape[0]
     lo = np.inf
     be[off[T - 1]:] = 1.0
@@ -113,9 +113,10 @@ def value_grad(E, off, counts, expT, expTt, P, pair):
 
 
 @jit
-def viterbi(S, T, tokens, off, counts, D, bp, y):
-    """The max-product recursion of one chunk (position-major rows ``tokens`` of S) and
-    its backtrack into ``y``; ties go to the first label, as numpy.argmax's do."""
+def viterbi(S, T, tokens, off, counts, lengths, D, bp, y):
+    """The max-product recursion of one chunk (position-major rows ``tokens`` of S, sequence
+    ``lengths`` longest first) and its backtrack into ``y``; ties go to the first label, as
+    numpy.argmax's do."""
     m = S.shape[1]
     for i in range(counts[0]):
         for a in range(m):
@@ -133,11 +134,8 @@ def viterbi(S, T, tokens, off, counts, D, bp, y):
                         best, arg = v, a
                 D[cur, b] = S[cur, b] + best
                 bp[cur, b] = arg
-    T_ = counts.shape[0]
     for j in range(counts[0]):
-        L = 1
-        while L < T_ and counts[L] > j:
-            L += 1
+        L = lengths[j]
         row = tokens[off[L - 1] + j]
         arg = 0
         for a in range(1, m):

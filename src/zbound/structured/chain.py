@@ -157,8 +157,8 @@ def one_blas_thread():
     small ((b, m) x (m, m)): OpenBLAS splitting each over its threads costs more than it
     saves, and under ``n_jobs`` chunk threads it oversubscribes the cores. A whole
     evaluation runs inside it: one multi-threaded BLAS call in it (a dot product) wakes
-    OpenBLAS's workers, which then spin on a core the chunk threads need."""
-    compiled.available()            # the compiled kernels' BLAS is loaded before it is limited
+    OpenBLAS's workers, which then spin on a core the chunk threads need. (SciPy's BLAS, which
+    the compiled kernels call, is among those limited: :func:`blas_threads` loads it.)"""
     return blas_threads(1)
 
 
@@ -324,18 +324,18 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     if row_shift:                    # each row by its own maximum: E never underflows
         mxr = S.max(axis=1)
         S -= mxr[:, None]
-        mx = float(mxr.sum()) / n
+        shift = float(mxr.sum())
     else:                            # one shift for the chunk (a row maximum costs 20x more)
         mx = float(S.max())
         S -= mx
+        shift = mx * n
+    # what log Z gets back beyond the log scales: the shifts and tmax per transition
+    shift += tmax * (n - int(counts[0]))
     E = np.exp(S, out=S)
     if compiled.available() and E.flags.c_contiguous and \
             (P is None or P.flags.c_contiguous):
         out = compiled.chunk_value_grad(c, E, expT, P)
-        if out is None:
-            return None
-        shift = float(mxr.sum()) if row_shift else mx * n
-        return out[0] + shift + tmax * (n - int(counts[0])), out[1]
+        return None if out is None else (out[0] + shift, out[1])
     one = np.ones(m)
     al = np.empty_like(E)
     sc = np.empty(n)
@@ -353,8 +353,7 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         u /= s[:, None]
     if not _entries_above(al, sc):
         return None
-    log_z = float(np.log(sc).sum()) + (float(mxr.sum()) if row_shift else mx * n) + \
-        tmax * (n - int(counts[0]))
+    log_z = float(np.log(sc).sum()) + shift
     if P is None:
         return log_z, None
     be = P

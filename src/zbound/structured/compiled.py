@@ -98,7 +98,8 @@ def chunk_value_grad(c, E, expT, P):
 def viterbi_chunk(c, S, T, D, bp, y) -> None:
     """The compiled Viterbi pass of chunk ``c`` (:func:`zbound.structured.chain.viterbi`):
     max-product scores in D, back-pointers in bp, the labels of its tokens in y."""
-    kernels().viterbi(S, np.ascontiguousarray(T), c.tokens, c.off, c.counts, D, bp, y)
+    kernels().viterbi(S, np.ascontiguousarray(T), c.tokens, c.off, c.counts, c.lengths, D, bp,
+                      y)
 
 
 __all__ = ["KERNELS", "available", "chunk_value_grad", "kernels", "use", "viterbi_chunk"]

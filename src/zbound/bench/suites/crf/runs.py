@@ -532,7 +532,6 @@ def memory_probes(name, n_train, cfg) -> dict:
     ``partial_fit`` (``cfg.stream_epochs`` passes over :func:`stream`), each in a fresh
     process (in the bench's own process the memory freed by earlier runs is reused, so an
     increase of its resident memory undercounts)."""
-    import json
     import subprocess
     import sys
     out, runtime = {}, {}
