@@ -143,18 +143,19 @@ __all__ = ["fit_method", "LabelCheckedClassifier", "STACKLEVEL", "DEPRECATED", "
            "RenamedParameters", "renamed_attribute", "progress_printer"]
 
 
-def crf_solver_options(solver: str, cg_maxiter: int) -> dict:
+def crf_solver_options(solver: str, cg_maxiter: int, evaluation: str = "double") -> dict:
     """The options ``ChainCRF`` and ``GraphCRF`` pass to ``zbound.minimize`` for a batch
     ``solver``: Alg. 2's step (and SQUAREM's) by ``cg_maxiter`` CG products (the bound is
     matrix-free: an exact solve would cost thousands of them, and any partial one keeps the
     iterates monotone); the curvature pairs of "lbfgs-bound" in float32 (half their memory on a
-    corpus of millions of parameters, the same iterations)."""
+    corpus of millions of parameters, the same iterations) and its ``evaluation`` (float64,
+    or float32 first: ``LBFGSBound``'s option)."""
     if solver in ("bound", "squarem"):
         return dict(inner="cg", cg_maxiter=cg_maxiter, cg_rtol=1e-3)
     if solver == "newton-bound":
         return dict(inner="cg")
     if solver == "lbfgs-bound":
-        return dict(precision="single")
+        return dict(precision="single", evaluation=evaluation)
     return {}
 
 

@@ -39,9 +39,11 @@ from zbound.estimators._params import (
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
+from zbound.solvers.policy import PRECISIONS
+from zbound.solvers.quasi_newton import AUTO_MIN_WORK, gradient_work
 from zbound.structured.chain import ChainLayout, chain_fit_threads, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
-from zbound.utils.validation import PENALTY, Number, finite_prediction
+from zbound.utils.validation import PENALTY, Choices, Number, finite_prediction
 
 #: the stochastic fit of ChainCRF itself (AdaGrad epochs, the steps of partial_fit); "sgd" is
 #: its deprecated name
@@ -52,6 +54,13 @@ def _crf_batch(info) -> bool:
     """A registered batch method for any objective (the chain CRF's has no capability
     beyond the protocol)."""
     return not info.stochastic and info.requires is None
+
+
+def auto_evaluation(obj) -> str:
+    """``precision="auto"`` of ChainCRF's "lbfgs-bound" on the objective ``obj``: float32
+    evaluations first, converting each chunk ("mixed-lean"), from ``AUTO_MIN_WORK``
+    sequences x parameters (where the float32 products pay), else "double"."""
+    return "mixed-lean" if gradient_work(obj) >= AUTO_MIN_WORK else "double"
 
 
 class ChainCRF(AdaGradFit, BaseEstimator):
@@ -89,6 +98,15 @@ class ChainCRF(AdaGradFit, BaseEstimator):
     n_jobs : int or None, default None
         Threads for forward-backward (None or 1: one, -1: all cores, -2: all but one). With
         more than one, BLAS runs on one thread during the fit (the threads are the chunks').
+    precision : {"auto", "double", "mixed", "mixed-lean"}, default "auto"
+        "mixed": "lbfgs-bound" takes its early iterations with the loss evaluated in
+        float32 (scores, forward-backward and the gradient's products with X; half the
+        memory traffic) from a float32 copy of the feature values, then finishes in float64;
+        the result, its objective and the convergence test are float64's. "mixed-lean": the
+        same, converting each chunk's feature values at every evaluation instead of copying
+        them (no extra memory, about the same speed). "double": float64 throughout. "auto":
+        "mixed-lean" for "lbfgs-bound" from 10^6 sequences x parameters, else "double".
+        Other solvers take "auto" or "double" only.
     random_state : None, int or Generator, default None
         The mini-batch order of "adagrad".
     n_samples_hint : int or None, default None
@@ -123,7 +141,8 @@ class ChainCRF(AdaGradFit, BaseEstimator):
     def __init__(self, c2: float = 1.0, solver: str = "lbfgs-bound", max_iter: int = 100,
                  tol: float = 1e-6, cg_maxiter: int = 10, batch_size: int = 8,
                  learning_rate: float = 0.3, n_features: int | None = None, n_jobs=None,
-                 random_state=None, n_samples_hint: int | None = None, verbose: int = 0):
+                 random_state=None, n_samples_hint: int | None = None, precision: str = "auto",
+                 verbose: int = 0):
         self.c2 = c2
         self.solver = solver
         self.max_iter = max_iter
@@ -135,6 +154,7 @@ class ChainCRF(AdaGradFit, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
         self.n_samples_hint = n_samples_hint
+        self.precision = precision
         self.verbose = verbose
 
     # ------------------------------------------------------------------ input handling
@@ -153,6 +173,7 @@ class ChainCRF(AdaGradFit, BaseEstimator):
                    Number(Integral, None, -1, closed="right")],
         "random_state": ["random_state"],
         "n_samples_hint": [None, Number(Integral, 1, None, closed="left")],
+        "precision": [StrOptions(Choices(*PRECISIONS))],
         "verbose": [Number(Integral, 0, None, closed="left")],
     }
 
@@ -220,6 +241,16 @@ class ChainCRF(AdaGradFit, BaseEstimator):
         self.transitions_ = theta[k:].reshape(m, m).copy()
 
     # ------------------------------------------------------------------ training
+    def _evaluation(self, obj) -> str:
+        """The ``evaluation`` option of "lbfgs-bound" for ``precision`` ("auto" resolved on
+        the objective's size); ValueError for a float32 precision with another solver."""
+        if self.solver != "lbfgs-bound":
+            if self.precision not in ("auto", "double"):
+                raise ValueError(f"precision={self.precision!r} needs solver='lbfgs-bound', "
+                                 f"got solver={self.solver!r}")
+            return "double"
+        return auto_evaluation(obj) if self.precision == "auto" else self.precision
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit on lists of sequences ``X`` and label sequences ``y``."""
@@ -235,6 +266,7 @@ class ChainCRF(AdaGradFit, BaseEstimator):
         n_seen = len(lengths)
         del M, lengths, yi              # the objective holds its own (reordered) copy of M
         x0 = np.zeros(obj.n_params)
+        evaluation = self._evaluation(obj)
         if self.solver in STOCHASTIC:
             if self.solver == "sgd":
                 warnings.warn("ChainCRF: solver='sgd' is named 'adagrad'; 'sgd' will be "
@@ -243,7 +275,7 @@ class ChainCRF(AdaGradFit, BaseEstimator):
                 res = self._adagrad_epochs(obj, x0)
             theta = res.x
         else:
-            opts = crf_solver_options(self.solver, self.cg_maxiter)
+            opts = crf_solver_options(self.solver, self.cg_maxiter, evaluation)
             callback = progress_printer("ChainCRF") if self.verbose >= 2 else None
             with chain_fit_threads(self.n_jobs):
                 res = minimize(obj, x0, method=self.solver, tol=self.tol,

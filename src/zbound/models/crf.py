@@ -51,6 +51,9 @@ from zbound.structured.chain import (
     viterbi,
 )
 
+# the largest feature value a float32 evaluation takes (:meth:`ChainCRFLoss.single_precision`)
+_MAX_SINGLE_VALUE = 1e30
+
 
 def _row_block(M, a: int, b: int):
     """Rows a..b of a CSR matrix as a CSR view: its data and indices are not copied. (The
@@ -106,6 +109,7 @@ class ChainCRFLoss:
         self.inv = np.empty_like(lay.perm)
         self.inv[lay.perm] = np.arange(lay.perm.size)
         self.y, self.m = y, m
+        self._yp = y[lay.perm]                      # the labels in position-major order
         self._X2T = None
         self.n_features = X.shape[1]
         self.n_params = self.n_features * m + m * m
@@ -180,37 +184,55 @@ class ChainCRFLoss:
         return ChainCRFLoss(self.Xp[self.inv[rows]], lay.lengths[seqs], self.y[rows], self.m,
                             self.n_jobs, self.chunk_tokens)
 
-    def _fast(self, theta, grad: bool):
+    def single_precision(self, copy: bool = True) -> SingleChainCRFLoss | None:
+        """The same loss evaluated in float32 (:class:`SingleChainCRFLoss`: value and gradient
+        only), from a float32 copy of X's values (half of X's memory more; the index arrays
+        are shared) or, with ``copy=False``, converting each chunk's rows at every evaluation;
+        None where float32 cannot hold X (entries beyond 1e30)."""
+        if self.Xp.nnz and float(np.abs(self.Xp.data).max()) > _MAX_SINGLE_VALUE:
+            return None
+        return SingleChainCRFLoss(self, copy)
+
+    def _fast(self, theta, grad: bool, blocks=None):
         """:meth:`_fast_pass` with BLAS on one thread throughout (see
         :func:`zbound.structured.chain.one_blas_thread`)."""
         with one_blas_thread():
-            return self._fast_pass(theta, grad)
+            return self._fast_pass(theta, grad, self if blocks is None else blocks)
 
-    def _fast_pass(self, theta, grad: bool):
+    def _fast_pass(self, theta, grad: bool, blocks):
         """(value, gradient or None) by the scaled recursion on the position-major blocks
         (:func:`zbound.structured.chain.chunk_value_grad`), chunks on ``n_jobs`` threads, each
-        with its own block of X W; X^T P by blocks of feature rows. None where the log-space
-        recursion is needed (transitions spanning > 600 nats, or a scale underflows even with
-        row-by-row shifts)."""
+        with its own block of X W; X^T (P - Y) by blocks of feature rows. ``blocks``: the
+        loss itself, or its :class:`SingleChainCRFLoss` (the rows of X, the scores, the
+        recursion and the marginals in its ``dtype``, float32; sums in float64). None where
+        the log-space recursion is needed (transitions spanning > 600 nats, or a scale
+        underflows even with row-by-row shifts; in float32, also where it overflows)."""
         W, T = self.split(theta)
         tmax = float(T.max())
         if T.max() - T.min() > LOGSPACE_RANGE:
             return None
-        expT = np.exp(T - tmax)
+        dt = blocks.dtype
+        expT, W = np.exp(T - tmax).astype(dt, copy=False), W.astype(dt, copy=False)
         lay = self.layout
-        P = np.empty((lay.n_tokens, self.m)) if grad else None
+        P = np.empty((lay.n_tokens, self.m), dt) if grad else None
 
         def run(i):
             a, b = lay.bounds[i], lay.bounds[i + 1]
             Pc = None if P is None else P[a:b]
-            out = chunk_value_grad(lay.chunks[i], self._Xc[i] @ W, expT, tmax, Pc)
-            if out is None:            # scores spanning > ~650 nats: shift row by row
-                out = chunk_value_grad(lay.chunks[i], self._Xc[i] @ W, expT, tmax, Pc,
-                                       row_shift=True)
+            X = blocks.rows(blocks._Xc[i])
+            with np.errstate(over="ignore", invalid="ignore"):   # inf / nan: None below
+                out = chunk_value_grad(lay.chunks[i], X @ W, expT, tmax, Pc)
+                if out is None:        # scores spanning > ~650 nats: shift row by row
+                    out = chunk_value_grad(lay.chunks[i], X @ W, expT, tmax, Pc,
+                                           row_shift=True)
+            if out is not None and Pc is not None:
+                # the residual P - Y, row by row: its products with X keep the precision of
+                # the residual (float32's rounding of P X - Y X near a fit would not)
+                Pc[np.arange(b - a), self._yp[a:b]] -= 1.0
             return out
 
         parts = map_chunks(run, range(len(lay.chunks)), self.n_jobs)
-        if any(r is None for r in parts):
+        if any(r is None or not np.isfinite(r[0]) for r in parts):
             return None
         f = sum(r[0] for r in parts) - float(theta @ self.obs)
         if not grad:
@@ -220,15 +242,22 @@ class ChainCRFLoss:
 
         def xt(blk):
             a, b, M = blk
-            return M.T @ P[a:b]
+            return blocks.rows(M).T @ P[a:b]
 
-        parts_W = map_chunks(xt, self._XTb, self.n_jobs)
-        np.subtract(parts_W[0], self.obs_W, out=gW)
+        parts_W = map_chunks(xt, blocks._XTb, self.n_jobs)
+        gW[...] = parts_W[0]
         for part in parts_W[1:]:
             gW += part
         del parts_W
         g[self.n_features * self.m:] = (sum(r[1] for r in parts) - self.obs_T).ravel()
         return f, g
+
+    dtype = np.dtype(np.float64)
+
+    @staticmethod
+    def rows(M):
+        """A block of X as stored (float64)."""
+        return M
 
     def _gold(self, pot):
         lay, y = self.layout, self.y
@@ -284,6 +313,58 @@ class ChainCRFLoss:
     def predict(self, theta, X, lengths, n_jobs=None) -> np.ndarray:
         lay = ChainLayout(lengths, self.chunk_tokens)
         return viterbi(lay, self.potentials(theta, X), n_jobs)
+
+
+def _with_values(M, data):
+    """The CSR matrix of M's structure (its index arrays shared, not copied) with ``data``."""
+    out = sp.csr_matrix(M.shape, dtype=data.dtype)
+    out.data, out.indices, out.indptr = data, M.indices, M.indptr
+    out.has_sorted_indices = M.has_sorted_indices
+    return out
+
+
+class SingleChainCRFLoss:
+    """:class:`ChainCRFLoss` evaluated in single precision, for the cheap early iterations of
+    a mixed-precision solver (``LBFGSBound(evaluation="mixed")``): the scores X W, the
+    scaled forward-backward recursion, the marginals and X^T (P - Y) in float32 (half the
+    memory traffic of float64), log Z and the sums over chunks in float64. The gradient is
+    formed from the residual P - Y token by token, so that its error stays relative to the
+    residual as the fit improves.
+
+    Value and gradient only (``value``, ``value_and_grad``); its values are approximations
+    (relative error near 1e-7 per token), never bounds: a solver re-evaluates in float64
+    before it stops or reports anything. Where float32 overflows or underflows (a chunk's
+    recursion crosses float32's floor even with row-by-row shifts), the evaluation is the
+    float64 loss's (``double``). Built by :meth:`ChainCRFLoss.single_precision`."""
+
+    dtype = np.dtype(np.float32)
+
+    def __init__(self, loss: ChainCRFLoss, copy: bool = True):
+        self.double = loss
+        self.n_params, self.n_samples = loss.n_params, loss.n_samples
+        #: no float32 copy of X: each chunk's rows converted when it is evaluated
+        self.blocked = not copy
+        if self.blocked:
+            self._Xc, self._XTb = loss._Xc, loss._XTb
+            return
+        Xp = _with_values(loss.Xp, loss.Xp.data.astype(np.float32))
+        bounds = loss.layout.bounds
+        self._Xc = [_row_block(Xp, a, b) for a, b in zip(bounds[:-1], bounds[1:])]
+        self._XTb = [(a, b, _row_block(Xp, a, b)) for a, b, _ in loss._XTb]
+
+    def rows(self, M):
+        """A block of X in float32 (converted here where no float32 copy is kept)."""
+        return _with_values(M, M.data.astype(np.float32)) if M.dtype != self.dtype else M
+
+    def value(self, theta) -> float:
+        theta = np.asarray(theta, dtype=np.float64)
+        out = self.double._fast(theta, False, self)
+        return self.double.value(theta) if out is None else out[0]
+
+    def value_and_grad(self, theta):
+        theta = np.asarray(theta, dtype=np.float64)
+        out = self.double._fast(theta, True, self)
+        return self.double.value_and_grad(theta) if out is None else out
 
 
 class _ChainOperator(MatrixFreeCurvature):

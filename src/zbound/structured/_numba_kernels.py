@@ -7,8 +7,6 @@ import numba
 import numpy as np
 
 jit = numba.njit(nogil=True, cache=True, error_model="numpy")
-#: chain._TINY (not imported: chain imports the module that imports this one)
-tiny = 1e-290
 
 
 @jit
@@ -69,11 +67,13 @@ def backward(E, off, counts, expTt, be, EB):
 
 
 @jit
-def value_grad(E, off, counts, expT, expTt, P, pair):
+def value_grad(E, off, counts, expT, expTt, P, pair, tiny):
     """(sum of log s_t, ok): the forward pass and, with a non-empty ``P``, the node
-    marginals (in P) and the summed pairwise marginals (added to ``pair``, times expT)."""
+    marginals (in P) and the summed pairwise marginals (added to ``pair``, times expT); not
+    ok where an unnormalized entry falls below ``tiny``. E, expT, expTt and P share one
+    floating type (float64 or float32); sums of rows and logs are float64."""
     n, m = E.shape
-    al = np.empty((n, m))
+    al = np.empty_like(E)
     sc = np.empty(n)
     if not forward(E, off, counts, expT, al, sc) > tiny:
         return 0.0, False
@@ -82,7 +82,7 @@ def value_grad(E, off, counts, expT, expTt, P, pair):
         log_s += math.log(sc[i])
     if P.shape[0] == 0:
         return log_s, True
-    EB = np.empty((n, m))
+    EB = np.empty_like(E)
     if not backward(E, off, counts, expTt, P, EB) > tiny:
         return 0.0, False
     rs = np.empty(n)

@@ -46,10 +46,18 @@ LOGSPACE_RANGE = 600.0
 # entry it belongs to exceeds this floor, what was lost is relatively below 1e-18: the
 # recursion is exact to rounding. Where an entry is below it, the log-space recursion is used.
 _TINY = 1e-290
+# The same floor for a float32 recursion (:func:`chunk_value_grad` on float32 scores): subnormal
+# rounding (1.4e-45) below 1e-15 relative.
+_TINY32 = 1e-30
 
 
-def _entries_above(M: np.ndarray, s: np.ndarray) -> bool:
-    """Whether every entry of the unnormalized rows ``M * s[:, None]`` exceeds ``_TINY``
+def floor_of(dtype) -> float:
+    """The underflow floor of the scaled recursion in ``dtype`` (float64 or float32)."""
+    return _TINY32 if np.dtype(dtype) == np.float32 else _TINY
+
+
+def _entries_above(M: np.ndarray, s: np.ndarray, tiny: float = _TINY) -> bool:
+    """Whether every entry of the unnormalized rows ``M * s[:, None]`` exceeds ``tiny``
     (``M`` rows normalized by their sums ``s``): one pass over M when the product of the
     minima already clears it, else row by row."""
     if M.size == 0:
@@ -57,9 +65,9 @@ def _entries_above(M: np.ndarray, s: np.ndarray) -> bool:
     lo = float(M.min())
     if not lo > 0.0:
         return False
-    if lo * float(s.min()) > _TINY:
+    if lo * float(s.min()) > tiny:
         return True
-    return bool((M.min(axis=1) * s).min() > _TINY)
+    return bool((M.min(axis=1) * s).min() > tiny)
 
 
 class Chunk:
@@ -316,6 +324,8 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     normalizer s_t r_t falls below ``_TINY`` (the test is per entry: a state far below its
     row's maximum can carry a later position's mass through a strong transition): the caller
     retries with ``row_shift``, then uses the log-space recursion.
+    Float32 S (with float32 expT and P) runs the same recursion in float32 against float32's
+    floor (:func:`floor_of`), log Z and the pairwise marginals summed in float64.
     After the exponentials, the passes run compiled where Numba is installed
     (:mod:`zbound.structured.compiled`: the same recursion without the interpreter lock), else
     as the NumPy loops below."""
@@ -332,13 +342,14 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     # what log Z gets back beyond the log scales: the shifts and tmax per transition
     shift += tmax * (n - int(counts[0]))
     E = np.exp(S, out=S)
+    tiny = floor_of(E.dtype)
     if compiled.available() and E.flags.c_contiguous and \
             (P is None or P.flags.c_contiguous):
-        out = compiled.chunk_value_grad(c, E, expT, P)
+        out = compiled.chunk_value_grad(c, E, expT, P, tiny)
         return None if out is None else (out[0] + shift, out[1])
-    one = np.ones(m)
+    one = np.ones(m, E.dtype)
     al = np.empty_like(E)
-    sc = np.empty(n)
+    sc = np.empty(n, E.dtype)
     k = int(counts[0])
     np.dot(E[:k], one, out=sc[:k])
     np.divide(E[:k], sc[:k, None], out=al[:k])
@@ -351,14 +362,14 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         s = sc[r:r + k]
         np.dot(u, one, out=s)
         u /= s[:, None]
-    if not _entries_above(al, sc):
+    if not _entries_above(al, sc, tiny):
         return None
-    log_z = float(np.log(sc).sum()) + shift
+    log_z = float(np.log(sc).sum(dtype=np.float64)) + shift
     if P is None:
         return log_z, None
     be = P
     EB = np.empty_like(E)
-    bs = np.ones(n)                                     # row sums of the unnormalized be
+    bs = np.ones(n, E.dtype)                            # row sums of the unnormalized be
     be[off[c.T - 1]:] = 1.0
     expTt = expT.T
     for t in range(c.T - 1, 0, -1):
@@ -373,23 +384,23 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         s = bs[p:p + k]
         np.dot(b, one, out=s)
         b /= s[:, None]
-    if not _entries_above(be, bs):
+    if not _entries_above(be, bs, tiny):
         return None
     P *= al
     rs = P @ one
-    if not rs.min() > _TINY:
+    if not rs.min() > tiny:
         return None
     P /= rs[:, None]
     if c.T < 2:
-        return log_z, np.zeros_like(expT)
+        return log_z, np.zeros(expT.shape)
     r1 = off[1]
     # the pairwise terms of position t sum to s_t r_t: above the floor, what E * be lost to
     # underflow is negligible against it
-    if not (sc[r1:] * rs[r1:]).min() > _TINY:
+    if not (sc[r1:] * rs[r1:]).min() > tiny:
         return None
     w = EB[r1:]
     w /= (sc[r1:] * rs[r1:])[:, None]
-    pair = al[c.prev_row].T @ w
+    pair = np.asarray(al[c.prev_row].T @ w, dtype=np.float64)
     pair *= expT
     return log_z, pair
 

@@ -80,16 +80,18 @@ def _build():
     return _numba_kernels
 
 
-def chunk_value_grad(c, E, expT, P):
+def chunk_value_grad(c, E, expT, P, tiny):
     """The compiled core of :func:`zbound.structured.chain.chunk_value_grad` on the chunk
-    ``c``'s exponentiated, shifted scores ``E``: (sum over its positions of log s_t, pairwise
-    marginals (m, m) or None), or None where a floor is crossed (the caller falls back)."""
+    ``c``'s exponentiated, shifted scores ``E`` (float64 or float32; ``expT`` and ``P`` of the
+    same type): (sum over its positions of log s_t, pairwise marginals (m, m) in float64 or
+    None), or None where an entry falls below the floor ``tiny`` (the caller falls back)."""
     k = kernels()
     m = E.shape[1]
     pair = np.zeros((m, m))
     Pa = np.empty((0, m)) if P is None else P
     expT = np.ascontiguousarray(expT)
-    log_s, ok = k.value_grad(E, c.off, c.counts, expT, np.ascontiguousarray(expT.T), Pa, pair)
+    log_s, ok = k.value_grad(E, c.off, c.counts, expT, np.ascontiguousarray(expT.T), Pa, pair,
+                             tiny)
     if not ok:
         return None
     return log_s, (None if P is None else pair)

@@ -209,7 +209,7 @@ def crfsuite_theta(path, crf):
 # ------------------------------------------------------------------------ one corpus
 #: the library's methods: (solver, options); the first is the estimator's default
 ZBOUND_METHODS = {
-    "lbfgs-bound": {"precision": "single"},     # as ChainCRF runs it
+    "lbfgs-bound": {"precision": "single"},     # as ChainCRF runs it (and its evaluation)
     "lbfgs": {},
     "newton-bound": {"inner": "cg"},
     "bound": {"inner": "cg", "cg_rtol": 1e-3},
@@ -349,10 +349,14 @@ def _crfsuite_lbfgs(items, ytr, cfg, tmp, state, first, crf, obj, test) -> dict:
 def _zbound_run(objective, method, max_iter, target, setup, cfg) -> dict:
     """One of the library's solvers from zero to ``target`` (``setup``, the objective's
     construction, added to its times), its curve and counts."""
+    from zbound.estimators.crf import auto_evaluation
     from zbound.solvers import minimize
     from zbound.solvers.quasi_newton import LBFGSBound
 
     curve = Curve()
+    opts = dict(ZBOUND_METHODS[method])
+    if method == "lbfgs-bound":
+        opts["evaluation"] = auto_evaluation(objective)
 
     def cb(x, f):
         curve(f)
@@ -363,12 +367,15 @@ def _zbound_run(objective, method, max_iter, target, setup, cfg) -> dict:
         res = minimize(objective, np.zeros(objective.n_params),
                        method=LBFGSBound if method == "lbfgs-bound" else method,
                        target=target, max_iter=max_iter, tol=1e-10, ftol=0.0,
-                       callback=cb, **ZBOUND_METHODS[method])
+                       callback=cb, **opts)
         total = curve.elapsed()
     trace = curve.points
     if res.target_reached and (not trace or trace[-1][1] > res.fun):
         trace.append((total, res.fun))     # SciPy stops on the target before the callback
-    t_hit = next((t + setup for t, f in trace if f <= target), None)
+    # a run that reached the target stopped there (float32 values early in the trace are
+    # estimates: the target is decided in float64)
+    t_hit = total + setup if res.target_reached else \
+        next((t + setup for t, f in trace if f <= target), None)
     return dict(t_hit=t_hit, total=total + setup, iterations=res.nit, mem=mem.mb,
                 res=res, trace=trace, counts=res.counts, info=res.info)
 
