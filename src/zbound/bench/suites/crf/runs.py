@@ -490,7 +490,9 @@ def _load_kernels() -> None:
         return
     lay = ChainLayout(np.array([2, 1]))
     S = np.zeros((3, 2))
-    chunk_value_grad(lay.chunks[0], S.copy(), np.ones((2, 2)), 0.0, np.empty((3, 2)))
+    for dt in (np.float64, np.float32):        # a fit evaluates in both (ChainCRF's precision)
+        chunk_value_grad(lay.chunks[0], S.astype(dt), np.ones((2, 2), dt), 0.0,
+                         np.empty((3, 2), dt))
     viterbi(lay, Potentials(S, np.zeros((2, 2))))
 
 
