@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zbound.bounds.junction import chain_bound
-from zbound.models.crf import ChainCRFLoss
+from zbound.models.crf import ChainCRFLoss, ScaledChainHessian
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.structured import compiled
@@ -187,19 +187,32 @@ def brute_hessian(X, lengths, m, theta):
     return H
 
 
+@pytest.mark.parametrize("kernels", KERNELS)
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 2**31), m=st.integers(1, 3), scale=st.sampled_from([0.0, 1.0, 4.0]))
-def test_hessian_operator_exact(seed, m, scale):
+def test_hessian_operator_exact(kernels, seed, m, scale):
+    """The exact Hessian (compiled on the scaled recursion's state, or in log space without
+    Numba) against enumeration; its value and gradient are value_and_grad's; its Jacobi
+    diagonal is the log-space operator's."""
     rng = np.random.default_rng(seed)
     X, lengths, y = random_problem(rng, m=m)
     loss = ChainCRFLoss(X, lengths, y, m, chunk_tokens=4, n_jobs=2)
     theta = scale * rng.normal(size=loss.n_params)
-    f, g, H = loss.value_grad_hessian(theta)
-    np.testing.assert_allclose(H.to_dense(), brute_hessian(X, lengths, m, theta),
-                               rtol=1e-7, atol=1e-9)
-    v = rng.normal(size=loss.n_params)
-    np.testing.assert_allclose((2.0 * H.with_ridge(0.5)).matvec(v),
-                               2.0 * (H.matvec(v) + 0.5 * v), rtol=1e-12)
+    with compiled.use(kernels):
+        f, g, H = loss.value_grad_hessian(theta)
+        assert isinstance(H, ScaledChainHessian) == (kernels == "auto")
+        f0, g0 = loss.value_and_grad(theta)
+        assert f == pytest.approx(f0, rel=1e-12, abs=1e-12)
+        np.testing.assert_allclose(g, g0, rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(H.to_dense(), brute_hessian(X, lengths, m, theta),
+                                   rtol=1e-7, atol=1e-9)
+        v = rng.normal(size=loss.n_params)
+        np.testing.assert_allclose((2.0 * H.with_ridge(0.5)).matvec(v),
+                                   2.0 * (H.matvec(v) + 0.5 * v), rtol=1e-12)
+        with compiled.use("numpy"):
+            H_log = loss.hessian(theta)
+        np.testing.assert_allclose(H.jacobi_diagonal(), H_log.jacobi_diagonal(), rtol=1e-10,
+                                   atol=1e-12)
 
 
 def test_hessian_and_bound_logspace_path():

@@ -34,6 +34,7 @@ from zbound.models.base import Majorizer
 from zbound.models.loss import check_design_magnitude
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
+from zbound.structured import compiled
 from zbound.structured.chain import (
     LOGSPACE_RANGE,
     ChainLayout,
@@ -193,20 +194,21 @@ class ChainCRFLoss:
             return None
         return SingleChainCRFLoss(self, copy)
 
-    def _fast(self, theta, grad: bool, blocks=None):
+    def _fast(self, theta, grad: bool, blocks=None, keep: bool = False):
         """:meth:`_fast_pass` with BLAS on one thread throughout (see
         :func:`zbound.structured.chain.one_blas_thread`)."""
         with one_blas_thread():
-            return self._fast_pass(theta, grad, self if blocks is None else blocks)
+            return self._fast_pass(theta, grad, self if blocks is None else blocks, keep)
 
-    def _fast_pass(self, theta, grad: bool, blocks):
+    def _fast_pass(self, theta, grad: bool, blocks, keep: bool = False):
         """(value, gradient or None) by the scaled recursion on the position-major blocks
         (:func:`zbound.structured.chain.chunk_value_grad`), chunks on ``n_jobs`` threads, each
         with its own block of X W; X^T (P - Y) by blocks of feature rows. ``blocks``: the
         loss itself, or its :class:`SingleChainCRFLoss` (the rows of X, the scores, the
         recursion and the marginals in its ``dtype``, float32; sums in float64). None where
         the log-space recursion is needed (transitions spanning > 600 nats, or a scale
-        underflows even with row-by-row shifts; in float32, also where it overflows)."""
+        underflows even with row-by-row shifts; in float32, also where it overflows).
+        ``keep``: (value, gradient, the state of :class:`ScaledChainHessian`)."""
         W, T = self.split(theta)
         tmax = float(T.max())
         if T.max() - T.min() > LOGSPACE_RANGE:
@@ -221,10 +223,10 @@ class ChainCRFLoss:
             Pc = None if P is None else P[a:b]
             X = blocks.rows(blocks._Xc[i])
             with np.errstate(over="ignore", invalid="ignore"):   # inf / nan: None below
-                out = chunk_value_grad(lay.chunks[i], X @ W, expT, tmax, Pc)
+                out = chunk_value_grad(lay.chunks[i], X @ W, expT, tmax, Pc, keep=keep)
                 if out is None:        # scores spanning > ~650 nats: shift row by row
                     out = chunk_value_grad(lay.chunks[i], X @ W, expT, tmax, Pc,
-                                           row_shift=True)
+                                           row_shift=True, keep=keep)
             if out is not None and Pc is not None:
                 # the residual P - Y, row by row: its products with X keep the precision of
                 # the residual (float32's rounding of P X - Y X near a fit would not)
@@ -238,19 +240,26 @@ class ChainCRFLoss:
         if not grad:
             return f, None
         g = np.empty(self.n_params)
-        gW = g[:self.n_features * self.m].reshape(self.n_features, self.m)
+        self._xt(P, g[:self.n_features * self.m].reshape(self.n_features, self.m), blocks)
+        pair = sum(r[1] for r in parts)
+        g[self.n_features * self.m:] = (pair - self.obs_T).ravel()
+        if keep:
+            return f, g, (np.exp(T - tmax), [r[2:] for r in parts], P, pair)
+        return f, g
+
+    def _xt(self, R, out, blocks=None):
+        """out = X^T R for R (n_tokens, m) in the position-major order, by blocks of token
+        rows on ``n_jobs`` threads (``blocks``: the loss or its float32 form)."""
+        blocks = self if blocks is None else blocks
 
         def xt(blk):
             a, b, M = blk
-            return blocks.rows(M).T @ P[a:b]
+            return blocks.rows(M).T @ R[a:b]
 
-        parts_W = map_chunks(xt, blocks._XTb, self.n_jobs)
-        gW[...] = parts_W[0]
-        for part in parts_W[1:]:
-            gW += part
-        del parts_W
-        g[self.n_features * self.m:] = (sum(r[1] for r in parts) - self.obs_T).ravel()
-        return f, g
+        parts = map_chunks(xt, blocks._XTb, self.n_jobs)
+        out[...] = parts[0]
+        for part in parts[1:]:
+            out += part
 
     dtype = np.dtype(np.float64)
 
@@ -294,8 +303,15 @@ class ChainCRFLoss:
         return f, g
 
     def value_grad_hessian(self, theta):
-        """Value, gradient and the exact Hessian as a matrix-free operator
-        (:class:`ChainHessian`: one product costs a tangent forward and backward pass)."""
+        """Value, gradient and the exact Hessian as a matrix-free operator: one product costs a
+        tangent forward and backward pass, compiled on the scaled recursion's state
+        (:class:`ScaledChainHessian`) where the compiled kernels run and the recursion stays
+        above its floors, else in log space (:class:`ChainHessian`)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if compiled.available():
+            out = self._fast(theta, True, keep=True)
+            if out is not None:
+                return out[0], out[1], ScaledChainHessian(self, *out[2])
         f, g, fb = self._value_grad(theta)
         return f, g, ChainHessian(self, *fb)
 
@@ -438,6 +454,47 @@ class ChainHessian(_ChainOperator):
     def jacobi_diagonal(self):
         loss = self.loss
         dW = np.asarray(loss.X2T @ (self.P * (1.0 - self.P))[loss.layout.perm]).ravel()
+        dT = (self.pair * (1.0 - self.pair / max(1, loss.layout.inner.size))).ravel()
+        return self.scale * np.concatenate([dW, dT]) + self.reg
+
+
+class ScaledChainHessian(_ChainOperator):
+    """The exact Hessian of the CRF loss (plus ``reg`` I) as :class:`ChainHessian`, its
+    products compiled (:func:`zbound.structured.compiled.hessian_chunk`, chunks on the
+    loss's threads, no interpreter lock) on the state the scaled recursion leaves: per chunk
+    the normalized forward messages and pairwise weights, the residual P - Y and the expected
+    transition counts, all position-major. No logarithm or exponential per product: the
+    tangent passes are (b, m) x (m, m) products per position, as the recursion's. Built by
+    :meth:`ChainCRFLoss.value_grad_hessian`."""
+
+    def __init__(self, loss: ChainCRFLoss, expT, states, Pres, pair, reg: float = 0.0):
+        super().__init__(loss, None, None, Pres, reg)
+        self.expT, self.states, self.pair = expT, states, pair
+
+    def matvec(self, v):
+        loss = self.loss
+        lay = loss.layout
+        v = np.asarray(v, dtype=np.float64)
+        VW, VT = loss.split(v)
+        dP = np.empty((lay.n_tokens, loss.m))
+
+        def run(i):
+            a, b = lay.bounds[i], lay.bounds[i + 1]
+            al, w = self.states[i]
+            return compiled.hessian_chunk(lay.chunks[i], loss._Xc[i] @ VW, VT, self.expT, al,
+                                          w, self.P[a:b], loss._yp[a:b], dP[a:b])
+
+        gW = np.empty((loss.n_features, loss.m))
+        with one_blas_thread():
+            parts = map_chunks(run, range(len(lay.chunks)), loss.n_jobs)
+            loss._xt(dP, gW)
+        return self._finish(v, gW, sum(parts) + VT * self.pair)
+
+    def jacobi_diagonal(self):
+        loss = self.loss
+        P = self.P.copy()
+        P[np.arange(P.shape[0]), loss._yp] += 1.0       # the marginals from the residual
+        dW = np.asarray(loss.X2T @ (P * (1.0 - P))).ravel()
         dT = (self.pair * (1.0 - self.pair / max(1, loss.layout.inner.size))).ravel()
         return self.scale * np.concatenate([dW, dT]) + self.reg
 

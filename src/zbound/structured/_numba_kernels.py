@@ -67,13 +67,15 @@ def backward(E, off, counts, expTt, be, EB):
 
 
 @jit
-def value_grad(E, off, counts, expT, expTt, P, pair, tiny):
+def value_grad(E, off, counts, expT, expTt, P, pair, tiny, al, EB):
     """(sum of log s_t, ok): the forward pass and, with a non-empty ``P``, the node
     marginals (in P) and the summed pairwise marginals (added to ``pair``, times expT); not
     ok where an unnormalized entry falls below ``tiny``. E, expT, expTt and P share one
-    floating type (float64 or float32); sums of rows and logs are float64."""
+    floating type (float64 or float32); sums of rows and logs are float64. ``al`` and
+    ``EB`` (shaped as E) receive the normalized forward messages and, at positions t >= 1,
+    the pairwise weights w_t = E_t beta_t / (s_t r_t): pair_t(y', y) = al_{t-1}(y')
+    expT(y', y) w_t(y) (what :func:`hessian_product` takes)."""
     n, m = E.shape
-    al = np.empty_like(E)
     sc = np.empty(n)
     if not forward(E, off, counts, expT, al, sc) > tiny:
         return 0.0, False
@@ -82,7 +84,6 @@ def value_grad(E, off, counts, expT, expTt, P, pair, tiny):
         log_s += math.log(sc[i])
     if P.shape[0] == 0:
         return log_s, True
-    EB = np.empty_like(E)
     if not backward(E, off, counts, expTt, P, EB) > tiny:
         return 0.0, False
     rs = np.empty(n)
@@ -110,6 +111,70 @@ def value_grad(E, off, counts, expT, expTt, P, pair, tiny):
         for y in range(m):
             pair[a, y] *= expT[a, y]
     return log_s, True
+
+
+@jit
+def hessian_product(SV, ET0, ET0t, expT, expTt, al, w, Pres, yp, off, counts, lengths, dP, out):
+    """One chunk's share of the exact Hessian product of sum log Z along (SV = X V_W, V_T), in
+    the scaled representation of :func:`value_grad` (rows position-major): the tangent q of
+    the log forward messages, q_t = SV_t + sum_y' p_f(y'|y) (q_{t-1}(y') + V_T[y', y]) with
+    p_f(y'|y) = al_{t-1}(y') expT(y', y) / (al_{t-1} expT)(y); the tangent r of the log
+    backward messages, r_{t-1} = sum_y'' p_b(y''|y) (SV_t + r_t + V_T[y, .])(y'') with
+    p_b(y''|y) = expT(y, y'') w_t(y'') / (w_t expT^T)(y); the tangent of log Z, dlz = P_T^T
+    q_T per sequence; the node marginals' tangent dP = P (q + r - dlz) (into ``dP``) and the
+    pairwise ones contracted, sum_t pair_t(y', y) (q_{t-1}(y') - dlz + SV_t(y) + r_t(y))
+    (added to ``out``; the caller adds V_T times the expected counts). ``Pres`` holds P - Y
+    (the fast pass's residual; ``yp`` the labels), ET0 = expT * V_T."""
+    n, m = SV.shape
+    T = counts.shape[0]
+    q = np.empty_like(SV)
+    r = np.zeros_like(SV)
+    for i in range(counts[0]):
+        for y in range(m):
+            q[i, y] = SV[i, y]
+    X = np.empty_like(SV)
+    for t in range(1, T):
+        k, c0, p0 = counts[t], off[t], off[t - 1]
+        for i in range(k):
+            for y in range(m):
+                X[p0 + i, y] = al[p0 + i, y] * q[p0 + i, y]
+        num = np.dot(X[p0:p0 + k], expT) + np.dot(al[p0:p0 + k], ET0)
+        den = np.dot(al[p0:p0 + k], expT)
+        for i in range(k):
+            for y in range(m):
+                q[c0 + i, y] = SV[c0 + i, y] + num[i, y] / den[i, y]
+    for t in range(T - 1, 0, -1):          # r = 0 where a sequence ends
+        k, c0, p0 = counts[t], off[t], off[t - 1]
+        for i in range(k):
+            for y in range(m):
+                X[c0 + i, y] = w[c0 + i, y] * (SV[c0 + i, y] + r[c0 + i, y])
+        num = np.dot(X[c0:c0 + k], expTt) + np.dot(w[c0:c0 + k], ET0t)
+        den = np.dot(w[c0:c0 + k], expTt)
+        for i in range(k):
+            for y in range(m):
+                r[p0 + i, y] = num[i, y] / den[i, y]
+    dlz = np.zeros(counts[0])
+    for j in range(counts[0]):
+        row = off[lengths[j] - 1] + j
+        for y in range(m):
+            dlz[j] += (Pres[row, y] + (1.0 if y == yp[row] else 0.0)) * q[row, y]
+    for t in range(T):
+        for i in range(counts[t]):
+            row = off[t] + i
+            for y in range(m):
+                p = Pres[row, y] + (1.0 if y == yp[row] else 0.0)
+                dP[row, y] = p * (q[row, y] + r[row, y] - dlz[i])
+    U = np.empty_like(SV)
+    for t in range(1, T):
+        k, c0, p0 = counts[t], off[t], off[t - 1]
+        for i in range(k):
+            for y in range(m):
+                U[p0 + i, y] = al[p0 + i, y] * (q[p0 + i, y] - dlz[i])
+                X[c0 + i, y] = w[c0 + i, y] * (SV[c0 + i, y] + r[c0 + i, y])
+        out += np.dot(U[p0:p0 + k].T, w[c0:c0 + k]) + np.dot(al[p0:p0 + k].T, X[c0:c0 + k])
+    for a in range(m):
+        for y in range(m):
+            out[a, y] *= expT[a, y]
 
 
 @jit

@@ -305,7 +305,7 @@ def scaled_chunk(c: Chunk, pot: Potentials, A: np.ndarray, B: np.ndarray | None)
 
 @np.errstate(divide="ignore", invalid="ignore")     # underflow: checked, then None
 def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
-                     P: np.ndarray | None = None, row_shift: bool = False):
+                     P: np.ndarray | None = None, row_shift: bool = False, keep: bool = False):
     """Sum of log Z over the sequences of one chunk and, with ``P``, the node marginals
     (written to P) and the summed pairwise marginals (m, m), all by the scaled recursion.
 
@@ -326,6 +326,10 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     retries with ``row_shift``, then uses the log-space recursion.
     Float32 S (with float32 expT and P) runs the same recursion in float32 against float32's
     floor (:func:`floor_of`), log Z and the pairwise marginals summed in float64.
+    ``keep`` (with P): also return the normalized forward messages alpha and, at positions
+    t >= 1, the pairwise weights w_t = E_t beta_t / (s_t r_t) (so that the pairwise marginal
+    is alpha_{t-1}(y') expT(y', y) w_t(y)): the state of the compiled Hessian product
+    (:func:`zbound.structured.compiled.hessian_chunk`).
     After the exponentials, the passes run compiled where Numba is installed
     (:mod:`zbound.structured.compiled`: the same recursion without the interpreter lock), else
     as the NumPy loops below."""
@@ -345,8 +349,8 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     tiny = floor_of(E.dtype)
     if compiled.available() and E.flags.c_contiguous and \
             (P is None or P.flags.c_contiguous):
-        out = compiled.chunk_value_grad(c, E, expT, P, tiny)
-        return None if out is None else (out[0] + shift, out[1])
+        out = compiled.chunk_value_grad(c, E, expT, P, tiny, keep)
+        return None if out is None else (out[0] + shift, *out[1:])
     one = np.ones(m, E.dtype)
     al = np.empty_like(E)
     sc = np.empty(n, E.dtype)
@@ -392,7 +396,7 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         return None
     P /= rs[:, None]
     if c.T < 2:
-        return log_z, np.zeros(expT.shape)
+        return (log_z, np.zeros(expT.shape), al, EB) if keep else (log_z, np.zeros(expT.shape))
     r1 = off[1]
     # the pairwise terms of position t sum to s_t r_t: above the floor, what E * be lost to
     # underflow is negligible against it
@@ -402,7 +406,7 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     w /= (sc[r1:] * rs[r1:])[:, None]
     pair = np.asarray(al[c.prev_row].T @ w, dtype=np.float64)
     pair *= expT
-    return log_z, pair
+    return (log_z, pair, al, EB) if keep else (log_z, pair)
 
 
 def forward_backward(layout: ChainLayout, pot: Potentials, n_jobs=None, backward=True):

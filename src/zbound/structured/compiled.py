@@ -80,21 +80,37 @@ def _build():
     return _numba_kernels
 
 
-def chunk_value_grad(c, E, expT, P, tiny):
+def chunk_value_grad(c, E, expT, P, tiny, keep: bool = False):
     """The compiled core of :func:`zbound.structured.chain.chunk_value_grad` on the chunk
     ``c``'s exponentiated, shifted scores ``E`` (float64 or float32; ``expT`` and ``P`` of the
     same type): (sum over its positions of log s_t, pairwise marginals (m, m) in float64 or
-    None), or None where an entry falls below the floor ``tiny`` (the caller falls back)."""
+    None), or None where an entry falls below the floor ``tiny`` (the caller falls back).
+    ``keep``: also the forward messages and pairwise weights (al, w) of the chunk, what
+    :func:`hessian_chunk` takes."""
     k = kernels()
     m = E.shape[1]
     pair = np.zeros((m, m))
     Pa = np.empty((0, m)) if P is None else P
     expT = np.ascontiguousarray(expT)
+    al, EB = np.empty_like(E), np.empty_like(E)
     log_s, ok = k.value_grad(E, c.off, c.counts, expT, np.ascontiguousarray(expT.T), Pa, pair,
-                             tiny)
+                             tiny, al, EB)
     if not ok:
         return None
-    return log_s, (None if P is None else pair)
+    out = log_s, (None if P is None else pair)
+    return (*out, al, EB) if keep else out
+
+
+def hessian_chunk(c, SV, VT, expT, al, w, Pres, yp, dP) -> np.ndarray:
+    """The compiled Hessian product of one chunk (``_numba_kernels.hessian_product``):
+    the node marginals' tangent into ``dP`` (the chunk's rows, position-major); returns the
+    chunk's contracted pairwise tangent (m, m), without the V_T x counts term."""
+    ET0 = np.ascontiguousarray(expT * VT)
+    out = np.zeros(expT.shape)
+    kernels().hessian_product(SV, ET0, np.ascontiguousarray(ET0.T), np.ascontiguousarray(expT),
+                              np.ascontiguousarray(expT.T), al, w, Pres, yp, c.off, c.counts,
+                              c.lengths, dP, out)
+    return out
 
 
 def viterbi_chunk(c, S, T, D, bp, y) -> None:
@@ -104,4 +120,5 @@ def viterbi_chunk(c, S, T, D, bp, y) -> None:
                       y)
 
 
-__all__ = ["KERNELS", "available", "chunk_value_grad", "kernels", "use", "viterbi_chunk"]
+__all__ = ["KERNELS", "available", "chunk_value_grad", "hessian_chunk", "kernels", "use",
+           "viterbi_chunk"]
