@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zbound.bounds.junction import chain_bound
-from zbound.models.crf import ChainCRFLoss, ScaledChainHessian
+from zbound.models.crf import ChainCRFLoss, ScaledChainBound, ScaledChainHessian
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.structured import compiled
@@ -116,29 +116,41 @@ def test_logspace_path_for_extreme_transitions():
     np.testing.assert_allclose(g, gb, rtol=1e-6, atol=1e-6)
 
 
+@pytest.mark.parametrize("kernels", KERNELS)
 @settings(max_examples=15, deadline=None)
-@given(seed=st.integers(0, 2**31), m=st.integers(1, 3), scale=st.sampled_from([0.0, 1.0, 4.0]))
-def test_operator_matches_dense_chain_bound(seed, m, scale):
+@given(seed=st.integers(0, 2**31), m=st.integers(1, 3), scale=st.sampled_from([0.0, 1.0, 4.0]),
+       n_jobs=st.sampled_from([1, 2]))
+def test_operator_matches_dense_chain_bound(kernels, seed, m, scale, n_jobs):
+    """The split bound's curvature (compiled on the scaled recursion's state, or in log
+    space) against the dense chain bound; its Jacobi diagonal is the log-space one's."""
     rng = np.random.default_rng(seed)
     X, lengths, y = random_problem(rng, m=m)
-    loss = ChainCRFLoss(X, lengths, y, m, chunk_tokens=4)
+    loss = ChainCRFLoss(X, lengths, y, m, chunk_tokens=4, n_jobs=n_jobs)
     theta = scale * rng.normal(size=loss.n_params)
-    maj = loss.majorizer(theta)
-    C = maj.curvature.to_dense()
-    ref = sum(chain_bound(g, e, theta, rule="split", order="argmax-first").curvature
+    with compiled.use(kernels):
+        maj = loss.majorizer(theta, eps=0.7)
+        assert isinstance(maj.curvature, ScaledChainBound) == (kernels == "auto")
+        C = maj.curvature.to_dense()
+        with compiled.use("numpy"):
+            log_curv = loss.majorizer(theta, eps=0.7).curvature
+        np.testing.assert_allclose(maj.curvature.jacobi_diagonal(),
+                                   log_curv.jacobi_diagonal(), rtol=1e-9, atol=1e-12)
+    ref = sum(chain_bound(g, e, theta, rule="split", order="argmax-first", eps=0.7).curvature
               for g, e in features_of(X, lengths, m))
     np.testing.assert_allclose(C, ref, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(C, C.T, atol=1e-10)
 
 
+@pytest.mark.parametrize("kernels", KERNELS)
 @settings(max_examples=15, deadline=None)
 @given(seed=st.integers(0, 2**31), scale=st.sampled_from([0.0, 1.0, 3.0]))
-def test_majorizer_is_a_bound(seed, scale):
+def test_majorizer_is_a_bound(kernels, seed, scale):
     rng = np.random.default_rng(seed)
     X, lengths, y = random_problem(rng, m=3)
     obj = Objective(ChainCRFLoss(X, lengths, y, 3, n_jobs=2, chunk_tokens=3), L2Penalty(0.1))
     theta = scale * rng.normal(size=obj.n_params)
-    maj = obj.majorizer(theta)
+    with compiled.use(kernels):
+        maj = obj.majorizer(theta)
     assert maj.value == pytest.approx(obj.value(theta))
     for s in (0.01, 0.3, 1.0, 5.0):
         for _ in range(10):

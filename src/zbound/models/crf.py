@@ -47,6 +47,8 @@ from zbound.structured.chain import (
     marginals,
     n_threads,
     one_blas_thread,
+    scaled_split_factors,
+    scaled_split_matvec_chunk,
     split_matvec_chunk,
     tangent_terms,
     viterbi,
@@ -321,7 +323,17 @@ class ChainCRFLoss:
     def majorizer(self, theta, order: str = "descending", eps: float = 1.0) -> Majorizer:
         """Alg. 3 bound on every chain, rule "split" of
         :func:`zbound.bounds.junction.chain_bound` (visiting the largest term first; ``order``
-        is ignored), as the matrix-free :class:`ChainBoundCurvature`."""
+        is ignored), as a matrix-free curvature: compiled on the scaled recursion's state
+        (:class:`ScaledChainBound`) where the compiled kernels run and the recursion stays
+        above its floors, else in log space (:class:`ChainBoundCurvature`)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        _check_eps(eps)
+        if compiled.available():
+            out = self._fast(theta, True, keep=True)
+            if out is not None:
+                expT, states = out[2][:2]
+                curv = ScaledChainBound(self, expT, self.split(theta)[1], states, eps=eps)
+                return Majorizer(theta.copy(), out[0], out[1], curv)
         f, g, fb = self._value_grad(theta)
         curv = ChainBoundCurvature(self, fb[0], fb[2], fb[4], eps=eps)
         return Majorizer(np.asarray(theta, dtype=np.float64).copy(), f, g, curv)
@@ -512,8 +524,7 @@ class ChainBoundCurvature(_ChainOperator):
 
     def __init__(self, loss: ChainCRFLoss, pot: Potentials, A, P, reg: float = 0.0,
                  eps: float = 1.0):
-        if not (np.isfinite(eps) and eps > 0):
-            raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
+        _check_eps(eps)
         super().__init__(loss, pot, A, P, reg)
         self.eps = float(eps)
         self.fac = SplitFactors(loss.layout, pot, A, loss.n_jobs)
@@ -539,6 +550,65 @@ class ChainBoundCurvature(_ChainOperator):
         dW = np.asarray(loss.X2T @ own[lay.perm]).ravel()
         dT = (1.0 + 1.0 / self.eps) * fac.K.ravel()
         return self.scale * np.concatenate([dW, dT]) + self.reg
+
+
+class ScaledChainBound(_ChainOperator):
+    """The split chain bound's curvature as :class:`ChainBoundCurvature` (plus ``reg`` I), its
+    products compiled (:func:`zbound.structured.chain.scaled_split_matvec_chunk`, chunks on
+    the loss's threads) on the scaled recursion's normalized forward messages (position-major): the
+    forward marginals pi are those messages, Dbar and K come from their logarithms
+    (:func:`zbound.structured.chain.scaled_split_factors`), once per majorizer. Built by
+    :meth:`ChainCRFLoss.majorizer`."""
+
+    def __init__(self, loss: ChainCRFLoss, expT, T, states, reg: float = 0.0, eps: float = 1.0):
+        _check_eps(eps)
+        super().__init__(loss, None, None, None, reg)
+        self.eps, self.expT = float(eps), expT
+        self.al = [st[0] for st in states]
+        chunks = loss.layout.chunks
+        facs = map_chunks(lambda i: scaled_split_factors(chunks[i], self.al[i], T),
+                          range(len(chunks)), loss.n_jobs)
+        self.Dbar = [fac[0] for fac in facs]
+        self.K = sum(fac[1] for fac in facs)
+
+    def matvec(self, v):
+        loss = self.loss
+        lay = loss.layout
+        v = np.asarray(v, dtype=np.float64)
+        VW, VT = loss.split(v)
+        lam = np.empty((lay.n_tokens, loss.m))
+
+        def run(i):
+            a, b = lay.bounds[i], lay.bounds[i + 1]
+            return scaled_split_matvec_chunk(lay.chunks[i], loss._Xc[i] @ VW, VT, self.expT,
+                                             self.al[i], self.Dbar[i], self.eps, lam[a:b])
+
+        gW = np.empty((loss.n_features, loss.m))
+        with one_blas_thread():
+            parts = map_chunks(run, range(len(lay.chunks)), loss.n_jobs)
+            loss._xt(lam, gW)
+        return self._finish(v, gW, sum(parts) + (1.0 + 1.0 / self.eps) * self.K * VT)
+
+    def jacobi_diagonal(self):
+        loss = self.loss
+        lay = loss.layout
+        own = np.zeros((lay.n_tokens, loss.m))
+        for i, c in enumerate(lay.chunks):
+            a = lay.bounds[i]
+            al, o = self.al[i], own[a:lay.bounds[i + 1]]
+            cur0 = int(c.off[1]) if c.T > 1 else al.shape[0]
+            prev = c.prev_row
+            o[prev] = (1.0 + self.eps) * self.Dbar[i][cur0:] * (1.0 - al[prev]) ** 2
+            last = c.off[c.lengths - 1] + np.arange(c.counts[0])
+            o[last] = alg1_gershgorin(np.log(al[last]))
+        dW = np.asarray(loss.X2T @ own).ravel()
+        dT = (1.0 + 1.0 / self.eps) * self.K.ravel()
+        return self.scale * np.concatenate([dW, dT]) + self.reg
+
+
+def _check_eps(eps) -> None:
+    if not (np.isfinite(eps) and eps > 0):
+        raise ValueError(f"eps must be a finite number > 0, got {eps!r}")
 
 
 def chain_crf_objective(M, lengths, y, n_labels: int, c2: float = 1.0, n_jobs=None):

@@ -114,6 +114,68 @@ def value_grad(E, off, counts, expT, expTt, P, pair, tiny, al, EB):
 
 
 @jit
+def forward_tangent(SV, ET0, expT, al, off, counts, q, X):
+    """The tangent q of the log forward messages along (SV, V_T) in the scaled representation
+    (see :func:`hessian_product`); X is scratch shaped as SV."""
+    m = SV.shape[1]
+    for i in range(counts[0]):
+        for y in range(m):
+            q[i, y] = SV[i, y]
+    for t in range(1, counts.shape[0]):
+        k, c0, p0 = counts[t], off[t], off[t - 1]
+        for i in range(k):
+            for y in range(m):
+                X[p0 + i, y] = al[p0 + i, y] * q[p0 + i, y]
+        num = np.dot(X[p0:p0 + k], expT) + np.dot(al[p0:p0 + k], ET0)
+        den = np.dot(al[p0:p0 + k], expT)
+        for i in range(k):
+            for y in range(m):
+                q[c0 + i, y] = SV[c0 + i, y] + num[i, y] / den[i, y]
+
+
+@jit
+def split_curvature(q, al, Dbar, c, off, counts, lam):
+    """The split bound's label-space curvature on the forward tangent q, for every token with
+    a successor: lam_{t-1} = c (r - pi sum(r)), r = Dbar_t (q_{t-1} - pi^T q_{t-1}), pi =
+    al_{t-1} the forward marginal of y_{t-1}, c = 1 + eps (the last tokens are the caller's:
+    Alg. 1)."""
+    m = q.shape[1]
+    r = np.empty(m)
+    for t in range(1, counts.shape[0]):
+        c0, p0 = off[t], off[t - 1]
+        for i in range(counts[t]):
+            mean = 0.0
+            for y in range(m):
+                mean += al[p0 + i, y] * q[p0 + i, y]
+            tot = 0.0
+            for y in range(m):
+                r[y] = Dbar[c0 + i, y] * (q[p0 + i, y] - mean)
+                tot += r[y]
+            for y in range(m):
+                lam[p0 + i, y] = c * (r[y] - al[p0 + i, y] * tot)
+
+
+@jit
+def forward_adjoint(expT, expTt, al, off, counts, lam, GT):
+    """Back-propagate lam (the gradient with respect to the forward tangent) through
+    :func:`forward_tangent` in place; the transition part, sum_t al_{t-1}^T (lam_t / (al_{t-1}
+    expT)) times expT, is added to GT."""
+    m = lam.shape[1]
+    for t in range(counts.shape[0] - 1, 0, -1):
+        k, c0, p0 = counts[t], off[t], off[t - 1]
+        den = np.dot(al[p0:p0 + k], expT)
+        R = np.empty((k, m))
+        for i in range(k):
+            for y in range(m):
+                R[i, y] = lam[c0 + i, y] / den[i, y]
+        back = np.dot(R, expTt)
+        for i in range(k):
+            for y in range(m):
+                lam[p0 + i, y] += al[p0 + i, y] * back[i, y]
+        GT += np.dot(al[p0:p0 + k].T, R)
+
+
+@jit
 def hessian_product(SV, ET0, ET0t, expT, expTt, al, w, Pres, yp, off, counts, lengths, dP, out):
     """One chunk's share of the exact Hessian product of sum log Z along (SV = X V_W, V_T), in
     the scaled representation of :func:`value_grad` (rows position-major): the tangent q of
@@ -129,20 +191,8 @@ def hessian_product(SV, ET0, ET0t, expT, expTt, al, w, Pres, yp, off, counts, le
     T = counts.shape[0]
     q = np.empty_like(SV)
     r = np.zeros_like(SV)
-    for i in range(counts[0]):
-        for y in range(m):
-            q[i, y] = SV[i, y]
     X = np.empty_like(SV)
-    for t in range(1, T):
-        k, c0, p0 = counts[t], off[t], off[t - 1]
-        for i in range(k):
-            for y in range(m):
-                X[p0 + i, y] = al[p0 + i, y] * q[p0 + i, y]
-        num = np.dot(X[p0:p0 + k], expT) + np.dot(al[p0:p0 + k], ET0)
-        den = np.dot(al[p0:p0 + k], expT)
-        for i in range(k):
-            for y in range(m):
-                q[c0 + i, y] = SV[c0 + i, y] + num[i, y] / den[i, y]
+    forward_tangent(SV, ET0, expT, al, off, counts, q, X)
     for t in range(T - 1, 0, -1):          # r = 0 where a sequence ends
         k, c0, p0 = counts[t], off[t], off[t - 1]
         for i in range(k):

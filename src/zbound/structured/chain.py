@@ -717,6 +717,39 @@ class SplitFactors:
         self.K = sum(parts) if parts else np.zeros((m, m))
 
 
+def scaled_split_factors(c: Chunk, al: np.ndarray, T: np.ndarray, block: int | None = None):
+    """:class:`SplitFactors` of one chunk from its normalized forward messages ``al``
+    (position-major rows, the scaled recursion's): (Dbar, K), Dbar (n_c, m) on the rows of
+    positions t >= 1 (zero on the first position's), K (m, m). The forward marginal pi of
+    y_{t-1} is al itself."""
+    n, m = al.shape
+    Dbar = np.zeros((n, m))
+    K = np.zeros((m, m))
+    if block is None:             # about 4 MB per (block, m, m) temporary
+        block = max(64, (1 << 19) // (m * m))
+    cur0 = int(c.off[1]) if c.T > 1 else n
+    T_t = T.T
+    for s in range(cur0, n, block):
+        e = min(n, s + block)
+        pa = np.log(al[c.prev_row[s - cur0:e - cur0]])
+        G = alg1_gershgorin(pa[:, None, :] + T_t[None])              # (b, y, y')
+        Dbar[s:e] = G.max(axis=1)
+        K += G.sum(axis=0).T
+    return Dbar, K
+
+
+def scaled_split_matvec_chunk(c: Chunk, SV, VT, expT, al, Dbar, eps, lam) -> np.ndarray:
+    """:func:`split_matvec_chunk` compiled, on the scaled recursion's state (position-major
+    rows; ``al`` the chunk's normalized forward messages, ``Dbar`` its
+    :func:`scaled_split_factors`): the tangent, the label-space curvature (Alg. 1 at each
+    sequence's last token, from log al) and the adjoint, into ``lam``; returns the
+    transition part without the (1 + 1/eps) K V_T term."""
+    q = compiled.bound_forward(c, SV, VT, expT, al, Dbar, eps, lam)
+    last = c.off[c.lengths - 1] + np.arange(c.counts[0])
+    lam[last] = alg1_apply(np.log(al[last]), q[last])
+    return compiled.bound_adjoint(c, expT, al, lam)
+
+
 def split_matvec_chunk(c: Chunk, pot, A, fac: SplitFactors, SV, ET, eps, q, lam):
     """One chunk's share of the split bound's product: the tangent q, the label-space
     curvature (centered, diagonal, (1 + eps) Dbar; Alg. 1 at the root), the adjoint; returns

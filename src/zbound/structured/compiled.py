@@ -12,6 +12,13 @@ the elementwise passes are fused into one loop per row, and the exponentials of 
 one vectorized NumPy call per chunk. Same recursion, same underflow floors, same results to
 rounding (tested against the NumPy path).
 
+The curvature products of the solvers that take them (the exact Hessian, the split chain
+bound) run the same way on the state the scaled recursion leaves (normalized forward messages,
+pairwise weights): a tangent forward pass, a backward or adjoint pass and a contraction, each a
+(b, m) x (m, m) product per position, with no exponential or logarithm per product. Their
+fallback is the log-space operators of :mod:`zbound.models.crf` (tested against each other
+and against enumeration).
+
 Which path runs: ``ZBOUND_KERNELS`` in the environment, ``"auto"`` (the default: compiled where
 Numba imports) or ``"numpy"``; :func:`use` switches within a process (the tests run both).
 Numba is imported, and a kernel compiled, on first use; compiled code is cached on disk
@@ -120,5 +127,28 @@ def viterbi_chunk(c, S, T, D, bp, y) -> None:
                       y)
 
 
-__all__ = ["KERNELS", "available", "chunk_value_grad", "hessian_chunk", "kernels", "use",
-           "viterbi_chunk"]
+def bound_forward(c, SV, VT, expT, al, Dbar, eps, lam) -> np.ndarray:
+    """The first half of the split chain bound's product on one chunk (position-major rows):
+    the forward tangent q (returned) and the label-space curvature (1 + eps) Dbar centered at
+    the forward mean, into ``lam`` on every token with a successor (the caller sets the last
+    tokens' rows, Alg. 1). ``al``: the chunk's normalized forward messages."""
+    k = kernels()
+    expT = np.ascontiguousarray(expT)
+    q, X = np.empty_like(SV), np.empty_like(SV)
+    k.forward_tangent(SV, np.ascontiguousarray(expT * VT), expT, al, c.off, c.counts, q, X)
+    k.split_curvature(q, al, Dbar, 1.0 + eps, c.off, c.counts, lam)
+    return q
+
+
+def bound_adjoint(c, expT, al, lam) -> np.ndarray:
+    """The second half: ``lam`` back-propagated through the forward tangent in place (X^T lam
+    is the product's state part); returns the transition part (m, m)."""
+    expT = np.ascontiguousarray(expT)
+    GT = np.zeros(expT.shape)
+    kernels().forward_adjoint(expT, np.ascontiguousarray(expT.T), al, c.off, c.counts, lam, GT)
+    GT *= expT
+    return GT
+
+
+__all__ = ["KERNELS", "available", "bound_adjoint", "bound_forward", "chunk_value_grad",
+           "hessian_chunk", "kernels", "use", "viterbi_chunk"]
