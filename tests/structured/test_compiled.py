@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from zbound.models.crf import ChainCRFLoss
 from zbound.structured import compiled
-from zbound.structured.chain import ChainLayout, chunk_value_grad
+from zbound.structured.chain import ChainLayout, chunk_value_grad, scaled_split_factors
 
 pytestmark = pytest.mark.numerics
 numba = pytest.importorskip("numba", reason="Numba (the fast extra) is not installed")
@@ -177,3 +177,31 @@ def test_chain_passes_run_blas_on_one_thread():
         assert blas_threads() == before
         with chain_fit_threads(1):
             assert blas_threads() == before
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**31), m=st.integers(1, 7),
+       lengths=st.lists(st.integers(1, 9), min_size=1, max_size=12),
+       scale=st.sampled_from([0.0, 0.1, 1.0, 10.0, 100.0, 300.0]))
+def test_compiled_split_factors_match_numpy(seed, m, lengths, scale):
+    """The split bound's factors from the scaled forward messages: the compiled kernel
+    (weights as products, one logarithm each, log space where a product would underflow)
+    against Alg. 1's Gershgorin diagonals on log al + T, with ties (scale 0), weights
+    spanning hundreds of nats down to the recursion's floor, and single labels. (A weight
+    that underflowed to 0 would change its term's curvature by 1 / log(1 / w), not by w.)"""
+    rng = np.random.default_rng(seed)
+    lay = ChainLayout(np.asarray(sorted(lengths, reverse=True)), chunk_tokens=1 << 20)
+    c = lay.chunks[0]
+    x = scale * rng.normal(size=(c.tokens.size, m))
+    al = np.exp(x - x.max(axis=1, keepdims=True))
+    al = np.maximum(al / al.sum(axis=1, keepdims=True), 1e-290)   # above the floor
+    T = scale * rng.normal(size=(m, m))
+    if np.ptp(T) > 599:                                        # the scaled path's range
+        T *= 599 / np.ptp(T)
+    out = {}
+    for k in ("numpy", "auto"):
+        with compiled.use(k):
+            out[k] = scaled_split_factors(c, al, T)
+    (D0, K0), (D1, K1) = out["numpy"], out["auto"]
+    np.testing.assert_allclose(D1, D0, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(K1, K0, rtol=1e-12, atol=1e-300)

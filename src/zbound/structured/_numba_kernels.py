@@ -176,6 +176,68 @@ def forward_adjoint(expT, expTt, al, off, counts, lam, GT):
 
 
 @jit
+def split_factors(al, expT, lT, off, counts, Dbar, K):
+    """The split chain bound's factors on the scaled forward messages ``al`` (position-major):
+    for every token at a position t >= 1 and each current label y, the Gershgorin diagonal
+    G_y of Alg. 1's curvature over y_{t-1} with weights al_{t-1}(y') expT(y', y), visiting
+    the largest first, then the others in index order (ties: the first maximal);
+    Dbar[row] = max_y G_y (Dbar zero on entry), K[y', y] += G_y(y').
+    Per :func:`zbound.bounds.junction.alg1_gershgorin`: with w relative to the largest weight
+    and z_k = 1 + the weights visited before k, beta_k = beta(log(w_k / z_k)), G_k = 2 beta_k +
+    2 w_k sum_{j visited after k} beta_j / z_j, and 2 sum_j beta_j / z_j for the largest. Since
+    w_k / z_k <= 1, tanh(|r| / 2) = (1 - w_k / z_k) / (1 + w_k / z_k): the weights come as
+    products, one logarithm each. A weight whose product would leave float64's normal range
+    is taken in log space (log al + lT, lT = T - max T): beta decays only as 1 / log(1 /
+    w), so a weight that underflowed to 0 would drop a term the bound needs."""
+    m = al.shape[1]
+    w = np.empty(m)
+    be = np.empty(m)
+    bz = np.empty(m)
+    for t in range(1, counts.shape[0]):
+        for i in range(counts[t]):
+            prev, row = off[t - 1] + i, off[t] + i
+            for y in range(m):
+                am, mx = 0, -1.0
+                for k in range(m):
+                    v = al[prev, k] * expT[k, y]
+                    w[k] = v
+                    if v > mx:
+                        am, mx = k, v
+                tot, run = 0.0, 1.0
+                for k in range(m):
+                    be[k] = bz[k] = 0.0
+                    if k == am:
+                        continue
+                    if w[k] > 1e-280:            # the product is exact to rounding
+                        wk = w[k] / mx
+                        rho = wk / run
+                        r = -math.log(rho)
+                    else:
+                        lw = math.log(al[prev, k]) + lT[k, y] - math.log(mx)
+                        wk = math.exp(lw)
+                        r = math.log(run) - lw
+                        rho = math.exp(-r)
+                    w[k] = wk
+                    if r < 1e-3:
+                        beta = 0.25 - r * r / 48.0 + r * r * r * r / 480.0
+                    else:
+                        beta = 0.5 * (1.0 - rho) / ((1.0 + rho) * r)
+                    be[k] = beta
+                    bz[k] = beta / run
+                    tot += bz[k]
+                    run += wk
+                cum = 0.0
+                for k in range(m):
+                    if k == am:
+                        g = 2.0 * tot
+                    else:
+                        cum += bz[k]
+                        g = 2.0 * (be[k] + w[k] * (tot - cum))
+                    Dbar[row, k] = max(Dbar[row, k], g)
+                    K[k, y] += g
+
+
+@jit
 def hessian_product(SV, ET0, ET0t, expT, expTt, al, w, Pres, yp, off, counts, lengths, dP, out):
     """One chunk's share of the exact Hessian product of sum log Z along (SV = X V_W, V_T), in
     the scaled representation of :func:`value_grad` (rows position-major): the tangent q of

@@ -721,7 +721,10 @@ def scaled_split_factors(c: Chunk, al: np.ndarray, T: np.ndarray, block: int | N
     """:class:`SplitFactors` of one chunk from its normalized forward messages ``al``
     (position-major rows, the scaled recursion's): (Dbar, K), Dbar (n_c, m) on the rows of
     positions t >= 1 (zero on the first position's), K (m, m). The forward marginal pi of
-    y_{t-1} is al itself."""
+    y_{t-1} is al itself. Compiled where the kernels run (weights al_{t-1} expT without
+    exponentials, one logarithm each), else by :func:`alg1_gershgorin` on log al + T."""
+    if compiled.available():
+        return compiled.split_factors(c, al, T)
     n, m = al.shape
     Dbar = np.zeros((n, m))
     K = np.zeros((m, m))

@@ -127,6 +127,16 @@ def viterbi_chunk(c, S, T, D, bp, y) -> None:
                       y)
 
 
+def split_factors(c, al, T):
+    """The compiled :func:`zbound.structured.chain.scaled_split_factors` of chunk ``c``:
+    (Dbar, K) from the normalized forward messages ``al`` and the transitions ``T``."""
+    n, m = al.shape
+    Dbar, K = np.zeros((n, m)), np.zeros((m, m))
+    lT = np.ascontiguousarray(T - T.max())
+    kernels().split_factors(al, np.exp(lT), lT, c.off, c.counts, Dbar, K)
+    return Dbar, K
+
+
 def bound_forward(c, SV, VT, expT, al, Dbar, eps, lam) -> np.ndarray:
     """The first half of the split chain bound's product on one chunk (position-major rows):
     the forward tangent q (returned) and the label-space curvature (1 + eps) Dbar centered at
@@ -151,4 +161,4 @@ def bound_adjoint(c, expT, al, lam) -> np.ndarray:
 
 
 __all__ = ["KERNELS", "available", "bound_adjoint", "bound_forward", "chunk_value_grad",
-           "hessian_chunk", "kernels", "use", "viterbi_chunk"]
+           "hessian_chunk", "kernels", "split_factors", "use", "viterbi_chunk"]
