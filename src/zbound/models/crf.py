@@ -85,6 +85,14 @@ class ChainCRFLoss:
     chunk_tokens : tokens per chunk of sequences (the unit of work of one thread)
     """
 
+    #: the evaluation's precision (its float32 form: :meth:`single_precision`)
+    dtype = np.dtype(np.float64)
+
+    @staticmethod
+    def rows(M):
+        """A block of X as stored (float64)."""
+        return M
+
     def __init__(self, X, lengths, y, n_labels: int, n_jobs=None,
                  chunk_tokens: int = 16384):
         X = sp.csr_matrix(X, dtype=np.float64)
@@ -262,13 +270,6 @@ class ChainCRFLoss:
         out[...] = parts[0]
         for part in parts[1:]:
             out += part
-
-    dtype = np.dtype(np.float64)
-
-    @staticmethod
-    def rows(M):
-        """A block of X as stored (float64)."""
-        return M
 
     def _gold(self, pot):
         lay, y = self.layout, self.y
