@@ -218,7 +218,8 @@ class ChainCRFLoss:
         recursion and the marginals in its ``dtype``, float32; sums in float64). None where
         the log-space recursion is needed (transitions spanning > 600 nats, or a scale
         underflows even with row-by-row shifts; in float32, also where it overflows).
-        ``keep``: (value, gradient, the state of :class:`ScaledChainHessian`)."""
+        ``keep``: (value, gradient, the state of :class:`ScaledChainHessian` and
+        :class:`ScaledChainBound`)."""
         W, T = self.split(theta)
         tmax = float(T.max())
         if T.max() - T.min() > LOGSPACE_RANGE:
@@ -254,7 +255,7 @@ class ChainCRFLoss:
         pair = sum(r[1] for r in parts)
         g[self.n_features * self.m:] = (pair - self.obs_T).ravel()
         if keep:
-            return f, g, (np.exp(T - tmax), [r[2:] for r in parts], P, pair)
+            return f, g, (expT, [r[2:] for r in parts], P, pair)   # keep: float64 only
         return f, g
 
     def _xt(self, R, out, blocks=None):
@@ -471,7 +472,37 @@ class ChainHessian(_ChainOperator):
         return self.scale * np.concatenate([dW, dT]) + self.reg
 
 
-class ScaledChainHessian(_ChainOperator):
+class _ScaledOperator(_ChainOperator):
+    """Shared by the compiled operators: a product runs ``_chunk(i, SV, VT, R)`` on every
+    chunk (SV = its rows of X V_W, R its rows of the state part's R, position-major; returns
+    the chunk's transition part) on the loss's threads, then X^T R and the transition term
+    ``_transition(VT)`` that does not depend on the chunks."""
+
+    def matvec(self, v):
+        loss = self.loss
+        lay = loss.layout
+        v = np.asarray(v, dtype=np.float64)
+        VW, VT = loss.split(v)
+        R = np.empty((lay.n_tokens, loss.m))
+
+        def run(i):
+            a, b = lay.bounds[i], lay.bounds[i + 1]
+            return self._chunk(i, loss._Xc[i] @ VW, VT, R[a:b])
+
+        gW = np.empty((loss.n_features, loss.m))
+        with one_blas_thread():
+            parts = map_chunks(run, range(len(lay.chunks)), loss.n_jobs)
+            loss._xt(R, gW)
+        return self._finish(v, gW, sum(parts) + self._transition(VT))
+
+    def _chunk(self, i, SV, VT, R):
+        raise NotImplementedError
+
+    def _transition(self, VT):
+        raise NotImplementedError
+
+
+class ScaledChainHessian(_ScaledOperator):
     """The exact Hessian of the CRF loss (plus ``reg`` I) as :class:`ChainHessian`, its
     products compiled (:func:`zbound.structured.compiled.hessian_chunk`, chunks on the
     loss's threads, no interpreter lock) on the state the scaled recursion leaves: per chunk
@@ -484,24 +515,15 @@ class ScaledChainHessian(_ChainOperator):
         super().__init__(loss, None, None, Pres, reg)
         self.expT, self.states, self.pair = expT, states, pair
 
-    def matvec(self, v):
-        loss = self.loss
-        lay = loss.layout
-        v = np.asarray(v, dtype=np.float64)
-        VW, VT = loss.split(v)
-        dP = np.empty((lay.n_tokens, loss.m))
+    def _chunk(self, i, SV, VT, dP):
+        lay = self.loss.layout
+        a, b = lay.bounds[i], lay.bounds[i + 1]
+        al, w = self.states[i]
+        return compiled.hessian_chunk(lay.chunks[i], SV, VT, self.expT, al, w, self.P[a:b],
+                                      self.loss._yp[a:b], dP)
 
-        def run(i):
-            a, b = lay.bounds[i], lay.bounds[i + 1]
-            al, w = self.states[i]
-            return compiled.hessian_chunk(lay.chunks[i], loss._Xc[i] @ VW, VT, self.expT, al,
-                                          w, self.P[a:b], loss._yp[a:b], dP[a:b])
-
-        gW = np.empty((loss.n_features, loss.m))
-        with one_blas_thread():
-            parts = map_chunks(run, range(len(lay.chunks)), loss.n_jobs)
-            loss._xt(dP, gW)
-        return self._finish(v, gW, sum(parts) + VT * self.pair)
+    def _transition(self, VT):
+        return VT * self.pair
 
     def jacobi_diagonal(self):
         loss = self.loss
@@ -553,7 +575,7 @@ class ChainBoundCurvature(_ChainOperator):
         return self.scale * np.concatenate([dW, dT]) + self.reg
 
 
-class ScaledChainBound(_ChainOperator):
+class ScaledChainBound(_ScaledOperator):
     """The split chain bound's curvature as :class:`ChainBoundCurvature` (plus ``reg`` I), its
     products compiled (:func:`zbound.structured.chain.scaled_split_matvec_chunk`, chunks on
     the loss's threads) on the scaled recursion's normalized forward messages (position-major): the
@@ -572,23 +594,12 @@ class ScaledChainBound(_ChainOperator):
         self.Dbar = [fac[0] for fac in facs]
         self.K = sum(fac[1] for fac in facs)
 
-    def matvec(self, v):
-        loss = self.loss
-        lay = loss.layout
-        v = np.asarray(v, dtype=np.float64)
-        VW, VT = loss.split(v)
-        lam = np.empty((lay.n_tokens, loss.m))
+    def _chunk(self, i, SV, VT, lam):
+        return scaled_split_matvec_chunk(self.loss.layout.chunks[i], SV, VT, self.expT,
+                                         self.al[i], self.Dbar[i], self.eps, lam)
 
-        def run(i):
-            a, b = lay.bounds[i], lay.bounds[i + 1]
-            return scaled_split_matvec_chunk(lay.chunks[i], loss._Xc[i] @ VW, VT, self.expT,
-                                             self.al[i], self.Dbar[i], self.eps, lam[a:b])
-
-        gW = np.empty((loss.n_features, loss.m))
-        with one_blas_thread():
-            parts = map_chunks(run, range(len(lay.chunks)), loss.n_jobs)
-            loss._xt(lam, gW)
-        return self._finish(v, gW, sum(parts) + (1.0 + 1.0 / self.eps) * self.K * VT)
+    def _transition(self, VT):
+        return (1.0 + 1.0 / self.eps) * self.K * VT
 
     def jacobi_diagonal(self):
         loss = self.loss

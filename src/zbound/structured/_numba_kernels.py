@@ -282,7 +282,7 @@ def hessian_product(SV, ET0, ET0t, expT, expTt, al, w, Pres, yp, off, counts, le
         for i in range(k):
             for y in range(m):
                 U[p0 + i, y] = al[p0 + i, y] * (q[p0 + i, y] - dlz[i])
-                X[c0 + i, y] = w[c0 + i, y] * (SV[c0 + i, y] + r[c0 + i, y])
+        # X at position t still holds w_t (SV_t + r_t) from the backward pass
         out += np.dot(U[p0:p0 + k].T, w[c0:c0 + k]) + np.dot(al[p0:p0 + k].T, X[c0:c0 + k])
     for a in range(m):
         for y in range(m):
