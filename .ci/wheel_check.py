@@ -1,4 +1,5 @@
-"""The wheel a user installs, without extras: it fits every estimator, its core needs at most
+"""The wheel a user installs, without extras: it holds no benchmark code and at most 29 000
+lines of Python, it fits every estimator, its core needs at most
 five direct dependencies besides NumPy, SciPy and scikit-learn, and the commands that need an
 extra say which one. Run by .ci/run in a fresh virtual environment holding only the wheel."""
 
@@ -7,13 +8,23 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import zipfile
 from importlib import metadata
+from pathlib import Path
 
 import numpy as np
 
 import zbound
 
 assert "site-packages" in zbound.__file__, f"zbound imported from the tree: {zbound.__file__}"
+
+# The wheel is the library: no benchmark code (that is the zbound-benchmarks distribution)
+(wheel,) = Path("dist").glob("zbound-*.whl")
+names = zipfile.ZipFile(wheel).namelist()
+bench = [n for n in names if n.startswith(("zbound/bench", "zbound_benchmarks", "zbound/demo"))]
+assert not bench, f"the library wheel holds benchmark code: {bench[:5]}"
+lines = sum(zipfile.ZipFile(wheel).read(n).count(b"\n") for n in names if n.endswith(".py"))
+assert lines <= 29_000, f"the library is {lines} lines of Python (at most 29 000)"
 
 requires = [r for r in metadata.requires("zbound") or [] if "extra ==" not in r]
 core = {re.split(r"[\s<>=!~;\[]", r, maxsplit=1)[0].lower() for r in requires}
@@ -48,8 +59,9 @@ graph_crf = zbound.GraphCRF().fit(graphs, tags)
 assert graph_crf.score(graphs, tags) > 0.9
 
 cli = [sys.executable, "-m", "zbound.cli"]
-for args in (["bench", "list"], ["demo"]):
+for args in (["bench", "list"], ["report", "x.json"], ["demo"]):
     proc = subprocess.run(cli + args, capture_output=True, text=True)
-    assert proc.returncode == 2 and "zbound[bench]" in proc.stderr, (args, proc.stderr)
-print(f"ci: the wheel without extras fits all six estimators; core dependencies besides "
-      f"NumPy, SciPy, scikit-learn: {', '.join(sorted(others))}")
+    assert proc.returncode == 2 and "pip install ./benchmarks" in proc.stderr, (args, proc.stderr)
+print(f"ci: the wheel ({len(names)} files, {lines} lines of Python, no benchmark code) fits all "
+      f"six estimators without extras; core dependencies besides NumPy, SciPy, scikit-learn: "
+      f"{', '.join(sorted(others))}")

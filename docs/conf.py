@@ -55,7 +55,7 @@ def _performance_pages() -> None:
     """The performance pages: each suite's report written again from the records of its
     latest run (``docs/bench/SUITE.json.gz``, from ``zbound bench SUITE --quick``), as
     ``zbound report`` writes it, with the machine and date of the run."""
-    from zbound.bench.runner import render
+    from zbound_benchmarks.runner import render
 
     out = Path(__file__).parent / "generated" / "performance"
     out.mkdir(parents=True, exist_ok=True)

@@ -21,8 +21,7 @@ LAYERS = {
     "zbound.solvers": 3,
     "zbound.distributed": 4, "zbound.ising": 4, "zbound.moe": 4,
     "zbound.estimators": 5, "zbound": 5,           # the package facade re-exports estimators
-    "zbound.bench": 6,
-    "zbound.demo": 7, "zbound.cli": 7,
+    "zbound.cli": 6,
 }
 
 
@@ -136,6 +135,21 @@ def test_no_private_module_or_name_across_packages():
                     crossing.append(f"{mod} -> {target}")
                 break
     assert not crossing, crossing
+
+
+def test_the_library_never_imports_its_benchmarks():
+    """The benchmarks are a distribution of their own (benchmarks/, package zbound_benchmarks)
+    that the library's wheel does not hold: the library reaches its commands only through the
+    ``zbound.commands`` entry points."""
+    hits = []
+    for path in ROOT.joinpath("zbound").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            hits += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                     if n.split(".")[0] == "zbound_benchmarks"]
+    assert not hits, hits
+    assert not ROOT.joinpath("zbound", "bench").exists()
 
 
 def test_estimators_ask_the_solver_policy_not_each_other():

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from zbound.bench.timing import traced_peak
+from _memory import peak_mb
 from zbound.estimators.logistic import BoundLogisticRegression
 
 
@@ -21,7 +21,7 @@ def test_fit_peak_memory_is_a_small_fraction_of_x(n_classes):
     y = (X @ W.T + rng.gumbel(size=(t, n_classes))).argmax(axis=1)
     clf = BoundLogisticRegression(C=1.0)
     clf.fit(X, y)                                   # imports and caches outside the measure
-    peak = traced_peak(lambda: clf.fit(X, y))[0]
+    peak = peak_mb(lambda: clf.fit(X, y))
     assert peak < 0.2 * X.nbytes / 2**20, (peak, X.nbytes / 2**20)
 
 
@@ -41,7 +41,7 @@ def test_sparse_fit_peak_memory_is_below_x():
     y = (np.asarray(X[:, : d // 2].sum(axis=1)).ravel() > per_row / 4).astype(int)
     clf = BoundLogisticRegression(C=1.0)
     clf.fit(X, y)
-    peak = traced_peak(lambda: clf.fit(X, y))[0]
+    peak = peak_mb(lambda: clf.fit(X, y))
     assert peak < 0.75 * _csr_bytes(X) / 2**20, (peak, _csr_bytes(X) / 2**20)
 
 
@@ -90,7 +90,7 @@ def test_sparse_wide_fit_stays_within_the_preconditioner_budget():
     assert block_preconditioner_kind(t, d + 1, k, budget) == "jacobi"
     assert block_preconditioner_kind(t, d + 1, k) == "woodbury"      # without the budget
     clf = BoundLogisticRegression()
-    peak = traced_peak(lambda: clf.fit(X, y))[0]
-    ref = traced_peak(lambda: LogisticRegression(max_iter=1000).fit(X, y))[0]
+    peak = peak_mb(lambda: clf.fit(X, y))
+    ref = peak_mb(lambda: LogisticRegression(max_iter=1000).fit(X, y))
     assert peak <= 2.0 * ref + 8 * MIN_BLOCK_ELEMS / 2**20, (peak, ref)
     assert clf.score(X, y) > 0.5

@@ -329,24 +329,6 @@ def test_wide_sparse_data_is_fitted_without_a_dense_gram(n_classes):
     assert np.isfinite(stream.coef_).all() and stream.score(X, y) > 0.6
 
 
-def test_a_stream_after_a_fit_without_a_pass_keeps_the_fitted_rows():
-    """On wide data fit runs no stochastic pass; partial_fit then goes on with the schedule of
-    a fit that ran one (from the schedule's start its first chunks took full steps to their own
-    bounds and forgot the fitted rows)."""
-    from zbound.bench.suites.estimators.problems import zipf_text
-
-    X, y = zipf_text(3000, 6000, 3, 30)
-    fits = {}
-    for name, kw in (("auto", {}), ("pass", {"max_iter": 1})):
-        est = BoundSGDClassifier(**kw).fit(X[:2000], y[:2000])
-        for a in range(2000, 3000, 250):
-            est.partial_fit(X[a:a + 250], y[a:a + 250])
-        fits[name] = est
-    assert fits["auto"].n_epochs_ == 0 and fits["pass"].n_epochs_ == 1
-    kept = {n: e.score(X[:2000], y[:2000]) for n, e in fits.items()}
-    assert kept["auto"] >= kept["pass"] - 0.02
-
-
 def test_averaged_kronecker_curvature_on_too_wide_data_is_an_error():
     from zbound.models.multinomial import logistic_objective
     from zbound.solvers import minimize

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp, softmax
 
-from zbound.bench.timing import traced_peak
+from _memory import peak_mb
 from zbound.models.loss import SoftmaxLoss
 
 pytestmark = pytest.mark.numerics
@@ -145,7 +145,7 @@ def test_building_the_loss_forms_no_one_hot_matrix():
     rng = np.random.default_rng(3)
     X = rng.standard_normal((20000, 30))
     y = rng.integers(0, 10, 20000)
-    peak = traced_peak(lambda: SoftmaxLoss(X, y, 10, fit_intercept=True))[0]
+    peak = peak_mb(lambda: SoftmaxLoss(X, y, 10, fit_intercept=True))
     assert peak < 0.05 * 20000 * 10 * 8 / 2**20, peak
     loss = SoftmaxLoss(X, y, 10, fit_intercept=True)
     theta = rng.standard_normal(loss.n_params) * 0.1

@@ -181,17 +181,3 @@ class _NotSoftmax:
         self.n_params = model.n_params
         self.value = model.value
         self.value_and_grad = model.value_and_grad
-
-
-def test_logreg_large_runs_both_methods_in_the_table1_cells_only():
-    from zbound.bench.suites.logreg import Data
-    from zbound.bench.suites.logreg_large.config import Config
-    from zbound.bench.suites.logreg_large.problems import large_problem, paper_problem
-    from zbound.bench.suites.logreg_large.runs import method_plan
-
-    rng = np.random.default_rng(0)
-    data = Data("srbct", rng.standard_normal((12, 40)), np.arange(12) % 3, 3, "synthetic")
-    names = {m.name for m in method_plan(Config(), paper_problem(data))[0]}
-    assert {"sample-newton", "sample-bound"} <= names
-    names = {m.name for m in method_plan(Config(), large_problem(data, 1.0))[0]}
-    assert not names & {"sample-newton", "sample-bound"}

@@ -3,7 +3,7 @@ names the extra to install.
 
 The core (the estimators, bounds and solvers at their defaults) needs NumPy, SciPy,
 scikit-learn, pooch, threadpoolctl and, for box constraints, qpsolvers with Clarabel. The
-extras add the rest: ``bench`` (plots, tables and the benchmark peers), ``cvxpy`` (the
+extras add the rest: ``cvxpy`` (the
 semidefinite relaxations of the Ising bounds), ``crf``, ``pgmpy``, ``fast`` (Numba: the
 compiled chain kernels), ``dask``, ``torch``, ``docs``.
 """
@@ -14,8 +14,6 @@ import importlib
 
 #: the extra that provides each optional module
 EXTRA_OF = {
-    "matplotlib": "bench",
-    "rich": "bench",
     "cvxpy": "cvxpy",
     "pycrfsuite": "crf",
     "pgmpy": "pgmpy",

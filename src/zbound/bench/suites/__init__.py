@@ -1,1 +1,0 @@
-"""Benchmark suites, one module per paper table/figure family (see zbound.bench.runner.SUITES)."""
