@@ -219,3 +219,31 @@ def test_weighted_ridge_solve_without_a_penalty_is_the_minimum_norm_fit():
     y = rng.standard_normal(5)
     c = weighted_ridge_solve(X, np.ones(5), y, 0.0)
     np.testing.assert_allclose(c, np.linalg.pinv(X) @ y, atol=1e-12)
+
+
+def test_pcg_companion_accumulates_the_callers_map_at_the_solution():
+    """``companion=True``: B x from the products CG already made equals B applied to the
+    returned x, on a matrix-shaped right-hand side (inner products over all entries), with the
+    same iterates and product count as the plain form; a zero right-hand side costs nothing."""
+    from zbound.utils.linalg import pcg
+
+    rng = np.random.default_rng(3)
+    A = rng.standard_normal((12, 12))
+    C = A @ A.T + 0.5 * np.eye(12)
+    B = rng.standard_normal((5, 12))
+    rhs = rng.standard_normal((4, 3))
+    diag = np.diag(C).reshape(4, 3)
+
+    def plain(p):
+        return (C @ p.ravel()).reshape(4, 3)
+
+    def both(p):
+        return plain(p), B @ p.ravel()
+
+    x, k = pcg(plain, rhs, lambda r: r / diag, 1e-10, 100)
+    x2, bx, k2 = pcg(both, rhs, lambda r: r / diag, 1e-10, 100, companion=True)
+    assert k == k2 and np.array_equal(x, x2)
+    np.testing.assert_allclose(bx, B @ x.ravel(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(plain(x), rhs, atol=1e-8)
+    z, kz = pcg(plain, np.zeros((4, 3)), None, 1e-10, 100)
+    assert kz == 0 and not z.any()

@@ -55,7 +55,7 @@ class BoundPreconditioner:
         # the shrink towards the median of the bound's diagonal, not its mean: a few columns
         # in large units dominate the mean (unscaled adult: one column up to 1.5e6 beside
         # 0/1 columns; a shrink at its mean drowned the 0/1 columns, and L-BFGS with 5
-        # classes ran out of its 1000 iterations 26% above the optimum; with the median it
+        # classes ran out of its 1000 iterations far above the optimum; with the median it
         # takes 152). Shrinking each column by its own diagonal fixed adult too (601
         # iterations) but took KMNIST's raw pixels from 46 to 117 iterations: the rare
         # border pixels need the shared shrink. On standardized columns median = mean.

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from zbound.bounds.scalar import beta, log_cumsum_exp, ordering
+from zbound.bounds.scalar import beta, ordering
+from zbound.utils.logspace import log_cumsum_exp
 
 
 @dataclass

@@ -14,7 +14,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from zbound.bounds.curvature import KroneckerCurvature, LabelBoundCurvature
-from zbound.bounds.scalar import beta, log_cumsum_exp, ordering
+from zbound.bounds.scalar import beta, ordering
+from zbound.utils.logspace import log_cumsum_exp
 from zbound.utils.validation import check_design
 
 

@@ -46,7 +46,7 @@ def eigen_fits(H) -> bool:
     over at least b rows once the m (b, b) blocks pass ``BLOCKS_MAX_ELEMS`` (8 MB) and while
     the (b, b) eigenvectors fit in ``EIGEN_MAX_ELEMS``: one (b, b) array instead of m, and
     refreshes about m b / 2 times cheaper. Below that size the exact blocks stay (they took
-    fewer products on the measured problems)."""
+    fewer products on the benchmark problems)."""
     shape = block_shape(H)
     if shape is None:
         return False

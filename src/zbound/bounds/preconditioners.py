@@ -67,7 +67,7 @@ WOODBURY_MAX_PRODUCTS = 100
 #: plain Jacobi stretches the first CG directions of a truncated Newton step along them; the
 #: step then overshoots and backtracks. Against no preconditioner, Jacobi and the powers
 #: 1/4 and 3/4, the square root took the fewest products on tf-idf shapes of 2 to 20 classes,
-#: 1 000 to 100 000 rows and C = 1 / 100, in every shape but one (within 10% there).
+#: 1 000 to 100 000 rows and C = 1 / 100, in every shape but one (a close second there).
 SPARSE_JACOBI_POWER = 0.5
 
 
@@ -367,8 +367,8 @@ def _design_rows(factors, b: int):
 def gram_eigenbasis(factors) -> np.ndarray:
     """Eigenvectors (b, b) of the unweighted Gram matrix G = sum_k Xa_k^T Xa_k of a curvature's
     dense ``block_factors`` (two (b, b) arrays at the peak, one kept)."""
-    # LAPACK syevr (G is its workspace, the eigenvectors a second (b, b) array): several
-    # times faster than syev, which would overwrite G and save that array
+    # LAPACK syevr (G is its workspace, the eigenvectors a second (b, b) array): faster
+    # than syev, which would overwrite G and save that array
     _, Q = scipy.linalg.eigh(factor_gram(factors), overwrite_a=True, check_finite=False)
     return Q
 

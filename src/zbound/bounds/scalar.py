@@ -42,41 +42,10 @@ def sigmoid_from_log(r: np.ndarray) -> np.ndarray:
     return out
 
 
-def log_cumsum_exp(a: np.ndarray, axis: int = -1) -> np.ndarray:
-    """log of the running sum of exp(a) along ``axis``; -inf entries are zero weights."""
-    with np.errstate(invalid="ignore"):
-        return np.logaddexp.accumulate(np.asarray(a, dtype=np.float64), axis=axis)
-
-
-def log_softmax(a: np.ndarray, axis: int, softmax: bool = True, overwrite_a: bool = False):
-    """log sum exp of ``a`` along ``axis`` (that axis removed) and, with ``softmax``, the
-    normalized exponentials exp(a - max) / sum (``a``'s shape), shifted by the slice maximum
-    (a slice whose maximum is not finite is shifted by 0: all -inf gives log-sum-exp -inf).
-    The library's one log-sum-exp; the softmax kernels of ``models/_softmax.py`` keep an
-    in-place variant for their (classes, rows) score blocks. ``overwrite_a``: the
-    exponentials are written over ``a`` (a float64 array the caller no longer needs) and no
-    array of its size is allocated."""
-    m = np.max(a, axis=axis, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0.0)
-    # one array of a's size, transformed in place: a temporary for a - m beside the
-    # exponentials put two fresh arrays of a's size through the allocator at every call,
-    # and where they are large (a megabyte: 40 pairs x 3000 rows) glibc returns them to
-    # the system and takes them back with page faults (several times the arithmetic there)
-    e = np.subtract(a, m, out=a) if overwrite_a else np.subtract(a, m, dtype=np.float64)
-    np.exp(e, out=e)
-    s = np.sum(e, axis=axis, keepdims=True)
-    with np.errstate(divide="ignore"):
-        lse = np.squeeze(m + np.log(s), axis)
-    if not softmax:
-        return lse
-    e /= s
-    return lse, e
-
-
 def ordering(log_alpha: np.ndarray, order: str) -> np.ndarray:
     """Permutation (along the last axis) in which Alg. 1 visits configurations.
 
-    "descending" visits the largest alpha first (the tightest, as measured on softmax problems),
+    "descending" visits the largest alpha first (the tightest on the softmax problems tried),
     "ascending" the smallest first, "given" the order of the input. Ties keep their input order
     (stable sort).
     """

@@ -199,7 +199,7 @@ SOURCES: dict[str, Source] = {s.name: s for s in (
                         _github(*_NLTK, "nltk_data/corpora/conll2000.zip"),
                         _then(_zip_member(f"conll2000/{p}.txt"), _gzip))
                  for p in ("train", "test"))),
-    Source("treebank", "Penn Treebank 10% WSJ sample (NLTK)", "LDC (1995), via NLTK",
+    Source("treebank", "Penn Treebank WSJ sample (NLTK's tenth of the WSJ)", "LDC (1995), via NLTK",
            "non-commercial use", "Marcus et al. (1993), Computational Linguistics 19(2)",
            (Remote("treebank/treebank.zip", _github(*_NLTK, "nltk_data/corpora/treebank.zip")),
             Remote("treebank/wsj_sample_tagged.txt.gz",

@@ -70,7 +70,7 @@ def load_conll2002(subset: str = "train", pos: bool = False) -> list[Sentence]:
 
 
 def load_treebank(traces: bool = True) -> list[Sentence]:
-    """Penn Treebank WSJ sample (NLTK's 10%, wsj_0001-wsj_0199): sentences of ``(word, tag)``.
+    """Penn Treebank WSJ sample (NLTK's tenth, wsj_0001-wsj_0199): sentences of ``(word, tag)``.
 
     3914 sentences, 100676 tokens, 45 POS tags plus ``-NONE-`` for the 6592 trace tokens
     (``treebank/wsj_sample_tagged.txt.gz``, made from ``combined/*.mrg``, like NLTK's

@@ -13,6 +13,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from zbound.utils.logspace import logsumexp
+
 
 def prepare(xb, yb, swb, n_classes: int, reference_class: bool, fit_intercept: bool,
             check: bool = False):
@@ -145,7 +147,7 @@ def binary_value_grad_hessian(loss, theta, m: int = 1, off: int = 0):
     """(f, g, H) of a binary (reference class) record with dense rows, H the (p, p) matrix,
     in one sweep over blocks of ``BLOCK_ROWS`` rows: scores, log Z, gradient and the dsyrk
     update of each block while it is in cache (X is read once instead of three times). The
-    arithmetic is the NumPy path's (log Z = max(0, s) + log(e^-max + e^(s - max))); with
+    arithmetic is the NumPy path's (log Z = log(1 + e^s) through zbound.utils.logspace); with
     ``m > 1`` the Hessian comes from rows off, off + m, ... of each chunk, rescaled."""
     from scipy.special import expit
 
@@ -164,11 +166,8 @@ def binary_value_grad_hessian(loss, theta, m: int = 1, off: int = 0):
         for a in range(0, rows, BLOCK_ROWS):
             Xb = X[a:a + BLOCK_ROWS]
             s = _binary_scores(Xb, theta, nf, icpt)
-            mx = np.maximum(s, 0.0)
-            e0, e1 = np.exp(-mx), np.exp(s - mx)
-            tot = e0 + e1
-            lse = mx + np.log(tot)
-            p1 = e1 / tot
+            lse, e1, tot = logsumexp(s[:, None], axis=1, include_zero=True, return_exp=True)
+            p1 = e1[:, 0] / tot[:, 0]
             swb = None if sw is None else sw[a:a + BLOCK_ROWS]
             f += float(lse.sum() if swb is None else swb @ lse)
             r = p1 if swb is None else p1 * swb

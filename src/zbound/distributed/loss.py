@@ -52,7 +52,7 @@ REGROUP_EVERY = 16
 CURVATURES = ("auto", "dense", "operator")
 #: ``hessian_sample="auto"`` (the default): the fraction q = max(AUTO_COST / p, floor) ...
 #: the exact binary Hessian part of a pass costs about p / 18 value-and-gradient passes
-#: (measured: 2.8 at p = 51, a dsyrk of t p^2 flops against a memory-bound t p sweep), so
+#: (a dsyrk of t p^2 flops against a memory-bound t p sweep), so
 #: q = 6 / p makes it about a third of one
 AUTO_COST = 6.0
 #: ... floor: the sample keeps at least this many rows x d (parameters per class) of the

@@ -305,8 +305,8 @@ class ChainCRF(AdaGradFit, BaseEstimator):
         Each step uses the mini-batch gradient plus its share of the L2 term (the batch's
         sequences over ``n_samples_hint``, else over the sequences seen so far); the
         per-coordinate squared-gradient sums carry over between calls, so a corpus streamed
-        as a generator of chunks, a few passes over it, trains the model (measured in
-        ``zbound bench crf``: within a point of ``fit``'s F1 on CoNLL-2000). ``classes`` (all
+        as a generator of chunks, a few passes over it, trains the model (the ``crf``
+        benchmark compares its F1 with ``fit``'s). ``classes`` (all
         labels) is required on the first call. New attributes extend the vocabulary with zero
         weights.
         """

@@ -81,7 +81,7 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         separate: the fit then stops on ``tol`` / ``max_iter`` with growing weights.
     solver : str, default "auto"
         "auto" runs "lbfgs-bound" (L-BFGS directions, safeguarded by the quadratic bound), the
-        fastest on every shape measured (the guide's latent page). The others: "bound"
+        fastest in the ``latent`` benchmark (the guide's latent page). The others: "bound"
         (Alg. 2: minimize the quadratic bound, Jensen on the numerator + Alg. 1 on the
         denominator, every step),
         "squarem" (the same bound steps, SQUAREM-accelerated and still monotone),

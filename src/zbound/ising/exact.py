@@ -24,6 +24,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from zbound.ising.model import IsingModel, check_scale, energy_scale
+from zbound.utils.logspace import log_mean_exp
 
 MAX_ENUMERATION_D = 26
 _LOW_BITS = 14
@@ -264,15 +265,6 @@ def elimination_order(d: int, edges: np.ndarray, heuristic: str = "min-fill") ->
     return order
 
 
-def _log_mean_exp(table: np.ndarray, axis: int) -> np.ndarray:
-    """log of the mean of exp(table) along ``axis``: log sum exp - log 2 for a binary
-    variable, with the digits kept where the entries are close (at high temperature f / eps ~
-    1e-7, a log sum exp near log 2 minus log 2 would keep 1e-16 absolute, which eps turns
-    into an error far above the value)."""
-    m = table.max(axis=axis, keepdims=True)
-    return np.squeeze(m, axis) + np.log1p(np.mean(np.expm1(table - m), axis=axis))
-
-
 def _eliminate(factors: list[_Factor], order: list[int], reduce: str, max_width: int
                ) -> list[_Factor]:
     """Eliminate the variables of ``order``; return the remaining factors (over other vars)."""
@@ -292,7 +284,10 @@ def _eliminate(factors: list[_Factor], order: list[int], reduce: str, max_width:
         table = np.broadcast_to(table, (2,) * len(scope))
         axis = scope.index(v)
         if reduce == "logmeanexp":
-            new = _log_mean_exp(table, axis)
+            # the mean over a binary variable, with the digits kept where the entries are
+            # close (at high temperature a log sum exp near log 2, minus log 2, would keep
+            # 1e-16 absolute, which the temperature turns into an error above the value)
+            new = log_mean_exp(table, axis)
         else:
             new = table.max(axis=axis)
         factors.append(_Factor(scope[:axis] + scope[axis + 1:], np.asarray(new)))

@@ -166,7 +166,7 @@ def logdet_bound(model: IsingModel, solver: str | None = None, pairwise: bool = 
     if solver:
         solvers = [solver.upper()]
     else:
-        # Clarabel (interior point) is the more accurate; SCS is several times faster for d > 24
+        # Clarabel (interior point) is the more accurate; SCS is the faster for d > 24
         solvers = ["CLARABEL", "SCS"] if d <= 24 else ["SCS", "CLARABEL"]
     start = time.perf_counter()
     solved, used, failures = _solve(cp, problem, S, solvers, verbose)

@@ -131,8 +131,7 @@ class ChainCRFLoss:
         # X^T P as (block of token rows)^T P, one block per thread, each holding an equal
         # share of the stored entries. No transposed copy of X is kept: the scatter form
         # (CSC products, P read in order) also runs faster than CSR products with X^T, which
-        # gather rows of P at random (several times faster on a full corpus, and no transposed
-        # copy's memory)
+        # gather rows of P at random (and no transposed copy's memory)
         k = min(k, lay.n_tokens)          # the layout's threads (n_tokens >= 1)
         share = np.linspace(0, self.Xp.nnz, k + 1)
         cuts = np.searchsorted(self.Xp.indptr, share, side="left").astype(np.int64)

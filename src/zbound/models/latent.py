@@ -37,7 +37,6 @@ from scipy.special import logsumexp
 
 from zbound.bounds.curvature import KroneckerCurvature
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
-from zbound.bounds.scalar import log_softmax
 from zbound.models.loss import (
     ChunkedLoss,
     check_chunk_size,
@@ -48,6 +47,7 @@ from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.models.softmax import class_major_product, class_major_scores
 from zbound.utils.linalg import row_block
+from zbound.utils.logspace import log_softmax
 from zbound.utils.validation import check_design
 
 

@@ -23,10 +23,10 @@ import scipy.sparse as sp
 from zbound.bounds.curvature import DenseCurvature, SoftmaxCurvature, SumCurvature, weighted_grams
 from zbound.bounds.enumerate import quadratic_bound
 from zbound.bounds.multinomial import label_bound_curvature, label_bound_factors
-from zbound.bounds.scalar import log_softmax
 from zbound.models.base import Majorizer
 from zbound.models.softmax import class_major_product, class_major_scores, logsumexp_classes
 from zbound.utils.linalg import mirror_lower, row_block, single_gram
+from zbound.utils.logspace import log_softmax
 from zbound.utils.validation import check_design
 
 # Rows of G per product in SoftmaxLoss.bound_gram (a float64 temporary of _GRAM_BLOCK x d)
@@ -744,7 +744,7 @@ class SingleSoftmaxLoss(SoftmaxLoss):
         self.blocked = X32 is None
         # float32 numbers per row: d (dense) or the stored entries per row (CSR: with d in
         # their place a block of a wide sparse X held a few rows, hundreds of blocks per
-        # evaluation, several times slower than float64)
+        # evaluation, slower than float64)
         per_row = (loss.X.nnz / max(1, loss.n_samples)) if sp.issparse(loss.X) else self.d
         self.block_rows = int(block_rows) if block_rows else \
             max(_SINGLE_MIN_BLOCK_ROWS, int(single_block_bytes(loss) // (4 * max(1.0, per_row))))
@@ -863,23 +863,19 @@ class LogLinearLoss(ChunkedLoss):
             self._chunks.append((F, log_prior[a:b], F[r - a, obs].sum(axis=0),
                                  float(log_prior[r, obs].sum())))
 
-    @staticmethod
-    def _lse(A):
-        return log_softmax(A, axis=1)
-
     def _value_of(self, theta, lse, c):
         return float(lse.sum() - theta @ c[2] - c[3])
 
     def _value(self, theta, c):
-        return self._value_of(theta, self._lse(c[1] + c[0] @ theta)[0], c)
+        return self._value_of(theta, log_softmax(c[1] + c[0] @ theta, axis=1, softmax=False), c)
 
     def _value_grad(self, theta, c):
-        lse, P = self._lse(c[1] + c[0] @ theta)
+        lse, P = log_softmax(c[1] + c[0] @ theta, axis=1)
         return self._value_of(theta, lse, c), np.einsum("tn,tnd->d", P, c[0]) - c[2]
 
     def _value_grad_hessian(self, theta, c):
         F = c[0]
-        lse, P = self._lse(c[1] + F @ theta)
+        lse, P = log_softmax(c[1] + F @ theta, axis=1)
         mean = np.einsum("tn,tnd->td", P, F)
         # Cov_p f, centered before the product: E[f f^T] - mu mu^T cancels catastrophically when
         # the features share a large offset (relative error 3e-8 at 1e4, 5e-4 at 1e6).

@@ -1,8 +1,8 @@
 """Class-major softmax kernels shared by the softmax models.
 
 Scores are kept as S^T of shape (n_classes, t): reductions over the classes run across
-contiguous rows (for two classes several times faster than a row-wise reduction over a
-(t, 2) array), and
+contiguous rows (for two classes far cheaper than a row-wise reduction over a (t, 2)
+array), and
 P^T X gives the gradient in vec(W) order without a copy.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+
+from zbound.utils.logspace import logsumexp
 
 
 def class_major_scores(X, W: np.ndarray, intercept: bool = False) -> np.ndarray:
@@ -39,13 +41,8 @@ def logsumexp_classes(ST: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
     ``ST`` is overwritten with exp(S^T - max): dividing it by the sums gives P^T.
     """
-    m = ST.max(axis=0)
-    ST -= m
-    np.exp(ST, out=ST)
-    s = ST.sum(axis=0)
-    lse = np.log(s)
-    lse += m
-    return lse, s
+    lse, _, s = logsumexp(ST, axis=0, return_exp=True, overwrite_a=True)
+    return lse, s[0]
 
 
 def class_major_product(R: np.ndarray, X, intercept: bool = False) -> np.ndarray:

@@ -19,7 +19,7 @@ at theta_t). Capping the M-step solver (``mstep_max_iter``, e.g. one Newton-boun
 ``mstep_options={"cg_maxiter": ...}``) gives a generalized EM step, still monotone: each
 accepted step decreases the sub-problem. ``mstep="gd"`` replaces the solvers by the paper's
 inner loop of gradient steps on Q (Section 6), for reproduction and as the baseline the bound
-M-steps are measured against; it is monotone only for small enough inner step sizes.
+M-steps are compared with; it is monotone only for small enough inner step sizes.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ class _WarmNewtonBound(NewtonBound):
     still close; it is rebuilt, as within one solve, only after a PCG solve that needed more
     than ``refresh`` products. Every step is still the monotone Newton step safeguarded by the
     Alg. 1 bound. On KMNIST (7065 parameters per expert) building the preconditioner afresh at
-    every M-step took about 60% of EM's time."""
+    every M-step took most of EM's time."""
 
     direction = None
 

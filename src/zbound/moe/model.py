@@ -35,6 +35,7 @@ from scipy.special import log_softmax, logsumexp, softmax
 
 from zbound.models.loss import Rows, SoftmaxLoss, check_design_magnitude, check_sample_weight
 from zbound.models.softmax import class_major_product, class_major_scores, logsumexp_classes
+from zbound.utils import logspace
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
 #: a fitted noise variance's ceiling, relative to the weighted mean square of y
@@ -443,12 +444,7 @@ class MoEProblem:
         lg = np.zeros((k, n))
         if k > 1:
             G = S[: k - 1]
-            gmax = np.maximum(G.max(axis=0), 0.0)
-            eg = np.exp(G - gmax)
-            zg = np.exp(-gmax)
-            zg += eg.sum(axis=0)
-            log_zg = np.log(zg)
-            log_zg += gmax
+            log_zg, eg, zg = logspace.logsumexp(G, axis=0, include_zero=True, return_exp=True)
             lg[0] = -log_zg
             lg[1:] = G - log_zg
         if m == 1:
@@ -466,16 +462,12 @@ class MoEProblem:
         else:
             # experts: log p(y | x, z = j) = s_{j,y} - log(1 + sum_c exp s_{j,c}), s_{j,0} = 0
             E = S[k - 1:].reshape(k, m, n)
-            emax = np.maximum(E.max(axis=1), 0.0)               # (k, n)
-            q = np.exp(E - emax[:, None, :])                    # (k, m, n), unnormalized
-            z = np.exp(-emax) + q.sum(axis=1)
-            J = lg - emax - np.log(z)                           # log gate + log p(y = 0 | z)
+            # q (k, m, n) unnormalized, z (k, 1, n) with the reference class
+            lse_e, q, z = logspace.logsumexp(E, axis=1, include_zero=True, return_exp=True)
+            J = lg - lse_e                                      # log gate + log p(y = 0 | z)
             J[:, rows] += E.reshape(k, m * n)[:, flat]          # + s_{j, y} where y > 0
-        jmax = J.max(axis=0)
-        R = np.exp(J - jmax)
-        tot = R.sum(axis=0)
-        R /= tot
-        f = -float(v @ (jmax + np.log(tot))) + self.penalty_value(theta)
+        lse, R = logspace.log_softmax(J, axis=0, overwrite_a=True)
+        f = -float(v @ lse) + self.penalty_value(theta)
         # gradient: d/dS of -sum_i v_i lse_i, then back through the one product
         D = np.empty_like(S)
         if k > 1:
@@ -491,7 +483,7 @@ class MoEProblem:
             De *= Wr
         else:
             De = D[k - 1:].reshape(k, m, n)
-            np.multiply(q, (Wr / z)[:, None, :], out=De)
+            np.multiply(q, Wr[:, None, :] / z, out=De)
             De.reshape(k, m * n)[:, flat] -= Wr[:, rows]
         grad = class_major_product(D, self.Xb).ravel()
         grad += self.penalty * theta

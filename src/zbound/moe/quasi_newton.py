@@ -4,7 +4,7 @@ EM's convergence is linear, at a rate set by the fraction of information the hid
 labels carry (:func:`zbound.moe.diagnostics.missing_information`); with logistic experts each
 iteration also solves k + 1 weighted logistic regressions. L-BFGS on the objective L itself
 (the gradient of L at theta is the gradient of Q(. | theta) there, one pass over the data)
-needs neither (``zbound bench estimators`` measures it against one ``LogisticRegression``
+needs neither (the ``estimators`` benchmark compares it with one ``LogisticRegression``
 fit).
 
 The iterations are SciPy's L-BFGS-B (``scipy.optimize.minimize``), the quasi-Newton method a

@@ -114,7 +114,7 @@ class _ScipyMethod(Solver):
         # The stopping test is max|g| <= tol x max(1, |f|) at the current f, checked in the
         # callback; SciPy's own gtol (fixed for the run) is its floor, tol x max(1, |f0|) only
         # when it cannot be lower. (Scaling by the start's f let a poor random start, f0 = 50
-        # against 0.5 at the optimum, stop a mixture's fit 7% above its optimum as converged.)
+        # against 0.5 at the optimum, stop a mixture's fit well above its optimum as converged.)
 
         prev = {"x": fun.x, "g": fun.g}       # the last iterate's (x, g) (never mutated)
 

@@ -4,8 +4,8 @@
 classes, sparsity, the units of the columns, constraints) into a configured run: the method,
 its options, and, for boxes on L-BFGS-B, the method that finishes where it crawls.
 ``zbound.solvers.minimize`` without a method, every estimator's ``solver="auto"`` and the
-benchmarks ask it, so they never disagree on what a user gets. The thresholds below are
-measured; the guide's "Choosing an estimator and a solver" page explains them.
+benchmarks ask it, so they never disagree on what a user gets. The thresholds below come
+from the benchmarks; the guide's "Choosing an estimator and a solver" page explains them.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ peak memory, the same iteration counts). The first step goes along
 -B^{-1} g, the minimizer of a quadratic upper bound; at x = 0 its trial length minimizes the
 exact second-order model there (uniform class probabilities: the Hessian is 2 / K times
 Boehning's data curvature), Armijo-tested. The shrink, the memory and the precision rules are
-measured by ``zbound bench logreg-large`` and ``estimators``.
+checked by the ``logreg-large`` and ``estimators`` benchmarks.
 
 Mixed precision (``evaluation="mixed"``; "auto", the ``lbfgs-precond`` default, from 10^6
 rows x parameters): the iterations evaluate the model's float32 form
@@ -304,7 +304,7 @@ FINISHES = ("lbfgs", "newton", "auto")
 # the first fraction of it, or the gradient's largest entry fell below the second fraction of
 # the first gradient's: at float32's own resolution when L-BFGS goes on in float64 (the sums
 # over rows average the per-row rounding); much earlier when Newton steps finish, as Newton
-# needs about as many steps from there as from a finer point (measured levels).
+# needs about as many steps from there as from a finer point.
 _SINGLE_LEVELS = {"lbfgs": (1e-8, 1e-6), "newton": (1e-4, 1e-3)}
 # precision="auto": float32 pairs (and factor) once the float64 pairs would take more than this
 _AUTO_SINGLE_BYTES = 2**20
@@ -772,9 +772,8 @@ class PreconditionedLBFGS(LBFGSBound):
 #: L-BFGS runs while its cost stays within NEWTON_RENT Newton steps, about what Newton needs
 #: from there, so a run costs at most about twice the cheaper of the two.
 NEWTON_RENT = 4
-#: X larger than this streams from memory at every evaluation (measured: iterations of 7.6 MB
-#: designs priced as in cache, 12 MB ones as streamed; a last-level cache share of a few MB
-#: per core is common), and :func:`newton_price` takes the streamed price.
+#: X larger than this streams from memory at every evaluation (a last-level cache share of a
+#: few MB per core is common), and :func:`newton_price` takes the streamed price.
 NEWTON_CACHE_BYTES = 8 << 20
 
 
@@ -782,7 +781,7 @@ def newton_price(d: int, nbytes: int = 0) -> float:
     """One Newton step's cost in L-BFGS iterations, for one weight vector of ``d`` parameters
     over a dense X of ``nbytes``. In cache an iteration is cheap against the Hessian's d^2 work
     per row: 2 + d / 16. Streamed from memory an iteration costs two passes over X, and
-    Newton's Hessian about one more: 2 + d / 100 (both fitted to the ratio measured on
+    Newton's Hessian about one more: 2 + d / 100 (both fitted to the ratio observed on
     problems of d = 11-201 over 500-200 000 rows)."""
     if nbytes > NEWTON_CACHE_BYTES:
         return 2.0 + d / 100.0
@@ -797,7 +796,7 @@ def blocks_newton_price(rows: int, b: int, n: int) -> float:
     against a gradient's 4 rows b n: with fewer rows than columns the Woodbury form,
     (rows n)^3 / 3 for the whole Hessian up to 1500 rows x classes, n rows^3 / 3 by classes
     beyond, and rows^2 b for X E^-1 X^T; else n dense class blocks, n (rows b^2 + b^3 / 3),
-    about every other step. It prices a step above what is measured (by up to 3x), which keeps
+    about every other step. It prices a step above its observed cost, which keeps
     L-BFGS longer on the well-conditioned problems where it wins."""
     T, b, n = float(rows), float(b), float(n)
     grad = 4.0 * T * b * n

@@ -54,6 +54,8 @@ from zbound.solvers.base import MethodInfo, Solver, State, model_name, register
 from zbound.solvers.linesearch import ARMIJO as _ARMIJO
 from zbound.solvers.linesearch import armijo_search
 from zbound.solvers.result import Status
+from zbound.utils.linalg import pcg
+from zbound.utils.logspace import log_softmax
 from zbound.utils.validation import NON_NEGATIVE_INT, POSITIVE_INT
 
 #: "auto" uses the dense Cholesky path (K = X X^T formed once) for dense X while t m is at most
@@ -109,11 +111,7 @@ def _softmax_parts(Z: np.ndarray, y: np.ndarray, sw, free: int):
     """Loss sum_j s_j (lse_j - S_{j,y_j}), probabilities over all classes (t, n), for the
     scores Z (t, k) of the free classes (a zero reference column in front when free = 1)."""
     S = np.hstack([np.zeros((Z.shape[0], 1)), Z]) if free else Z
-    mx = S.max(axis=1, keepdims=True)
-    E = np.exp(S - mx)
-    s = E.sum(axis=1, keepdims=True)
-    lse = (mx + np.log(s))[:, 0]
-    P = E / s
+    lse, P = log_softmax(S, axis=1)
     per_row = lse - S[np.arange(S.shape[0]), y]
     loss = float(per_row.sum()) if sw is None else float(sw @ per_row)
     return loss, P, S
@@ -159,8 +157,8 @@ class _Design:
     ``zero_sum=True`` says the rows of the (t, c) argument sum to 0 (residuals, steps and
     coefficients of a model without reference class live in 1^perp): then only c - 1 columns
     are multiplied and the last is minus their sum. Sparse X is multiplied one column at a time
-    (SciPy's single-vector kernel is several times faster per column than its multi-vector
-    one for a few columns) and X^T through the CSC view X.T (no transposed copy).
+    (SciPy's single-vector kernel is faster per column than its multi-vector one for a few
+    columns) and X^T through the CSC view X.T (no transposed copy).
     """
 
     def __init__(self, X, fit_intercept: bool):
@@ -380,29 +378,14 @@ class _SampleSpace(Solver):
         # scale the forcing term by reg / (reg + tr N) (tr N >= lambda_max(N)).
         rtol = rtol * reg / (reg + float(diag.sum()) - reg * diag.size)
         maxiter = self.opts["cg_maxiter"] or max(20, min(t * m, 500))
-        y = np.zeros((t, m))
-        GV = np.zeros((t, k))
-        r = b.copy()
-        bn = math.sqrt(float(np.vdot(b, b)))
-        if bn == 0.0:
-            return y, GV
-        zr = r / diag
-        p = zr.copy()
-        rz = float(np.vdot(r, zr))
-        for _ in range(maxiter):
+        if not np.any(b):
+            return np.zeros((t, m)), np.zeros((t, k))
+
+        def product(p):
             GVp = design.gram_product(np.einsum("jkm,jm->jk", Phi, p), ex.complete)
-            Mp = reg * p + np.einsum("jkm,jk->jm", Phi, GVp)
-            alpha = rz / float(np.vdot(p, Mp))
-            y += alpha * p
-            GV += alpha * GVp
-            r -= alpha * Mp
-            if math.sqrt(float(np.vdot(r, r))) <= rtol * bn:
-                break
-            zr = r / diag
-            rz_new = float(np.vdot(r, zr))
-            p *= rz_new / rz
-            p += zr
-            rz = rz_new
+            return reg * p + np.einsum("jkm,jk->jm", Phi, GVp), GVp
+
+        y, GV, _ = pcg(product, b, lambda r: r / diag, rtol, maxiter, companion=True)
         return y, GV
 
     def _candidate(self, model, ex, kind: str, rtol: float):

@@ -35,8 +35,9 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from zbound.bounds.junction import alg1_gershgorin
-from zbound.bounds.scalar import beta, log_softmax
+from zbound.bounds.scalar import beta
 from zbound.structured import compiled
+from zbound.utils.logspace import log_softmax, logsumexp
 from zbound.utils.threads import blas_threads
 
 # Score range (nats) of a sequence above which its recursion runs in log space from the start.
@@ -190,10 +191,6 @@ def map_chunks(fn, chunks, n_jobs=None):
         return list(_pool(k).map(fn, chunks))
 
 
-def _lse(a, axis):
-    return log_softmax(a, axis, softmax=False)
-
-
 class Potentials:
     """State scores S (n_tokens, m) and transitions T (m, m) with their scaled exponentials."""
 
@@ -213,7 +210,7 @@ def forward_chunk(c: Chunk, pot: Potentials, A: np.ndarray) -> None:
         cur = c.pos[t]
         pa = A[cur - 1]
         if pot.logspace:
-            A[cur] = S[cur] + _lse(pa[:, :, None] + T[None], axis=1)
+            A[cur] = S[cur] + logsumexp(pa[:, :, None] + T[None], axis=1)
         else:
             mx = pa.max(axis=1, keepdims=True)
             with np.errstate(divide="ignore"):
@@ -228,7 +225,7 @@ def backward_chunk(c: Chunk, pot: Potentials, B: np.ndarray) -> None:
         nxt = c.pos[t + 1]
         v = S[nxt] + B[nxt]
         if pot.logspace:
-            B[nxt - 1] = _lse(T[None] + v[:, None, :], axis=2)
+            B[nxt - 1] = logsumexp(T[None] + v[:, None, :], axis=2)
         else:
             mx = v.max(axis=1, keepdims=True)
             with np.errstate(divide="ignore"):
@@ -426,7 +423,7 @@ def forward_backward(layout: ChainLayout, pot: Potentials, n_jobs=None, backward
             backward_chunk(c, pot, B)
 
     map_chunks(run, layout.chunks, n_jobs)
-    log_z = _lse(A[layout.last], axis=1)
+    log_z = logsumexp(A[layout.last], axis=1)
     if not np.all(np.isfinite(log_z)):
         raise FloatingPointError("log Z is not finite; the weights are too large")
     return log_z, A, B
@@ -470,7 +467,7 @@ def marginals(layout: ChainLayout, pot: Potentials, log_z, A, B, n_jobs=None,
         tok = c.tokens
         if not pairs:
             AB = A[tok] + B[tok]
-            P[tok] = np.exp(AB - _lse(AB, axis=1)[:, None])
+            P[tok] = np.exp(AB - logsumexp(AB, axis=1)[:, None])
             return None
         P[tok] = np.exp(A[tok] + B[tok] - log_z[seq[tok]][:, None])
         if c.T < 2:
@@ -709,8 +706,7 @@ class SplitFactors:
             pa = A[cur - 1]
             G = alg1_gershgorin(pa[:, None, :] + T_t[None])            # (b, y, y')
             self.Dbar[cur] = G.max(axis=1)
-            e = np.exp(pa - pa.max(axis=1, keepdims=True))
-            self.pi[cur] = e / e.sum(axis=1, keepdims=True)
+            self.pi[cur] = log_softmax(pa, axis=1)[1]
             return G.sum(axis=0).T
 
         parts = map_chunks(run, blocks, n_jobs)

@@ -4,7 +4,7 @@ The value and gradient of a chain CRF (:func:`zbound.structured.chain.chunk_valu
 through the positions of a chunk of sequences; at each position the work is one (b, m) x (m, m)
 product and a few elementwise passes over (b, m) rows. In NumPy every one of those is a call
 that takes the interpreter lock on entry and exit, so two threads on two chunks spend much of
-their time waiting for each other (the ``crf`` benchmark's forward-backward task measures it).
+their time waiting for each other (the ``crf`` benchmark's forward-backward task shows it).
 Here the whole position loop of a chunk is one compiled function that never holds the
 lock (``nogil``): the products are still BLAS calls (batched over the b sequences, which is
 what makes them fast: a per-sequence loop of (m,) x (m, m) products is slower),

@@ -37,6 +37,7 @@ import numpy as np
 
 from zbound.bounds.scalar import beta
 from zbound.structured.chain import _TINY
+from zbound.utils.logspace import log_softmax, logsumexp
 
 HEURISTICS = ("min-fill", "min-degree")
 
@@ -313,20 +314,9 @@ def clique_tables(tree: CliqueTree, S: np.ndarray, T: np.ndarray) -> list:
     return tables
 
 
-def _logsumexp(a: np.ndarray, axes: tuple) -> np.ndarray:
-    """log-sum-exp of a batched table over ``axes`` (never the leading batch axis)."""
-    if not axes:
-        return a
-    top = np.max(a, axis=axes, keepdims=True)
-    out = np.log(np.sum(np.exp(a - top), axis=axes, keepdims=True)) + top
-    return np.squeeze(out, axis=axes)
-
-
 def _normalized(lp: np.ndarray) -> np.ndarray:
     """exp(lp) normalized over every axis but the leading batch axis."""
-    axes = tuple(range(1, lp.ndim))
-    p = np.exp(lp - np.max(lp, axis=axes, keepdims=True))
-    return p / np.sum(p, axis=axes, keepdims=True)
+    return log_softmax(lp, axis=tuple(range(1, lp.ndim)))[1]
 
 
 def _other_axes(clique, keep) -> tuple:
@@ -355,15 +345,15 @@ def tree_sum_product(tree: CliqueTree, node_scores, edge_scores=None) -> GraphMa
     for c in tree.order[::-1]:               # leaves first
         p = parent[c]
         if p >= 0:
-            up[c] = _logsumexp(belief[c], _other_axes(cl[c], sep[c]))
+            up[c] = logsumexp(belief[c], _other_axes(cl[c], sep[c]))
             belief[p] = belief[p] + _expand(up[c], sep[c], cl[p])
     roots = np.flatnonzero(parent < 0)
-    log_z = sum(_logsumexp(belief[r], tuple(range(1, cl[r].size + 1))) for r in roots)
+    log_z = sum(logsumexp(belief[r], tuple(range(1, cl[r].size + 1))) for r in roots)
     # after the upward pass a root's belief is final; send the rest down
     for c in tree.order:
         p = parent[c]
         if p >= 0:
-            down = _logsumexp(belief[p], _other_axes(cl[p], sep[c])) - up[c]
+            down = logsumexp(belief[p], _other_axes(cl[p], sep[c])) - up[c]
             belief[c] = belief[c] + _expand(down, sep[c], cl[c])
     # each clique's belief is now log Z_component + log P(clique variables): a marginal is
     # normalized by its own sum, not by subtracting log Z (at scores of 1e16 the difference
@@ -372,12 +362,12 @@ def tree_sum_product(tree: CliqueTree, node_scores, edge_scores=None) -> GraphMa
     node = np.empty((B, n, m))
     for i in range(n):
         c = tree.node_clique[i]
-        node[:, i] = _normalized(_logsumexp(belief[c], _other_axes(cl[c], [i])))
+        node[:, i] = _normalized(logsumexp(belief[c], _other_axes(cl[c], [i])))
     E = tree.edges.shape[0]
     edge = np.empty((B, E, m, m))
     for e, (u, v) in enumerate(tree.edges):
         c = tree.edge_clique[e]
-        pe = _normalized(_logsumexp(belief[c], _other_axes(cl[c], [u, v])))
+        pe = _normalized(logsumexp(belief[c], _other_axes(cl[c], [u, v])))
         edge[:, e] = pe if u < v else np.swapaxes(pe, 1, 2)
     if not batched:
         return GraphMarginals(float(log_z[0]), node[0], edge[0])
@@ -650,13 +640,13 @@ class JunctionForest:
         for level in self.up_levels:
             for (k, sc, kp, sp_), cliques in level:
                 other = tuple(1 + a for a in range(k) if a not in sc)
-                msg = _logsumexp(tab[k][self.row[cliques]], other)
+                msg = logsumexp(tab[k][self.row[cliques]], other)
                 up[len(sc)][self.up_row[cliques]] = msg
                 tab[kp][self.row[self.parent[cliques]]] += _place(msg, sp_, kp)
         comp = np.empty(self.sizes.size)
         for k in self.count:
             rts = self.roots[self.sizes[self.roots] == k]
-            comp[rts] = _logsumexp(tab[k][self.row[rts]], tuple(range(1, k + 1)))
+            comp[rts] = logsumexp(tab[k][self.row[rts]], tuple(range(1, k + 1)))
         log_z = np.bincount(self.graph_of[self.roots], weights=comp[self.roots],
                             minlength=self.n_graphs)
         return tab, up, log_z
@@ -724,7 +714,7 @@ class JunctionForest:
         for level in self.down_levels:
             for (k, sc, kp, sp_), cliques in level:
                 other = tuple(1 + a for a in range(kp) if a not in sp_)
-                down = (_logsumexp(tab[kp][self.row[self.parent[cliques]]], other)
+                down = (logsumexp(tab[kp][self.row[self.parent[cliques]]], other)
                         - up[len(sc)][self.up_row[cliques]])
                 tab[k][self.row[cliques]] += _place(down, sc, k)
         # each clique's belief as probabilities, normalized by its own sum (see

@@ -351,40 +351,54 @@ def mirror_lower(A: np.ndarray, block: int = 64) -> np.ndarray:
     return A
 
 
-def pcg(matvec, rhs: np.ndarray, precond, rtol: float, maxiter: int) -> tuple[np.ndarray, int]:
-    """Preconditioned conjugate gradient for C x = rhs from x = 0.
+def pcg(matvec, rhs: np.ndarray, precond, rtol: float, maxiter: int, *,
+        companion: bool = False):
+    """Preconditioned conjugate gradient for C x = rhs from x = 0: the library's one CG.
 
     ``precond`` maps a residual to M^{-1} r (None: identity). Every CG iterate from 0 decreases
     q(x) = 0.5 x^T C x - rhs^T x, so a truncated solve still decreases a quadratic majorizer
     (CG's iterates decrease q monotonically). Stops at ||r|| <= rtol ||rhs||, after ``maxiter``
-    products, or on non-positive curvature. Returns (x, number of products).
+    products, or on non-positive curvature. ``rhs`` may have any shape (inner products are
+    taken over all its entries). Returns (x, number of products).
+
+    With ``companion``, ``matvec(p)`` returns ``(C p, B p)`` for a linear map B whose value at
+    the solution the caller needs, and the result is (x, B x, number of products): B x is
+    accumulated from the products CG makes anyway, with no product of its own.
     """
     x = np.zeros_like(rhs)
+    bx = None
     r = rhs.copy()
+    stop = rtol * rtol * float(np.vdot(rhs, rhs))
+    k = 0
+    if not np.any(rhs):
+        return (x, bx, k) if companion else (x, k)
     z = precond(r) if precond is not None else r
     p = z.copy()
-    rz = float(r @ z)
-    stop = (rtol * float(np.sqrt(rhs @ rhs))) ** 2
-    k = 0
+    rz = float(np.vdot(r, z))
     while k < maxiter:
         Ap = matvec(p)
+        if companion:
+            Ap, Bp = Ap
         k += 1
-        pAp = float(p @ Ap)
+        pAp = float(np.vdot(p, Ap))
         if pAp <= 0.0:
             if k == 1:
-                x = z.copy()  # preconditioned steepest descent direction
+                x = z.copy()  # preconditioned steepest descent direction (p = z)
+                bx = Bp.copy() if companion else None
             break
         a = rz / pAp
         x += a * p
+        if companion:
+            bx = a * Bp if bx is None else bx + a * Bp
         r -= a * Ap
-        if float(r @ r) <= stop:
+        if float(np.vdot(r, r)) <= stop:
             break
         z = precond(r) if precond is not None else r
-        rz_new = float(r @ z)
+        rz_new = float(np.vdot(r, z))
         p *= rz_new / rz
         p += z
         rz = rz_new
-    return x, k
+    return (x, bx, k) if companion else (x, k)
 
 
 def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
@@ -393,7 +407,7 @@ def single_gram(X: np.ndarray, intercept: bool = False, weights=None,
     ones implicit; w = 1 without ``weights``), accumulated in float32 by ssyrk on float32
     copies of row blocks of about 512 KB into ``acc`` (a Fortran-ordered float32 (b, b)
     array, its lower triangle; new when None), which is returned. For preconditioners'
-    metrics: a third of the time of float64 products where d is large, and no copy of X;
+    metrics: cheaper than float64 products where d is large, and no copy of X;
     :func:`mirror_lower` completes the result."""
     from scipy.linalg.blas import ssyrk
 

@@ -20,32 +20,46 @@ from __future__ import annotations
 import numpy as np
 
 
-def _shift(a: np.ndarray, axis) -> np.ndarray:
-    """The slice maxima of ``a`` along ``axis`` (kept dimensions), 0 where not finite."""
+def _shift(a: np.ndarray, axis, floor: float | None = None) -> np.ndarray:
+    """The slice maxima of ``a`` along ``axis`` (kept dimensions), at least ``floor`` where
+    given, and 0 where not finite."""
     m = np.max(a, axis=axis, keepdims=True)
+    if floor is not None:
+        m = np.maximum(m, floor)
     return np.where(np.isfinite(m), m, 0.0)
 
 
-def logsumexp(a, axis=None, *, keepdims: bool = False, return_exp: bool = False,
-              overwrite_a: bool = False):
+def _drop(r: np.ndarray, axis, keepdims: bool):
+    """``r`` reduced over ``axis`` with kept dimensions, as the caller asked for it."""
+    if not keepdims:
+        r = np.squeeze(r, axis=axis) if axis is not None else r.reshape(())
+    return float(r) if r.ndim == 0 else r
+
+
+def logsumexp(a, axis=None, *, keepdims: bool = False, include_zero: bool = False,
+              return_exp: bool = False, overwrite_a: bool = False):
     """``log sum exp(a)`` along ``axis`` (every axis for ``None``).
 
-    With ``return_exp`` also ``e = exp(a - m)`` (``a``'s shape, ``m`` the slice maximum) and
-    ``s = sum e`` along ``axis`` (kept dimensions): ``e / s`` is the softmax. ``overwrite_a``
-    writes ``e`` over ``a`` (a float64 array the caller no longer needs), so that no array of
-    its size is allocated.
+    ``include_zero`` adds one implicit entry 0 to every slice: ``log(1 + sum exp(a))``, the
+    log-partition function of a softmax whose reference class has score 0. With
+    ``return_exp`` also ``e = exp(a - m)`` (``a``'s shape, ``m`` the shift) and
+    ``s = sum e`` along ``axis`` (kept dimensions; with ``include_zero`` it holds the implicit
+    entry's ``exp(-m)`` too): ``e / s`` are the probabilities. ``overwrite_a`` writes ``e``
+    over ``a`` (a floating array the caller no longer needs, in its own precision), so that no
+    array of its size is allocated; otherwise the arithmetic is float64.
     """
-    a = np.asarray(a, dtype=np.float64)
-    m = _shift(a, axis)
-    e = np.subtract(a, m, out=a) if overwrite_a else np.subtract(a, m)
+    a = np.asarray(a)
+    if overwrite_a and a.dtype.kind != "f":
+        raise TypeError(f"overwrite_a needs a floating array, got dtype {a.dtype}")
+    m = _shift(a, axis, 0.0 if include_zero else None).astype(a.dtype if overwrite_a
+                                                                  else np.float64)
+    e = np.subtract(a, m, out=a) if overwrite_a else np.subtract(a, m, dtype=np.float64)
     np.exp(e, out=e)
     s = np.sum(e, axis=axis, keepdims=True)
+    if include_zero:
+        s += np.exp(-m)
     with np.errstate(divide="ignore"):
-        lse = np.log(s) + m
-    if not keepdims:
-        lse = np.squeeze(lse, axis=axis) if axis is not None else lse.reshape(())
-    if lse.ndim == 0:
-        lse = float(lse)
+        lse = _drop(np.log(s) + m, axis, keepdims)
     return (lse, e, s) if return_exp else lse
 
 
@@ -60,7 +74,7 @@ def log_softmax(a, axis: int, softmax: bool = True, overwrite_a: bool = False):
     return lse, e
 
 
-def log_mean_exp(a, axis=None, *, return_exp: bool = False):
+def log_mean_exp(a, axis=None, *, keepdims: bool = False, return_exp: bool = False):
     """``log((1/n) sum exp(a))`` along ``axis`` (every axis for ``None``), without the
     cancellation of ``log(Z / n)`` where the entries are close.
 
@@ -69,16 +83,11 @@ def log_mean_exp(a, axis=None, *, return_exp: bool = False):
     """
     a = np.asarray(a, dtype=np.float64)
     m = _shift(a, axis)
-    d = a - m
-    em1 = np.expm1(d)
+    e = np.expm1(a - m)
     with np.errstate(divide="ignore"):
-        out = np.log1p(np.mean(em1, axis=axis, keepdims=True)) + m
-    out = np.squeeze(out, axis=axis) if axis is not None else out.reshape(())
-    if out.ndim == 0:
-        out = float(out)
+        out = _drop(np.log1p(np.mean(e, axis=axis, keepdims=True)) + m, axis, keepdims)
     if not return_exp:
         return out
-    e = em1
     e += 1.0
     return out, e, np.sum(e, axis=axis, keepdims=True)
 

@@ -4,7 +4,7 @@ It minimizes G(Sigma) + indicator(Sigma in V cap {tr = n}) with
 G(Sigma) = (eps / n)(tr Sigma log Sigma - tr Sigma + n) - tr(Sigma F), so a_eps = -min. The
 proximal step of G is the spectral function s = lambda * omega(m / lambda - log lambda) of
 M = Sigma_0 + tau F, with lambda = tau eps / n and omega the Wright omega function
-(:func:`entropy_prox`). Progress is measured by the dual value D(W) of the dual iterate (an upper
+(:func:`entropy_prox`). Progress is tracked by the dual value D(W) of the dual iterate (an upper
 bound whatever the iterate) against a repaired feasible primal point (:mod:`.duality`); once the
 relative gap is below 0.1 the dual can be finished by Newton steps (:mod:`.newton`).
 """

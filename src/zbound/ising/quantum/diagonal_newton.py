@@ -52,6 +52,7 @@ from zbound.ising.quantum.duality import dual_value, feasible_primal, primal_val
 from zbound.ising.result import CheckLog
 from zbound.solvers.linesearch import armijo_search
 from zbound.utils.linalg import cholesky_solve
+from zbound.utils.logspace import log_mean_exp
 
 CONTINUATION_FACTOR = 4.0   # eps_{k+1} = eps_k / 4
 CONTINUATION_START = 64.0   # eps_0 = max(64, n / 2) eps, rounded to a power of 4 times eps
@@ -103,10 +104,9 @@ class _Eval:
         a, U, info = scipy.linalg.lapack.dsyevd(A, compute_v=1, lower=1, overwrite_a=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"syevd failed to converge (info={info})")
-        amax = a[-1]
-        e = np.exp(a - amax)
-        Z = float(e.sum())
-        self.D = eps * (amax + math.log(Z / n))
+        lme, e, Z = log_mean_exp(a, return_exp=True)
+        Z = float(Z[0])
+        self.D = eps * lme
         self.a, self.U, self.e, self.Z = a, U, e, Z
         K = e > SIGMA_CUT
         self.diag_sigma = (n / Z) * ((U[:, K] ** 2) @ e[K])

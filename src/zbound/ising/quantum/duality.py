@@ -13,13 +13,12 @@ docs/quantum.md, "Solving it, with a certificate")
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import scipy.linalg
 import scipy.linalg.lapack
 
 from zbound.ising.features import FeatureSet
+from zbound.utils.logspace import log_mean_exp
 
 
 def eigvalsh(A: np.ndarray) -> np.ndarray:
@@ -30,14 +29,6 @@ def eigvalsh(A: np.ndarray) -> np.ndarray:
     return w
 
 
-def _log_mean_exp(a: np.ndarray) -> float:
-    """log mean exp(a), accurate to the last digit also where the entries of a are all close
-    (at high temperature n a / eps ~ 1e-7: log of a mean near 1 would keep only 1e-16
-    absolute, which eps ~ 1e7 turns into 1e-9 of the bound)."""
-    amax = a.max()
-    return float(amax + np.log1p(np.mean(np.expm1(a - amax))))
-
-
 def dual_value(F: np.ndarray, W: np.ndarray, epsilon: float) -> float:
     """D(W) = eps log((1/n) tr exp(n (F - W) / eps)) >= a_eps(F) for W in V-perp.
 
@@ -45,7 +36,7 @@ def dual_value(F: np.ndarray, W: np.ndarray, epsilon: float) -> float:
     """
     n = F.shape[0]
     a = eigvalsh(F - W)
-    return epsilon * _log_mean_exp(n * a / epsilon)
+    return epsilon * log_mean_exp(n * a / epsilon)
 
 
 def dual_and_gradient(F: np.ndarray, W: np.ndarray, epsilon: float):
@@ -56,11 +47,9 @@ def dual_and_gradient(F: np.ndarray, W: np.ndarray, epsilon: float):
     """
     n = F.shape[0]
     a, U = scipy.linalg.eigh(F - W, check_finite=False, driver="evd")
-    z = n * a / epsilon
-    zmax = z.max()
-    e = np.exp(z - zmax)
-    D = epsilon * (zmax + math.log1p(float(np.mean(np.expm1(z - zmax)))))   # _log_mean_exp
-    w = n * e / e.sum()
+    lme, e, s = log_mean_exp(n * a / epsilon, return_exp=True)
+    D = epsilon * lme
+    w = n * e / s
     return D, (U * w) @ U.T
 
 

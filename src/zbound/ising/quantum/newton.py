@@ -20,6 +20,7 @@ from zbound.ising.model import relative_gap
 from zbound.ising.quantum.duality import feasible_primal, primal_value
 from zbound.solvers.linesearch import armijo_search
 from zbound.utils.linalg import psd_solve
+from zbound.utils.logspace import log_mean_exp
 
 # Newton polishing of the dual needs the (p, n, n) tensor of basis matrices in the eigenbasis
 # and a p x p Hessian (p = dim of V-perp in the coordinates used); above these sizes plain CP.
@@ -94,10 +95,8 @@ class DualNewton:
         a, U, info = scipy.linalg.lapack.dsyevd(A, compute_v=1, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"syevd failed to converge (info={info})")
-        amax = a[-1]
-        e = np.exp(a - amax)
-        Z = e.sum()
-        D = eps * (amax + math.log(Z / n))
+        lme, e, Z = log_mean_exp(a, return_exp=True)
+        D = eps * lme
         Sigma = (U * (n * e / Z)) @ U.T
         # dD/dw_k = -<Sigma, B_k>; for an upper entry (a, b), <Sigma, E_ab> = (2 - [a = b]) S_ab
         wgt = np.where(self.iu == self.ju, 1.0, 2.0)
