@@ -16,14 +16,17 @@ import warnings
 from typing import ClassVar
 
 import numpy as np
+from scipy.special import expit, log_expit
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Hidden, StrOptions
+from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
 from zbound.solvers.first_order import AdaGrad
 from zbound.solvers.result import Recorder, Result, Status
+from zbound.utils.logspace import log_softmax
 from zbound.utils.threads import limit_small_fits
-from zbound.utils.validation import check_score_labels
+from zbound.utils.validation import check_score_labels, finite_prediction, validate_data
 
 #: ``stacklevel`` of a warning raised in the body of a method decorated by
 #: :func:`fit_method`: the user's line is four frames up (three wrappers and the method).
@@ -139,8 +142,59 @@ class LabelCheckedClassifier(ClassifierMixin):
         return super().score(X, y, sample_weight=sample_weight)
 
 
-__all__ = ["fit_method", "LabelCheckedClassifier", "STACKLEVEL", "DEPRECATED", "renamed",
-           "RenamedParameters", "renamed_attribute", "progress_printer"]
+class LinearClassifier(LabelCheckedClassifier):
+    """The prediction methods of a fitted linear classifier (``coef_`` (n, d) or (1, d) for
+    two classes, ``intercept_``, ``classes_``), written once for every estimator that has
+    them. :meth:`_lazy` lets an estimator answer a lazy input (a dask array) itself."""
+
+    def _lazy(self, method: str, X):
+        """``method``'s answer for an input the estimator maps lazily, else None."""
+        return None
+
+    def decision_function(self, X):
+        """Scores: (t,) for two classes (log-odds of ``classes_[1]``), else (t, n_classes)."""
+        lazy = self._lazy("decision_function", X)
+        if lazy is not None:
+            return lazy
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        scores = finite_prediction(
+            lambda: safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_)
+        return scores.ravel() if scores.shape[1] == 1 else scores
+
+    def predict_proba(self, X):
+        """Class probabilities (t, n_classes), columns in the order of ``classes_``."""
+        lazy = self._lazy("predict_proba", X)
+        if lazy is not None:
+            return lazy
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            # expit(-s), not 1 - expit(s): keeps the small probability's relative accuracy
+            return np.column_stack([expit(-scores), expit(scores)])
+        return log_softmax(scores, axis=1)[1]
+
+    def predict_log_proba(self, X):
+        """Log class probabilities (t, n_classes), computed stably in log space."""
+        lazy = self._lazy("predict_log_proba", X)
+        if lazy is not None:
+            return lazy
+        scores = self.decision_function(X)
+        if scores.ndim == 1:
+            return np.column_stack([log_expit(-scores), log_expit(scores)])
+        return scores - log_softmax(scores, axis=1, softmax=False)[:, None]
+
+    def predict(self, X):
+        """Most probable label per row of X."""
+        lazy = self._lazy("predict", X)
+        if lazy is not None:
+            return lazy
+        scores = self.decision_function(X)
+        idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
+        return self.classes_[idx]
+
+
+__all__ = ["fit_method", "LabelCheckedClassifier", "LinearClassifier", "STACKLEVEL",
+           "DEPRECATED", "renamed", "RenamedParameters", "renamed_attribute", "progress_printer"]
 
 
 def crf_solver_options(solver: str, cg_maxiter: int, evaluation: str = "double") -> dict:

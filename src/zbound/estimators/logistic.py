@@ -18,12 +18,10 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Hidden, StrOptions
 from sklearn.utils.class_weight import compute_class_weight
-from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
@@ -31,7 +29,7 @@ from zbound.constraints import LinearConstraints
 from zbound.distributed import is_dask_array
 from zbound.estimators._params import (
     STACKLEVEL,
-    LabelCheckedClassifier,
+    LinearClassifier,
     fit_method,
     progress_printer,
 )
@@ -49,7 +47,6 @@ from zbound.utils.validation import (
     check_class_targets,
     check_penalty_against_weights,
     check_weighted_classes,
-    finite_prediction,
     label_indices,
     scaling_hint,
     validate_data,
@@ -126,7 +123,7 @@ def _softmax_batch(info) -> bool:
     return not info.stochastic and info.requires in (None, SoftmaxData)
 
 
-class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
+class BoundLogisticRegression(LinearClassifier, BaseEstimator):
     """L2-regularized logistic regression (binary and multinomial) fitted with zbound solvers.
 
     Minimizes ``sum_j sample_weight_j * log_loss_j + 1/(2 C) ||coef_||^2`` -- the objective of
@@ -516,41 +513,7 @@ class BoundLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         return X.map_blocks(fn, dtype=np.float64, name=name,
                             chunks=(X.chunks[0], (max(2, self.coef_.shape[0]),)))
 
-    def decision_function(self, X):
-        """Scores: (t,) for two classes (log-odds of ``classes_[1]``), else (t, n_classes).
-        A dask array X gives a lazy dask array (as do the predict methods)."""
-        if is_dask_array(X):
-            return self._dask_map("decision_function", X)
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        scores = finite_prediction(
-            lambda: safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_)
-        return scores.ravel() if scores.shape[1] == 1 else scores
-
-    def predict_proba(self, X):
-        """Class probabilities (t, n_classes), columns in the order of ``classes_``."""
-        if is_dask_array(X):
-            return self._dask_map("predict_proba", X)
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            # expit(-s), not 1 - expit(s): keeps the small probability's relative accuracy
-            return np.column_stack([expit(-scores), expit(scores)])
-        return softmax(scores, axis=1)
-
-    def predict_log_proba(self, X):
-        """Log class probabilities (t, n_classes), computed stably in log space."""
-        if is_dask_array(X):
-            return self._dask_map("predict_log_proba", X)
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack([log_expit(-scores), log_expit(scores)])
-        return log_softmax(scores, axis=1)
-
-    def predict(self, X):
-        """Most probable label per row of X."""
-        if is_dask_array(X):
-            return self._dask_map("predict", X)
-        scores = self.decision_function(X)
-        idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[idx]
+    def _lazy(self, method: str, X):
+        """A dask array X gives a lazy dask array, for every prediction method."""
+        return self._dask_map(method, X) if is_dask_array(X) else None
 

@@ -22,17 +22,15 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit, log_expit, log_softmax, softmax
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
-from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
 from zbound.estimators._params import (
     DEPRECATED,
     STACKLEVEL,
-    LabelCheckedClassifier,
+    LinearClassifier,
     RenamedParameters,
     fit_method,
     renamed,
@@ -50,7 +48,6 @@ from zbound.utils.validation import (
     Number,
     check_class_targets,
     check_weighted_classes,
-    finite_prediction,
     label_indices,
     relative_weights,
     validate_data,
@@ -130,7 +127,7 @@ def _same_options(a: dict, b: dict) -> bool:
     return a.keys() == b.keys() and all(a[k] == b[k] for k in a if k != "batch_size")
 
 
-class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimator):
+class BoundSGDClassifier(RenamedParameters, LinearClassifier, BaseEstimator):
     """L2 logistic regression by stochastic bound majorization; ``fit`` and ``partial_fit``.
 
     Parameters
@@ -617,31 +614,5 @@ class BoundSGDClassifier(RenamedParameters, LabelCheckedClassifier, BaseEstimato
         return _without_centering(model, theta, model.value(theta))
 
     # -- prediction ------------------------------------------------------------------------------
-    def decision_function(self, X):
-        """Scores: (t,) for two classes (log-odds of ``classes_[1]``), else (t, n_classes)."""
-        check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        scores = finite_prediction(
-            lambda: safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_)
-        return scores.ravel() if scores.shape[1] == 1 else scores
-
-
-    def predict_proba(self, X):
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack([expit(-scores), expit(scores)])
-        return softmax(scores, axis=1)
-
-    def predict_log_proba(self, X):
-        scores = self.decision_function(X)
-        if scores.ndim == 1:
-            return np.column_stack([log_expit(-scores), log_expit(scores)])
-        return log_softmax(scores, axis=1)
-
-    def predict(self, X):
-        scores = self.decision_function(X)
-        idx = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
-        return self.classes_[idx]
-
     method_ = renamed_attribute("method_", "solver_")
     finish_result_ = renamed_attribute("finish_result_", "solver_result_")
