@@ -155,3 +155,57 @@ def test_solver_choices_come_from_the_registry_and_sgd_is_adagrad():
     with pytest.warns(FutureWarning, match="is named 'adagrad'"):
         old = ChainCRF(c2=0.5, solver="sgd", max_iter=5, random_state=0).fit(X, y)
     np.testing.assert_array_equal(old.coef_, new.coef_)
+
+
+def test_adagrad_fit_and_stream_take_the_registered_methods_steps():
+    """fit(solver="adagrad") and partial_fit run the registered "adagrad" method: one epoch of
+    fit is the registered solver's epoch on the same objective, and partial_fit of the corpus
+    in that epoch's order in one chunk (sample count hinted) takes the same steps (its summed
+    batch form and the solver's mean form are the same AdaGrad steps); the squared-gradient
+    sums fit leaves let a stream go on from it."""
+    from zbound.models.crf import chain_crf_objective
+    from zbound.solvers import minimize
+
+    X, y = toy(24, seed=5)
+    fit = ChainCRF(c2=0.5, solver="adagrad", max_iter=1, batch_size=5, learning_rate=0.2,
+                   random_state=0).fit(X, y)
+    order = np.random.default_rng(0).permutation(len(X))      # the epoch's shuffle
+    stream = ChainCRF(c2=0.5, batch_size=5, learning_rate=0.2, n_samples_hint=len(X))
+    stream.partial_fit([X[i] for i in order], [y[i] for i in order],
+                       classes=list(fit.classes_))
+    assert stream.n_updates_ == 5
+    assert list(stream.classes_) == list(fit.classes_)
+    # the stream met the attributes in another order: compare them by name
+    names = sorted(fit.index_.vocabulary_)
+    at = [[est.index_.vocabulary_[n] for n in names] for est in (fit, stream)]
+    np.testing.assert_allclose(stream.state_weights_[at[1]], fit.state_weights_[at[0]],
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(stream.transitions_, fit.transitions_, rtol=1e-10, atol=1e-12)
+    m = len(fit.classes_)
+    sums = [est.adagrad_[:-m * m].reshape(-1, m)[i] for est, i in zip((fit, stream), at)]
+    np.testing.assert_allclose(sums[1], sums[0], rtol=1e-10, atol=1e-14)
+    M, lengths = fit._matrices(X, grow=False)
+    obj = chain_crf_objective(M, lengths, fit._labels(y, lengths, grow=False),
+                              len(fit.classes_), 0.5)
+    res = minimize(obj, np.zeros(obj.n_params), method="adagrad", max_iter=1, batch_size=5,
+                   lr=0.2, random_state=np.random.default_rng(0))
+    assert res.method == "adagrad" and res.nit == 1 and fit.solver_result_.method == "adagrad"
+    np.testing.assert_allclose(res.x, fit.coef_, rtol=1e-12, atol=1e-14)
+    assert res.fun == pytest.approx(fit.objective_, rel=1e-12)
+    before = fit.n_updates_
+    fit.partial_fit(X[:10], y[:10])
+    assert fit.n_updates_ == before + 2 and np.all(fit.adagrad_ >= 0)
+
+
+@pytest.mark.parametrize("where", ["fit", "partial_fit"])
+def test_adagrad_steps_that_leave_float64_name_the_learning_rate(where):
+    """A step size far too large: a ValueError naming learning_rate, from fit's epochs (the
+    registered method's FAILED status) and from partial_fit's updates alike, never a NaN."""
+    X, y = toy(12, seed=1)
+    est = ChainCRF(c2=0.0, solver="adagrad", learning_rate=1e300, max_iter=3, random_state=0)
+    with np.errstate(all="raise"), pytest.raises(ValueError, match="learning_rate=1e"):
+        if where == "fit":
+            est.fit(X, y)
+        else:
+            for _ in range(3):
+                est.partial_fit(X, y, classes=["A", "B", "C"])

@@ -29,7 +29,8 @@ def test_registry_describes_every_method():
             "lbfgs-precond", "lbfgs-bound", "lbfgs-newton"} == set(BATCH_METHODS)
     assert {"em", "em-joint"} == {k for k, v in METHODS.items()
                                   if v.requires is LatentLikelihood}
-    assert {"spfb", "lspfb", "sbm", "sbm-sm", "sbm-boehning", "sgd", "momentum", "adam"} == {
+    assert {"spfb", "lspfb", "sbm", "sbm-sm", "sbm-boehning", "sgd", "momentum", "adam",
+            "adagrad"} == {
         k for k, v in METHODS.items() if v.stochastic}
     for name, info in METHODS.items():
         assert info.name == name

@@ -5,7 +5,7 @@ Each estimator states ``_parameter_constraints`` in scikit-learn's terms (``Inte
 ``Interval`` that refuses booleans, and :class:`zbound.solvers.MethodNames`, the registered
 solver names with a capability, so that an estimator's choices come from the registry and
 never from a table of its own); :func:`fit_method` checks them once, before any work.
-:class:`AdaGradFit` holds the AdaGrad epochs and steps of the CRF estimators.
+:class:`CRFFit` holds the fit and the stream of the CRF estimators.
 """
 
 from __future__ import annotations
@@ -18,12 +18,17 @@ from typing import ClassVar
 import numpy as np
 from scipy.special import expit, log_expit
 from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Hidden, StrOptions
 from sklearn.utils.extmath import safe_sparse_dot
 from sklearn.utils.validation import check_is_fitted
 
-from zbound.solvers.first_order import AdaGrad
-from zbound.solvers.result import Recorder, Result, Status
+from zbound.models.objective import Objective
+from zbound.models.penalty import L2Penalty
+from zbound.solvers.policy import CRF_STREAM, SolverPolicy
+from zbound.solvers.result import Result, Status
+from zbound.solvers.stochastic import batch_objective, iterate_batches
+from zbound.structured.chain import chain_fit_threads
 from zbound.utils.logspace import log_softmax
 from zbound.utils.threads import limit_small_fits
 from zbound.utils.validation import check_score_labels, finite_prediction, validate_data
@@ -193,80 +198,116 @@ class LinearClassifier(LabelCheckedClassifier):
         return self.classes_[idx]
 
 
-__all__ = ["fit_method", "LabelCheckedClassifier", "LinearClassifier", "STACKLEVEL",
+__all__ = ["CRFFit", "fit_method", "LabelCheckedClassifier", "LinearClassifier", "STACKLEVEL",
            "DEPRECATED", "renamed", "RenamedParameters", "renamed_attribute", "progress_printer"]
 
 
-def crf_solver_options(solver: str, cg_maxiter: int, evaluation: str = "double") -> dict:
-    """The options ``ChainCRF`` and ``GraphCRF`` pass to ``zbound.minimize`` for a batch
-    ``solver``: Alg. 2's step (and SQUAREM's) by ``cg_maxiter`` CG products (the bound is
-    matrix-free: an exact solve would cost thousands of them, and any partial one keeps the
-    iterates monotone); the curvature pairs of "lbfgs-bound" in float32 (half their memory on a
-    corpus of millions of parameters, the same iterations) and its ``evaluation`` (float64,
-    or float32 first: ``LBFGSBound``'s option)."""
-    if solver in ("bound", "squarem"):
-        return dict(inner="cg", cg_maxiter=cg_maxiter, cg_rtol=1e-3)
-    if solver == "newton-bound":
-        return dict(inner="cg")
-    if solver == "lbfgs-bound":
-        return dict(precision="single", evaluation=evaluation)
-    return {}
+class CRFFit:
+    """How the CRF estimators (``ChainCRF``, ``GraphCRF``) fit and stream, written once.
 
+    ``fit`` runs the estimator's ``solver`` through :func:`zbound.solvers.minimize` with the
+    options of :meth:`zbound.solvers.SolverPolicy.crf_options` ("adagrad", the registered
+    mini-batch AdaGrad, runs its epochs in the same solver loop). ``partial_fit`` takes the
+    registered "adagrad" method's updates over a chunk, the squared-gradient sums carried in
+    ``adagrad_``. Mixin of an estimator with ``c2``, ``solver``, ``learning_rate``,
+    ``batch_size``, ``max_iter``, ``tol``, ``cg_maxiter``, ``n_jobs``, ``random_state``,
+    ``n_samples_hint`` and ``verbose``, whose ``_stream_loss`` gives a chunk's loss and whose
+    ``_store_coef`` sets the weights."""
 
-class AdaGradFit:
-    """AdaGrad epochs and steps shared by the CRF estimators (``ChainCRF``, ``GraphCRF``):
-    their ``solver="adagrad"`` fit and the steps of ``partial_fit``, on any loss with
-    ``subset`` and ``value_and_grad``, the L2 term c2 ||theta||^2 shared out by mini-batch.
+    def _diverged(self) -> ValueError:
+        return ValueError(f"{type(self).__name__}: the AdaGrad steps left float64's range; "
+                          f"learning_rate={self.learning_rate} is too large for this data")
 
-    Mixin of an estimator with ``c2``, ``learning_rate``, ``batch_size``, ``max_iter``,
-    ``random_state`` and ``verbose``; the squared-gradient sums live in ``self.adagrad_``."""
+    def _run_solver(self, obj, x0, evaluation: str = "double") -> Result:
+        """Minimize ``obj`` from ``x0`` with the estimator's solver; sets ``solver_result_``,
+        ``n_iter_`` and ``adagrad_`` (the sums "adagrad" leaves, zeros after a batch solver,
+        for ``partial_fit`` to go on from)."""
+        from zbound.solvers import minimize
 
-    def _adagrad_step(self, loss, theta, frac):
-        """One AdaGrad step on the mini-batch ``loss`` (its share ``frac`` of the L2 term). A
-        step that leaves float64's range is a ValueError naming ``learning_rate``, not a
-        warning and a NaN."""
         name = type(self).__name__
-        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        solver = CRF_STREAM if self.solver == "sgd" else self.solver
+        opts = SolverPolicy.crf_options(
+            solver, cg_maxiter=self.cg_maxiter, evaluation=evaluation,
+            learning_rate=self.learning_rate, batch_size=self.batch_size,
+            random_state=self.random_state)
+        callback = progress_printer(name) if self.verbose >= 2 else None
+        try:
+            with chain_fit_threads(self.n_jobs):
+                res = minimize(obj, x0, method=solver, tol=self.tol, max_iter=self.max_iter,
+                               callback=callback, **opts)
+        except FloatingPointError:          # the chain kernels' check: log Z not finite
+            if solver != CRF_STREAM:
+                raise
+            raise self._diverged() from None
+        if solver == CRF_STREAM and res.status is Status.FAILED:
+            raise self._diverged()
+        if not res.converged and solver != CRF_STREAM:
+            warnings.warn(f"{name} (solver={self.solver!r}) did not converge in "
+                          f"max_iter={self.max_iter} iterations ({res.message}); increase "
+                          "max_iter or raise tol", ConvergenceWarning, stacklevel=4)
+        if self.verbose >= 1:
+            print(f"[{name}] {res!r}")
+        sums = res.info.get("sums")
+        self.adagrad_ = np.zeros(res.x.size) if sums is None else np.array(sums)
+        self.solver_result_ = res
+        self.n_iter_ = int(res.nit)
+        self.n_updates_ = 0
+        return res
+
+    def _partial_fit(self, X, y, classes=None, **data):
+        """One pass of AdaGrad steps over the chunk (X, y) (any iterables of samples), in
+        mini-batches of ``batch_size`` samples in the given order.
+
+        Each step uses the mini-batch gradient plus its share of the L2 term (the batch's
+        samples over ``n_samples_hint``, else over the samples seen so far); the
+        per-coordinate squared-gradient sums carry over between calls, so a corpus streamed
+        as a generator of chunks, a few passes over it, trains the model (the ``crf``
+        benchmark compares its F1 with ``fit``'s). ``classes`` (all labels) is required on
+        the first call. New attributes extend the vocabulary with zero weights.
+        """
+        from zbound.solvers import configure
+
+        X, y = list(X), list(y)
+        first = not hasattr(self, "classes_")
+        if first:
+            if classes is None:
+                raise ValueError("classes (the list of all labels) is required on the first "
+                                 "call to partial_fit")
+            self.classes_ = np.array(list(classes), dtype=object)
+            if len(set(self.classes_)) != self.classes_.size or self.classes_.size < 1:
+                raise ValueError("classes must be distinct and non-empty")
+            self.n_seen_ = self.n_updates_ = 0
+        loss, n_feat = self._stream_loss(X, y, **data)
+        width, p = n_feat * len(self.classes_), loss.n_params
+        if first:
+            theta, self.adagrad_ = np.zeros(p), np.zeros(p)
+        else:           # the feature block grows with the vocabulary, weights and sums alike
+            theta, self.adagrad_ = (_grown(v, width, p) for v in (self.coef_, self.adagrad_))
+        self.n_seen_ += loss.n_samples
+        n_total = max(self.n_samples_hint or 0, self.n_seen_)
+        solver = configure(CRF_STREAM, **SolverPolicy.crf_options(
+            CRF_STREAM, cg_maxiter=1, learning_rate=self.learning_rate,
+            batch_size=self.batch_size))
+        obj = Objective(loss, L2Penalty(2.0 * float(self.c2)))
+        state = solver.init(None, theta)
+        state.opt.G = self.adagrad_
+        for rows in iterate_batches(loss.n_samples, int(self.batch_size), None):
             try:
-                _, g = loss.value_and_grad(theta)
-            except FloatingPointError:          # the chain kernels' check: log Z not finite
-                g = np.full_like(theta, np.nan)
-            g = g + frac * 2.0 * float(self.c2) * theta
-            rule = AdaGrad(float(self.learning_rate))
-            rule.G = self.adagrad_                   # the sums carried by the estimator
-            new = rule.step(theta, g)
-        if not np.isfinite(new).all():
-            raise ValueError(f"{name}: the AdaGrad steps left float64's range; "
-                             f"learning_rate={self.learning_rate} is too large for this data")
-        return new
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    solver.update(batch_objective(obj, rows, n_total), state)
+            except FloatingPointError:      # the chain kernels' check: log Z not finite
+                raise self._diverged() from None
+            if state.status is Status.FAILED:
+                raise self._diverged()
+            self.n_updates_ += 1
+        self.adagrad_ = state.opt.G
+        self._store_coef(state.x, loss, n_feat)
+        return self
 
-    def _adagrad_epochs(self, obj, theta) -> Result:
-        """AdaGrad epochs from theta over shuffled mini-batches of ``batch_size`` samples: a
-        Result with one trace row per epoch (AdaGrad has no stopping test: it runs its
-        epochs, converged or not)."""
-        name = type(self).__name__
-        rng = np.random.default_rng(self.random_state)
-        loss = obj.loss
-        n = loss.n_samples
-        theta = np.array(theta, dtype=np.float64)
-        self.adagrad_ = np.zeros_like(theta)
-        recorder = Recorder()
-        recorder.record(obj.value(theta), np.nan, 0)
-        for epoch in range(self.max_iter):
-            perm = rng.permutation(n)
-            for s in range(0, n, self.batch_size):
-                batch = perm[s:s + self.batch_size]
-                theta = self._adagrad_step(loss.subset(batch), theta, batch.size / n)
-            with np.errstate(over="ignore", invalid="ignore"):
-                f = obj.value(theta)
-            if not np.isfinite(f):
-                raise ValueError(f"{name}: the objective left float64's range after an "
-                                 f"AdaGrad epoch; learning_rate={self.learning_rate} is too "
-                                 "large for this data")
-            recorder.record(f, np.nan, epoch + 1)
-            if self.verbose >= 2:
-                print(f"[{name}] epoch {epoch + 1}: objective {f:.12g}")
-        return Result(x=theta.copy(), fun=float(recorder.last_objective), converged=False,
-                      message=Status.MAX_ITER.message, nit=int(self.max_iter),
-                      n_evals=int(self.max_iter), method="adagrad", trace=recorder.trace(),
-                      status=Status.MAX_ITER)
+
+def _grown(v: np.ndarray, width: int, p: int) -> np.ndarray:
+    """``v`` (a feature block, then the fixed part) with zeros appended to its feature block,
+    to ``width`` entries of a ``p``-vector."""
+    fixed = p - width
+    old = v.size - fixed
+    return np.concatenate([v[:old], np.zeros(width - old), v[old:]])

@@ -27,43 +27,22 @@ from numbers import Integral, Real
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
 
 from zbound.estimators._params import (
-    AdaGradFit,
-    crf_solver_options,
-    progress_printer,
+    CRFFit,
     renamed_attribute,
 )
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
 from zbound.models.loss import check_design_magnitude
 from zbound.solvers.base import MethodNames
-from zbound.solvers.policy import PRECISIONS
-from zbound.solvers.quasi_newton import AUTO_MIN_WORK, gradient_work
-from zbound.structured.chain import ChainLayout, chain_fit_threads, forward_backward, marginals
+from zbound.solvers.policy import PRECISIONS, SolverPolicy, chain_crf_method
+from zbound.structured.chain import ChainLayout, forward_backward, marginals
 from zbound.structured.features import encode_labels, featurize
 from zbound.utils.validation import PENALTY, Choices, Number, finite_prediction
 
-#: the stochastic fit of ChainCRF itself (AdaGrad epochs, the steps of partial_fit); "sgd" is
-#: its deprecated name
-STOCHASTIC = ("adagrad", "sgd")
 
-
-def _crf_batch(info) -> bool:
-    """A registered batch method for any objective (the chain CRF's has no capability
-    beyond the protocol)."""
-    return not info.stochastic and info.requires is None
-
-
-def auto_evaluation(obj) -> str:
-    """``precision="auto"`` of ChainCRF's "lbfgs-bound" on the objective ``obj``: float32
-    evaluations first, converting each chunk ("mixed-lean"), from ``AUTO_MIN_WORK``
-    sequences x parameters (where the float32 products pay), else "double"."""
-    return "mixed-lean" if gradient_work(obj) >= AUTO_MIN_WORK else "double"
-
-
-class ChainCRF(AdaGradFit, BaseEstimator):
+class ChainCRF(CRFFit, BaseEstimator):
     """Linear-chain conditional random field (first-order transitions), L2-regularized.
 
     Minimizes CRFsuite's objective, sum_j -log p(y_j | x_j) + c2 ||theta||^2, over the state
@@ -160,7 +139,7 @@ class ChainCRF(AdaGradFit, BaseEstimator):
     # ------------------------------------------------------------------ input handling
     _parameter_constraints: dict = {
         "c2": [PENALTY],
-        "solver": [StrOptions(MethodNames(_crf_batch, also=STOCHASTIC),
+        "solver": [StrOptions(MethodNames(chain_crf_method, also=("sgd",)),
                               deprecated={"sgd"})],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [Number(Real, 0, np.inf, closed="left")],
@@ -214,15 +193,6 @@ class ChainCRF(AdaGradFit, BaseEstimator):
     def _objective(self, M, lengths, yi):
         return chain_crf_objective(M, lengths, yi, len(self.classes_), self.c2, self.n_jobs)
 
-    def _resize(self, n_feat):
-        """Grow the state weights to n_feat attributes (new ones start at 0)."""
-        m = len(self.classes_)
-        W, T = self.state_weights_, self.transitions_
-        if W.shape[0] < n_feat:
-            W = np.vstack([W, np.zeros((n_feat - W.shape[0], m))])
-        self.state_weights_ = W
-        self.transitions_ = T
-
     @property
     def coef_(self) -> np.ndarray:
         """All weights as one vector: the state weights (n_features, n_labels) row-major,
@@ -241,20 +211,9 @@ class ChainCRF(AdaGradFit, BaseEstimator):
         self.transitions_ = theta[k:].reshape(m, m).copy()
 
     # ------------------------------------------------------------------ training
-    def _evaluation(self, obj) -> str:
-        """The ``evaluation`` option of "lbfgs-bound" for ``precision`` ("auto" resolved on
-        the objective's size); ValueError for a float32 precision with another solver."""
-        if self.solver != "lbfgs-bound":
-            if self.precision not in ("auto", "double"):
-                raise ValueError(f"precision={self.precision!r} needs solver='lbfgs-bound', "
-                                 f"got solver={self.solver!r}")
-            return "double"
-        return auto_evaluation(obj) if self.precision == "auto" else self.precision
-
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
         """Fit on lists of sequences ``X`` and label sequences ``y``."""
-        from zbound.solvers import minimize
         for attr in ("index_", "classes_", "n_features_in_", "state_weights_"):
             if hasattr(self, attr):
                 delattr(self, attr)
@@ -265,88 +224,32 @@ class ChainCRF(AdaGradFit, BaseEstimator):
         obj = self._objective(M, lengths, yi)
         n_seen = len(lengths)
         del M, lengths, yi              # the objective holds its own (reordered) copy of M
-        x0 = np.zeros(obj.n_params)
-        evaluation = self._evaluation(obj)
-        if self.solver in STOCHASTIC:
-            if self.solver == "sgd":
-                warnings.warn("ChainCRF: solver='sgd' is named 'adagrad'; 'sgd' will be "
-                              "removed in 0.2", FutureWarning, stacklevel=3)
-            with chain_fit_threads(self.n_jobs):
-                res = self._adagrad_epochs(obj, x0)
-            theta = res.x
-        else:
-            opts = crf_solver_options(self.solver, self.cg_maxiter, evaluation)
-            callback = progress_printer("ChainCRF") if self.verbose >= 2 else None
-            with chain_fit_threads(self.n_jobs):
-                res = minimize(obj, x0, method=self.solver, tol=self.tol,
-                               max_iter=self.max_iter, callback=callback, **opts)
-            theta = res.x
-            if not res.converged:
-                warnings.warn(f"ChainCRF (solver={self.solver!r}) did not converge in "
-                              f"max_iter={self.max_iter} iterations ({res.message}); increase "
-                              "max_iter or raise tol", ConvergenceWarning, stacklevel=3)
-        if self.verbose >= 1:
-            print(f"[ChainCRF] {res!r}")
-        self.solver_result_ = res
-        self.n_iter_ = int(res.nit)
+        if self.solver == "sgd":
+            warnings.warn("ChainCRF: solver='sgd' is named 'adagrad'; 'sgd' will be removed "
+                          "in 0.2", FutureWarning, stacklevel=3)
+        evaluation = SolverPolicy.crf_evaluation(obj, self.solver, self.precision)
+        res = self._run_solver(obj, np.zeros(obj.n_params), evaluation)
         self.objective_ = float(res.fun)
-        self._set_coef(theta)
-        self.n_updates_ = 0
+        self._set_coef(res.x)
         self.n_seen_ = n_seen
-        if self.solver not in STOCHASTIC:
-            self.adagrad_ = np.zeros(theta.size)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None):
-        """One pass of AdaGrad steps over the chunk (X, y) (any iterables of sequences), in
-        mini-batches of ``batch_size`` sequences in the given order.
+        return self._partial_fit(X, y, classes)
 
-        Each step uses the mini-batch gradient plus its share of the L2 term (the batch's
-        sequences over ``n_samples_hint``, else over the sequences seen so far); the
-        per-coordinate squared-gradient sums carry over between calls, so a corpus streamed
-        as a generator of chunks, a few passes over it, trains the model (the ``crf``
-        benchmark compares its F1 with ``fit``'s). ``classes`` (all
-        labels) is required on the first call. New attributes extend the vocabulary with zero
-        weights.
-        """
-        X, y = list(X), list(y)
-        first = not hasattr(self, "classes_")
-        if first:
-            if classes is None:
-                raise ValueError("classes (the list of all labels) is required on the first "
-                                 "call to partial_fit")
-            self.classes_ = np.array(list(classes), dtype=object)
-            if len(set(self.classes_)) != self.classes_.size or self.classes_.size < 1:
-                raise ValueError("classes must be distinct and non-empty")
-            self.n_updates_ = 0
-            self.n_seen_ = 0
+    partial_fit.__doc__ = CRFFit._partial_fit.__doc__
+
+    def _stream_loss(self, X, y):
+        """The chunk's loss over the vocabulary grown by its attributes, and its size."""
         M, lengths = self._matrices(X, grow=True)
         yi = self._labels(y, lengths, grow=False)
-        m = len(self.classes_)
-        if first:
-            self.state_weights_ = np.zeros((M.shape[1], m))
-            self.transitions_ = np.zeros((m, m))
-            self.adagrad_ = np.zeros(M.shape[1] * m + m * m)
-        n_old = self.state_weights_.shape[0]
-        self._resize(M.shape[1])
-        if self.state_weights_.shape[0] > n_old:       # grow the sums like the weights
-            G = self.adagrad_
-            k = n_old * m
-            self.adagrad_ = np.concatenate([G[:k], np.zeros((self.state_weights_.shape[0]
-                                                             - n_old) * m), G[k:]])
         if not self._precomputed:
             self.n_features_in_ = M.shape[1]
-        self.n_seen_ += len(lengths)
-        n_total = max(self.n_samples_hint or 0, self.n_seen_)
-        loss = ChainCRFLoss(M, lengths, yi, m, n_jobs=self.n_jobs)
-        theta = self.coef_
-        for s in range(0, len(lengths), self.batch_size):
-            seqs = np.arange(s, min(s + self.batch_size, len(lengths)))
-            theta = self._adagrad_step(loss.subset(seqs), theta, seqs.size / n_total)
-            self.n_updates_ += 1
+        return ChainCRFLoss(M, lengths, yi, len(self.classes_), n_jobs=self.n_jobs), M.shape[1]
+
+    def _store_coef(self, theta, loss, n_feat):
         self._set_coef(theta)
-        return self
 
     # ------------------------------------------------------------------ prediction
     def _check_fitted(self):

@@ -18,22 +18,21 @@ message naming the sample). ``predict`` is the exact MAP labeling (max-product).
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import StrOptions
 
-from zbound.estimators._params import AdaGradFit, crf_solver_options, progress_printer
+from zbound.estimators._params import CRFFit
 from zbound.models.graph_crf import GraphCRFLoss
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.solvers.base import MethodNames
-from zbound.structured.chain import chain_fit_threads
+from zbound.solvers.policy import graph_crf_method
 from zbound.structured.features import encode_labels, featurize
 from zbound.structured.graph import (
     HEURISTICS,
@@ -43,13 +42,7 @@ from zbound.structured.graph import (
 from zbound.utils.validation import PENALTY, Number, finite_prediction
 
 
-def _graph_batch(info) -> bool:
-    """A registered batch method that needs values, gradients and majorizers only."""
-    return (not info.stochastic and info.requires is None
-            and set(info.needs) <= {"value", "value_and_grad", "majorizer"})
-
-
-class GraphCRF(AdaGradFit, BaseEstimator):
+class GraphCRF(CRFFit, BaseEstimator):
     """Pairwise conditional random field on graphs of small treewidth, L2-regularized.
 
     Minimizes sum_j w_j (-log p(y_j | x_j)) + c2 ||theta||^2 (w the sample weights) over the
@@ -136,7 +129,7 @@ class GraphCRF(AdaGradFit, BaseEstimator):
 
     _parameter_constraints: dict = {
         "c2": [PENALTY],
-        "solver": [StrOptions(MethodNames(_graph_batch, also=("adagrad",)))],
+        "solver": [StrOptions(MethodNames(graph_crf_method))],
         "max_iter": [Number(Integral, 1, None, closed="left")],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "cg_maxiter": [Number(Integral, 1, None, closed="left")],
@@ -222,7 +215,6 @@ class GraphCRF(AdaGradFit, BaseEstimator):
     def fit(self, X, y, sample_weight=None):
         """Fit on a list of graphs ``X`` and their node labels ``y`` (one list per graph);
         ``sample_weight``: one weight >= 0 per graph."""
-        from zbound.solvers import minimize
         for attr in ("index_", "classes_", "n_features_in_", "node_weights_",
                      "n_edge_features_"):
             if hasattr(self, attr):
@@ -234,76 +226,33 @@ class GraphCRF(AdaGradFit, BaseEstimator):
         self.n_features_in_ = M.shape[1]
         self.n_edge_features_ = loss.K
         obj = Objective(loss, L2Penalty(2.0 * float(self.c2)))
-        x0 = np.zeros(obj.n_params)
-        if self.solver == "adagrad":
-            with chain_fit_threads(self.n_jobs):
-                res = self._adagrad_epochs(obj, x0)
-            theta = res.x
-        else:
-            callback = progress_printer("GraphCRF") if self.verbose >= 2 else None
-            opts = crf_solver_options(self.solver, self.cg_maxiter)
-            with chain_fit_threads(self.n_jobs):
-                res = minimize(obj, x0, method=self.solver, tol=self.tol,
-                               max_iter=self.max_iter, callback=callback, **opts)
-            theta = res.x
-            if not res.converged:
-                warnings.warn(f"GraphCRF (solver={self.solver!r}) did not converge in "
-                              f"max_iter={self.max_iter} iterations ({res.message}); increase "
-                              "max_iter or raise tol", ConvergenceWarning, stacklevel=3)
-            if self.verbose >= 1:
-                print(f"[GraphCRF] {res!r}")
-        self.solver_result_ = res
-        self.n_iter_ = int(res.nit)
-        self.objective_ = float(obj.value(theta))
-        self._set_coef(theta, M.shape[1], loss.K)
+        res = self._run_solver(obj, np.zeros(obj.n_params))
+        self.objective_ = float(obj.value(res.x))
+        self._set_coef(res.x, M.shape[1], loss.K)
         self.n_seen_ = len(n_nodes)
-        self.n_updates_ = 0
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y, classes=None, sample_weight=None):
-        """One pass of AdaGrad steps over the graphs (X, y), in mini-batches of
-        ``batch_size`` graphs in the given order; ``classes`` (all labels) is required on the
-        first call. The per-coordinate squared-gradient sums carry over between calls; new
-        attributes extend the vocabulary with zero weights."""
-        X, y = list(X), list(y)
-        first = not hasattr(self, "classes_")
-        if first:
-            if classes is None:
-                raise ValueError("classes (the list of all labels) is required on the first "
-                                 "call to partial_fit")
-            self.classes_ = np.array(list(classes), dtype=object)
-            if len(set(self.classes_)) != self.classes_.size or self.classes_.size < 1:
-                raise ValueError("classes must be distinct and non-empty")
-            self.n_seen_ = self.n_updates_ = 0
+        return self._partial_fit(X, y, classes, sample_weight=sample_weight)
+
+    partial_fit.__doc__ = CRFFit._partial_fit.__doc__ + """
+        ``sample_weight``: one weight >= 0 per graph of the chunk.
+        """
+
+    def _stream_loss(self, X, y, sample_weight=None):
+        """The chunk's loss over the vocabulary grown by its attributes, and its size."""
         M, n_nodes, edges, feats = self._graphs(X, grow=True)
         yi, _ = encode_labels(y, n_nodes, self.classes_)
         sw = check_sample_weight(sample_weight, len(n_nodes))
-        m = len(self.classes_)
         loss = self._loss(M, n_nodes, edges, feats, yi, sw)
-        if first:
-            self.n_edge_features_ = loss.K
-            self.node_weights_ = np.zeros((M.shape[1], m))
-            self.edge_weights_ = np.zeros((loss.K, m, m))
-            self.adagrad_ = np.zeros(M.shape[1] * m + loss.K * m * m)
-        n_old = self.node_weights_.shape[0]
-        if M.shape[1] > n_old:                       # grow weights and sums together
-            extra = (M.shape[1] - n_old) * m
-            self.node_weights_ = np.vstack([self.node_weights_,
-                                            np.zeros((M.shape[1] - n_old, m))])
-            k = n_old * m
-            self.adagrad_ = np.concatenate([self.adagrad_[:k], np.zeros(extra),
-                                            self.adagrad_[k:]])
         self.n_features_in_ = M.shape[1]
-        self.n_seen_ += len(n_nodes)
-        n_total = max(self.n_samples_hint or 0, self.n_seen_)
-        theta = self.coef_
-        for s in range(0, len(n_nodes), self.batch_size):
-            graphs = np.arange(s, min(s + self.batch_size, len(n_nodes)))
-            theta = self._adagrad_step(loss.subset(graphs), theta, graphs.size / n_total)
-            self.n_updates_ += 1
-        self._set_coef(theta, M.shape[1], loss.K)
-        return self
+        if not hasattr(self, "n_edge_features_"):
+            self.n_edge_features_ = loss.K
+        return loss, M.shape[1]
+
+    def _store_coef(self, theta, loss, n_feat):
+        self._set_coef(theta, n_feat, loss.K)
 
     # ------------------------------------------------------------------ prediction
     def _scores(self, X):

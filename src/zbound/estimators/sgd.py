@@ -102,6 +102,32 @@ class _EpochRun:
     settled: bool = False
 
 
+class _Epochs:
+    """``fit``'s epochs as a model of the stochastic solvers: the full objective (its mean
+    form, rows weighted as the steps weigh them; every attribute but ``batch_model`` is its
+    own) that their stopping tests and trace read,
+    with the estimator's own mini-batch models (each batch's weights over their sum; None for
+    a batch of zero weight, which is skipped)."""
+
+    def __init__(self, full, est, X, y_idx, sw):
+        self.full = full
+        self._est, self._X, self._y, self._sw = est, X, y_idx, sw
+
+    def __getattr__(self, name):
+        # everything but the mini-batch models is the full objective's (what the solver asks
+        # of a model: its parameters, values, majorizer, capabilities)
+        if name.startswith("__") or name == "full":
+            raise AttributeError(name)
+        return getattr(self.full, name)
+
+    def batch_model(self, rows):
+        wr = None if self._sw is None else self._sw[rows]
+        if wr is not None and not wr.any():
+            return None
+        w = np.full(rows.size, 1.0 / rows.size) if wr is None else wr / wr.sum()
+        return self._est._objective(self._X[rows], self._y[rows], w)
+
+
 class StepsDiverged(ValueError):
     """The stochastic steps left float64's range: the step size is too large for the data."""
 
@@ -389,8 +415,7 @@ class BoundSGDClassifier(RenamedParameters, LinearClassifier, BaseEstimator):
         self.classes_ = classes
         bs = auto_batch_size(X.shape[0]) if self.batch_size == "auto" else int(self.batch_size)
         solver, self.solver_ = self._solver(classes.size, X.shape[1], -(-X.shape[0] // bs), bs)
-        state = solver.init(None, x0)
-        run = self._run_epochs(solver, state, X, y_idx, sw, bs)
+        run, state = self._run_epochs(solver, x0, X, y_idx, sw, bs)
         finished = self._conclude(run, state, X, y_idx, sw, bs)
         self._sgd_solver, self._sgd_state = solver, state
         self.n_epochs_ = run.epochs
@@ -410,60 +435,60 @@ class BoundSGDClassifier(RenamedParameters, LinearClassifier, BaseEstimator):
             return self._theta()
         return np.zeros(p)
 
-    def _run_epochs(self, solver, state, X, y_idx, sw, bs: int) -> _EpochRun:
-        """Epochs of shuffled mini-batch steps, stopped by ``tol`` / ``n_iter_no_change``
-        (scikit-learn's rule) or ``max_iter``; a divergence raises StepsDiverged, or with the
-        finish warns and restarts it from zero."""
+    def _run_epochs(self, solver, x0, X, y_idx, sw, bs: int):
+        """Epochs of shuffled mini-batch steps, run by the solver's own loop
+        (:meth:`~zbound.solvers.base.Solver.run_iterator`), stopped by ``tol`` /
+        ``n_iter_no_change`` (scikit-learn's rule) or ``max_iter``; a divergence raises
+        StepsDiverged, or with the finish warns and restarts it from zero. Returns the run and
+        the stream's state."""
         T = X.shape[0]
         run = _EpochRun(Recorder())
         max_iter = self._epochs()
         if not max_iter:
-            return run
+            return run, solver.init(None, x0)
         # the stopping rule's objective weighs rows as the steps do (weights over their sum:
         # a row of weight 2 and a repeated row stop the fit at the same epoch)
         full = self._objective(X, y_idx, np.full(T, 1.0 / T) if sw is None else sw / sw.sum())
-        rng = None if self.random_state is None else np.random.default_rng(self.random_state)
-        run.f = run.f_start = full.value(state.x)
-        run.recorder.record(run.f, np.nan, 0)
-        f_prev, stalled = run.f, 0
-        for _ in range(max_iter):
-            order = np.arange(T) if rng is None else rng.permutation(T)
-            try:
-                for a in range(0, T, bs):
-                    rows = order[a:a + bs]
-                    wr = None if sw is None else sw[rows]
-                    if wr is not None and not wr.any():
-                        continue
-                    self._step(solver, state, X[rows], y_idx[rows], wr)
-                with np.errstate(over="ignore", invalid="ignore"):
-                    run.f = full.value(state.x)
-                if not np.isfinite(run.f):
-                    raise StepsDiverged(f"BoundSGDClassifier: the objective became {run.f} "
-                                        f"after epoch {run.epochs + 1}; learning_rate="
-                                        f"{self._rate} is too large for this data")
-            except StepsDiverged:
-                if self.finish_tol is None:
-                    raise
-                # the full-batch finish starts from zero instead; it converges
-                run.f = np.inf
-                state.x = np.zeros_like(state.x)
+        epochs = solver.replace(max_iter=max_iter, tol=0.0, random_state=self.random_state)
+        f_prev, stalled = None, 0
+        # a step far too long overflows: detected by the solver's status, not warned about
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            for _, state in epochs.run_iterator(_Epochs(full, self, X, y_idx, sw), x0):
+                run.f = state.f
+                if f_prev is None:                  # the start
+                    run.f_start = f_prev = run.f
+                    run.recorder.record(run.f, np.nan, 0)
+                    continue
+                if state.status is Status.FAILED or not np.isfinite(run.f):
+                    return self._diverged(run, state), state
                 run.epochs += 1
-                warnings.warn(f"BoundSGDClassifier: the stochastic steps diverged in epoch "
-                              f"{run.epochs} (learning_rate={self._rate} too large?); the "
-                              "full-batch finish starts from zero", ConvergenceWarning,
-                              stacklevel=STACKLEVEL + 1)
-                return run
-            run.epochs += 1
-            run.recorder.record(run.f, np.nan, run.epochs)
-            if self.verbose:
-                print(f"[BoundSGDClassifier] epoch {run.epochs}: objective {run.f:.10g}")
-            if self.tol is not None:
-                stalled = stalled + 1 if f_prev - run.f <= self.tol * max(1.0, abs(run.f)) \
-                    else 0
-                if stalled >= int(self.n_iter_no_change):
-                    run.settled = True
-                    return run
-            f_prev = run.f
+                run.recorder.record(run.f, np.nan, run.epochs)
+                if self.verbose:
+                    print(f"[BoundSGDClassifier] epoch {run.epochs}: objective {run.f:.10g}")
+                if self.tol is not None:
+                    stalled = stalled + 1 if f_prev - run.f <= self.tol * max(1.0, abs(run.f)) \
+                        else 0
+                    if stalled >= int(self.n_iter_no_change):
+                        run.settled = True
+                        break
+                f_prev = run.f
+        return run, state
+
+    def _diverged(self, run: _EpochRun, state) -> _EpochRun:
+        """An epoch whose steps left float64's range: StepsDiverged, or with the finish a
+        warning and the finish's start at zero (it converges from there)."""
+        if self.finish_tol is None:
+            raise StepsDiverged(f"BoundSGDClassifier: the stochastic steps left float64's "
+                                f"range in epoch {run.epochs + 1} ({state.message}); "
+                                f"learning_rate={self._rate} is too large for this data")
+        run.f = np.inf
+        state.x = np.zeros_like(state.x)
+        state.status, state.message = Status.RUNNING, None      # the stream goes on from zero
+        run.epochs += 1
+        warnings.warn(f"BoundSGDClassifier: the stochastic steps diverged in epoch "
+                      f"{run.epochs} (learning_rate={self._rate} too large?); the "
+                      "full-batch finish starts from zero", ConvergenceWarning,
+                      stacklevel=STACKLEVEL + 1)
         return run
 
     def _conclude(self, run: _EpochRun, state, X, y_idx, sw, bs: int) -> float | None:

@@ -116,3 +116,20 @@ class Objective:
 
     def predict_proba(self, theta: np.ndarray, X=None) -> np.ndarray:
         return self.loss.predict_proba(theta, X)
+
+
+class ScaledObjective:
+    """c J(theta) for a model J and a constant c > 0: its value and gradient, what the
+    first-order stochastic methods evaluate. The mean form of a mini-batch whose loss cannot
+    be reweighted row by row (``zbound.solvers.stochastic.batch_objective``)."""
+
+    def __init__(self, model, c: float):
+        self.model, self.c = model, float(c)
+        self.n_params = int(model.n_params)
+
+    def value(self, theta: np.ndarray) -> float:
+        return self.c * self.model.value(theta)
+
+    def value_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        f, g = self.model.value_and_grad(theta)
+        return self.c * f, self.c * g

@@ -571,26 +571,36 @@ class Solver:
         state.nit += 1
         self.record(model, state)
 
-    def run(self, model, x0) -> Result:
-        """Minimize ``model`` from ``x0``; returns :class:`Result`."""
+    def run_iterator(self, model, x0):
+        """:meth:`run` one iteration at a time (JAXopt's ``run_iterator``): a generator of
+        ``(counted model, state)`` after the start and after every iteration, with
+        :meth:`run`'s stopping tests; it ends once the state has a final status. A caller may
+        stop early on a rule of its own; ``result(counted model, state)`` gives the
+        :class:`Result` either way."""
         recorder = Recorder()
         model, x = self.prepare(model, x0)
         state = self.start(model, x)
         del x       # the state holds the iterate; the first one need not outlive it
         state.recorder = recorder
         self.record(model, state)
+        yield model, state
         callback = self.callback
         while True:
             self.check(model, state)
             if state.status is not Status.RUNNING:
-                break
+                return
             self.iterate(model, state)
-            if state.status is not Status.RUNNING:
-                break
-            if callback is not None and callback(state.x, state.f):
+            if state.status is Status.RUNNING and callback is not None and \
+                    callback(state.x, state.f):
                 state.status = Status.CALLBACK
-                break
-        return self.result(model, state)
+            yield model, state
+            if state.status is not Status.RUNNING:
+                return
+
+    def run(self, model, x0) -> Result:
+        """Minimize ``model`` from ``x0``; returns :class:`Result`."""
+        *_, (counted, state) = self.run_iterator(model, x0)      # run to the end
+        return self.result(counted, state)
 
     def result(self, model: CountedModel, state: State) -> Result:
         status = state.status

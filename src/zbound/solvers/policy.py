@@ -187,10 +187,67 @@ class SolverPolicy:
         return "lbfgs" if expert == "logistic" else "em"
 
     @staticmethod
+    def crf_options(solver: str, *, cg_maxiter: int, evaluation: str = "double",
+                    learning_rate: float = 0.3, batch_size: int = 1, random_state=None
+                    ) -> dict:
+        """The options the CRF estimators (``ChainCRF``, ``GraphCRF``) run ``solver`` with:
+        Alg. 2's step (and SQUAREM's) by ``cg_maxiter`` CG products (the bound is matrix-free:
+        an exact solve would cost thousands of them, and any partial one keeps the iterates
+        monotone); the curvature pairs of "lbfgs-bound" in float32 (half their memory on a
+        corpus of millions of parameters, the same iterations) and its ``evaluation``
+        (float64, or float32 first); for "adagrad" (:data:`CRF_STREAM`) the step size, the
+        mini-batch size and the epochs' shuffling (``random_state`` as scikit-learn reads it:
+        None shuffles from fresh entropy)."""
+        if solver in ("bound", "squarem"):
+            return dict(inner="cg", cg_maxiter=cg_maxiter, cg_rtol=1e-3)
+        if solver == "newton-bound":
+            return dict(inner="cg")
+        if solver == "lbfgs-bound":
+            return dict(precision="single", evaluation=evaluation)
+        if solver == CRF_STREAM:
+            rng = random_state if isinstance(random_state, np.random.Generator) else \
+                np.random.default_rng(random_state)
+            return dict(lr=float(learning_rate), batch_size=int(batch_size), random_state=rng)
+        return {}
+
+    @staticmethod
+    def crf_evaluation(model, solver: str, precision: str) -> str:
+        """How ``ChainCRF`` evaluates its objective ``model`` for ``precision``: float32 first
+        ("mixed-lean", converting each chunk) from ``AUTO_MIN_WORK`` sequences x parameters
+        under "auto" (where the float32 products pay), else as asked; float64 for solvers
+        other than "lbfgs-bound", which refuse a float32 precision."""
+        if solver != "lbfgs-bound":
+            if precision not in ("auto", "double"):
+                raise ValueError(f"precision={precision!r} needs solver='lbfgs-bound', "
+                                 f"got solver={solver!r}")
+            return "double"
+        if precision != "auto":
+            return precision
+        return "mixed-lean" if gradient_work(model) >= AUTO_MIN_WORK else "double"
+
+    @staticmethod
     def latent() -> str:
         """The method of ``LatentLogisticRegression(solver="auto")``: "lbfgs-bound", L-BFGS
         directions with the bound as the monotone safeguard."""
         return "lbfgs-bound"
+
+
+#: the stochastic method of the CRF estimators (their ``solver="adagrad"`` and ``partial_fit``)
+CRF_STREAM = "adagrad"
+
+
+def chain_crf_method(info) -> bool:
+    """A solver ``ChainCRF`` takes: a registered batch method that asks nothing of the model
+    beyond the protocol, or :data:`CRF_STREAM`."""
+    return info.name == CRF_STREAM or (not info.stochastic and info.requires is None)
+
+
+def graph_crf_method(info) -> bool:
+    """A solver ``GraphCRF`` takes: a batch method that needs values, gradients and
+    majorizers only (no Hessian of a junction-tree loss), or :data:`CRF_STREAM`."""
+    return info.name == CRF_STREAM or (
+        not info.stochastic and info.requires is None
+        and set(info.needs) <= {"value", "value_and_grad", "majorizer"})
 
 
 def choose_method(model, constraints: LinearConstraints | None = None, *,
@@ -310,4 +367,4 @@ def _chained(first, second):
 __all__ = ["SolverPolicy", "Plan", "choose_method", "DEFAULT_METHOD", "PRECISIONS",
            "AUTO_PRECOND_MIN_WORK", "AUTO_MAX_PAIR_BYTES", "UNITS_SPREAD", "NEWTON_FIRST_WORK",
            "BOX_LBFGS_MIN_PARAMS", "MAX_QP_PARAMS", "ESTIMATOR_PAIRS", "AUTO_MIN_BLOCKS",
-           "STOCHASTIC_BOEHNING_MAX_D"]
+           "STOCHASTIC_BOEHNING_MAX_D", "CRF_STREAM", "chain_crf_method", "graph_crf_method"]

@@ -51,9 +51,9 @@ from sklearn.utils._param_validation import StrOptions
 from zbound.bounds.lowrank import BlockedLowRank, blocked_lowrank_update
 from zbound.bounds.preconditioners import KroneckerFactored
 from zbound.models.base import Batchable, Majorizer, SoftmaxData, loss_and_penalties, supports
-from zbound.models.objective import Objective
+from zbound.models.objective import Objective, ScaledObjective
 from zbound.solvers.base import MethodInfo, Solver, State, register
-from zbound.solvers.first_order import SGD, Adam, TorchRule, torch_available
+from zbound.solvers.first_order import SGD, AdaGrad, Adam, TorchRule, torch_available
 from zbound.solvers.result import Status
 from zbound.utils.linalg import (
     factor_solve,
@@ -73,8 +73,8 @@ from zbound.utils.validation import (
 )
 
 __all__ = ["SPFB", "LSPFB", "SBM", "BoehningSBM", "ShermanMorrisonSBM", "StochasticSGD",
-           "StochasticMomentum", "StochasticAdam", "StochasticSolver", "BlockedLowRank",
-           "KroneckerFactored",
+           "StochasticMomentum", "StochasticAdam", "StochasticAdaGrad", "StochasticSolver",
+           "BlockedLowRank", "KroneckerFactored",
            "batch_objective", "blocked_lowrank_update", "iterate_batches",
            "lowrank_majorizer_blocked", "sherman_morrison_inverse", "softmax_bound_terms"]
 
@@ -155,6 +155,11 @@ def batch_objective(model, rows, n_total: int | None = None) -> Objective:
         raise ValueError("a mini-batch needs at least one row")
     T = loss.n_samples if n_total is None else int(n_total)
     sub = loss.subset(rows)
+    if not callable(getattr(sub, "reweighted", None)):
+        # a loss without row weights of its own (the CRFs'): (1/m) (sum + (m / T) P), whose
+        # value and gradient are all a first-order method asks for
+        return ScaledObjective(Objective(sub, *(_scaled_penalty(p, m / T)
+                                                for p in model.penalties)), 1.0 / m)
     sw = np.full(m, 1.0 / m) if sub.sample_weight is None else sub.sample_weight / m
     sub = sub.reweighted(sw)
     return Objective(sub, *(_scaled_penalty(p, 1.0 / T) for p in model.penalties))
@@ -320,13 +325,25 @@ class StochasticSolver(Solver):
 
     def iterate(self, model, state):
         """One epoch: a step on every mini-batch of a shuffled pass over the rows, then the
-        full objective's value and gradient at the new iterate."""
+        full objective's value and gradient at the new iterate. A model with a
+        ``batch_model(rows)`` of its own gives the mini-batch models (None: a batch to skip,
+        e.g. one of zero weight); else they are :func:`batch_objective`'s."""
         rng, T, bs = state.epochs
+        make = getattr(model, "batch_model", None)
         for rows in iterate_batches(T, bs, rng):
-            self.update(batch_objective(model, rows, T), state)
+            batch = batch_objective(model, rows, T) if make is None else make(rows)
+            if batch is None:
+                continue
+            self.update(batch, state)
             if state.status is not Status.RUNNING:
                 return
-        f, g = model.value_and_grad(state.x)
+        with np.errstate(over="ignore", invalid="ignore"):
+            f, g = model.value_and_grad(state.x)
+        if not (math.isfinite(f) and np.isfinite(g).all()):
+            state.status = Status.FAILED
+            state.message = "the full objective became non-finite after an epoch (step too " \
+                "large?)"
+            return
         self.accept(model, state, state.x, f, g)
 
     def stop_status(self, state, stat):
@@ -839,3 +856,26 @@ class StochasticAdam(_FirstOrder):
     def make_rule(self, x, lr):
         kw = dict(betas=tuple(self.opts["betas"]), eps=float(self.opts["eps"]))
         return TorchRule("Adam", x, lr, **kw) if self.backend() == "torch" else Adam(lr, **kw)
+
+
+@register
+class StochasticAdaGrad(_FirstOrder):
+    """Mini-batch AdaGrad (Duchi, Hazan & Singer 2011): G <- G + g^2 per coordinate,
+    theta <- theta - lr g / (sqrt(G) + eps); the stochastic method of the CRF estimators (their
+    ``solver="adagrad"`` and ``partial_fit``). Scale-free: a batch's mean and summed forms take
+    the same steps. The squared-gradient sums are the result's ``info["sums"]``, so that a
+    stream can go on from them."""
+
+    info = MethodInfo("adagrad", peer=False, constraints="none", stochastic=True,
+                      description="mini-batch AdaGrad (the CRF estimators' stochastic method)")
+    options = {**_FirstOrder.options, "lr": 0.3, "eps": 1e-12, "backend": "numpy"}
+    option_constraints = {**_FirstOrder.option_constraints, "eps": [NON_NEGATIVE]}
+
+    def make_rule(self, x, lr):
+        eps = float(self.opts["eps"])
+        if self.backend() == "torch":
+            return TorchRule("Adagrad", x, lr, eps=eps)
+        return AdaGrad(lr, eps)
+
+    def result_info(self, state):
+        return {**super().result_info(state), "sums": getattr(state.opt, "G", None)}
