@@ -184,10 +184,7 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         model = latent_objective(X / scale, y_idx.astype(np.intp), M, strength, classes.size,
                                  sw)
         rng = check_random_state(self.random_state)
-        method = SolverPolicy.latent() if self.solver == "auto" else self.solver
-        opts = {}
-        if method in ("bound", "squarem", "newton-bound"):
-            opts["ftol"] = 1e-3 * float(self.tol)
+        method, opts = SolverPolicy.latent_plan(self.solver, self.tol)
         starts = [float(self.init_scale) * rng.standard_normal(model.n_params)
                   for _ in range(int(self.n_init))]
         if self.warm_start and hasattr(self, "coef_") and \

@@ -33,12 +33,11 @@ from zbound.estimators._params import (
     fit_method,
     progress_printer,
 )
-from zbound.models.base import SoftmaxData
 from zbound.models.loss import check_sample_weight
 from zbound.models.multinomial import logistic_objective
 from zbound.solvers import DEFAULT_METHOD, METHODS, SolverPolicy
 from zbound.solvers.base import MethodNames
-from zbound.solvers.policy import PRECISIONS
+from zbound.solvers.policy import PRECISIONS, logistic_method
 from zbound.utils.validation import (
     INVERSE_PENALTY,
     SCALE_MAX,
@@ -115,12 +114,6 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 
 
 # -- the estimator -----------------------------------------------------------------------------
-
-
-def _softmax_batch(info) -> bool:
-    """A registered batch method that runs on a softmax objective (the generic ones, and
-    those that need a softmax loss's rows)."""
-    return not info.stochastic and info.requires in (None, SoftmaxData)
 
 
 class BoundLogisticRegression(LinearClassifier, BaseEstimator):
@@ -216,7 +209,7 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
     _parameter_constraints: dict = {
         "C": [INVERSE_PENALTY],
         "fit_intercept": ["boolean"],
-        "solver": [StrOptions(MethodNames(_softmax_batch, also=("auto",))),
+        "solver": [StrOptions(MethodNames(logistic_method, also=("auto",))),
                    Hidden(StrOptions(MethodNames(lambda info: info.stochastic)))],
         "tol": [Number(Real, 0, np.inf, closed="left")],
         "max_iter": [Number(Integral, 1, None, closed="left")],
@@ -242,7 +235,7 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
         # benchmarks never disagree on it: DEFAULT_METHOD here (it takes bounds), refined by
         # zbound.solvers.choose_method once the objective is built.
         solver = DEFAULT_METHOD if self.solver == "auto" else self.solver
-        batch = sorted(MethodNames(_softmax_batch))
+        batch = sorted(MethodNames(logistic_method))
         if METHODS[solver].stochastic:
             raise ValueError(f"solver {solver!r} is stochastic (mini-batches over epochs); use "
                              f"zbound.BoundSGDClassifier(solver={solver!r}) for it, or one of "

@@ -37,7 +37,8 @@ from zbound.models.penalty import L2Penalty
 from zbound.moe.diagnostics import collapsed_experts
 from zbound.moe.model import MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
 from zbound.solvers.base import MethodInfo, MethodNames, Solver, State, register
-from zbound.solvers.majorization import NewtonBound, SquaremCounts, squarem_extrapolate
+from zbound.solvers.majorization import SquaremCounts, squarem_extrapolate
+from zbound.solvers.policy import SolverPolicy
 from zbound.solvers.result import Result, Status
 from zbound.utils.linalg import weighted_ridge_solve
 from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
@@ -52,27 +53,6 @@ def _mstep_method(info) -> bool:
 #: EM's M-step solvers: the registered batch methods for any objective, and "gd" (the paper's
 #: inner gradient descent)
 MSTEPS = MethodNames(_mstep_method, also=("gd",))
-
-
-class _WarmNewtonBound(NewtonBound):
-    """``newton-bound`` whose Newton-direction state (the lagged PCG preconditioner and the
-    factored Gram matrix of the preconditioner's first form) survives from one EM iteration to
-    the next. The sub-problem of one expert (or of the gate) changes only through the
-    responsibilities, so a preconditioner built at an earlier EM iteration is still SPD and
-    still close; it is rebuilt, as within one solve, only after a PCG solve that needed more
-    than ``refresh`` products. Every step is still the monotone Newton step safeguarded by the
-    Alg. 1 bound. On KMNIST (7065 parameters per expert) building the preconditioner afresh at
-    every M-step took most of EM's time."""
-
-    direction = None
-
-    def init(self, model, x):
-        state = super().init(model, x)
-        if self.direction is None:
-            self.direction = state.direction
-        else:
-            state.direction = self.direction
-        return state
 
 
 def _check_iter(max_iter) -> int:
@@ -130,26 +110,21 @@ class MStep:
             self._expert_loss = SoftmaxLoss(pb.Xb, pb.y, pb.n_classes, reference_class=True)
 
     def _solve(self, loss, penalty, x0, key) -> np.ndarray:
-        from zbound.solvers import minimize
 
         model = Objective(loss, L2Penalty(penalty))
-        if self.solver == "newton-bound":
-            solver = self._warm.get(key)
-            if solver is None:
-                opts = {"precond": "gram", **self.options}
-                solver = self._warm[key] = _WarmNewtonBound(tol=self.tol,
-                                                            max_iter=self.max_iter, **opts)
-            res = solver.run(model, x0)
-        else:
-            res = minimize(model, x0, method=self.solver, tol=self.tol, max_iter=self.max_iter,
-                           **self.options)
+        solver = self._warm.get(key)
+        if solver is None:
+            solver = self._warm[key] = SolverPolicy.mstep(
+                self.solver, tol=self.tol, max_iter=self.max_iter, options=self.options)
+        res = solver.run(model, x0)
         self.solver_iterations += res.nit
         return res.x
 
     def direction_stats(self) -> dict:
         """Hessian products and preconditioner builds of the warm Newton-bound solvers, summed
         over the sub-problems and EM iterations (empty for the other M-steps)."""
-        dirs = [s.direction for s in self._warm.values() if s.direction is not None]
+        dirs = [s.direction for s in self._warm.values()
+                if getattr(s, "direction", None) is not None]
         if not dirs:
             return {}
         return {"mstep_cg_products": int(sum(d.products for d in dirs)),

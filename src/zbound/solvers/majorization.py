@@ -422,10 +422,20 @@ class NewtonBound(_MMBase):
         description="Newton step with the exact Hessian when it decreases J enough, else a "
                     "short value-only backtracking, else the Alg. 1 bound as a line search "
                     "along it (or the bound step: fallback='step'); monotone; default")
-    options = {**_MMBase.options, "backtracks": 4, "fallback": "direction", "precond": "auto"}
+    options = {**_MMBase.options, "backtracks": 4, "fallback": "direction", "precond": "auto",
+               "warm_direction": False}
     option_constraints = {**_MMBase.option_constraints, "backtracks": [NON_NEGATIVE_INT],
                           "fallback": [StrOptions(Choices("direction", "step"))],
-                          "precond": [StrOptions(Choices(*PreconditionerPolicy.KINDS))]}
+                          "precond": [StrOptions(Choices(*PreconditionerPolicy.KINDS))],
+                          "warm_direction": ["boolean"]}
+
+    #: with ``warm_direction``: the Newton-direction state (the lagged PCG preconditioner and
+    #: the factored Gram matrix of its first form) that every run of this solver shares. A
+    #: sub-problem that changes slowly between runs (a mixture's M-step, through the
+    #: responsibilities alone) keeps a preconditioner that is still SPD and close; it is
+    #: rebuilt, as within one solve, only after a PCG solve that needed more than ``refresh``
+    #: products, and every step is still the monotone Newton step safeguarded by the bound.
+    direction = None
 
     def init(self, model, x):
         p = x.shape[0]
@@ -436,6 +446,11 @@ class NewtonBound(_MMBase):
                                      precond=self.opts["precond"])
         if direction.auto:
             direction.by_shape(H)
+        if self.opts["warm_direction"]:
+            if self.direction is None:
+                self.direction = direction
+            else:
+                direction = self.direction
         # a dense factorization at every step: the model's dense Hessian where it forms one
         # without the operator (two classes on dense rows: a cheaper evaluation)
         dense = direction.inner == "cholesky" and supports(model, DenseHessian)

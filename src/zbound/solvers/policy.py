@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from zbound.constraints import LinearConstraints
-from zbound.models.base import FixedCurvature, loss_and_penalties, supports
+from zbound.models.base import FixedCurvature, SoftmaxData, loss_and_penalties, supports
 from zbound.solvers.base import METHODS, configure, solver_class
 from zbound.solvers.quasi_newton import (
     _AUTO_MEMORY,
@@ -226,10 +226,33 @@ class SolverPolicy:
         return "mixed-lean" if gradient_work(model) >= AUTO_MIN_WORK else "double"
 
     @staticmethod
+    def mstep(method: str, *, tol: float, max_iter: int, options: dict | None = None):
+        """The configured solver of one sub-problem of a mixture's M-step (the gate, or one
+        expert), run at every EM iteration: "newton-bound" keeps its Newton-direction state
+        from one run to the next (``warm_direction``; the sub-problem changes only through the
+        responsibilities) and its preconditioner on the Gram matrix ("gram") unless
+        ``options`` say otherwise."""
+        opts = dict(options or {})
+        if method == "newton-bound":
+            opts = {"precond": "gram", "warm_direction": True, **opts}
+        return configure(method, tol=tol, max_iter=max_iter, **opts)
+
+    @staticmethod
     def latent() -> str:
         """The method of ``LatentLogisticRegression(solver="auto")``: "lbfgs-bound", L-BFGS
         directions with the bound as the monotone safeguard."""
         return "lbfgs-bound"
+
+    @staticmethod
+    def latent_plan(solver: str, tol: float) -> tuple[str, dict]:
+        """``LatentLogisticRegression``'s method ("auto": :meth:`latent`) and its options: the
+        bound methods (each step a majorizer's minimizer, monotone) also stop once an
+        iteration lowers the objective by at most 1e-3 ``tol`` of it, where on the flat
+        valleys of a latent likelihood the gradient test alone would crawl."""
+        method = SolverPolicy.latent() if solver == "auto" else solver
+        opts = {"ftol": 1e-3 * float(tol)} if method in ("bound", "squarem", "newton-bound") \
+            else {}
+        return method, opts
 
 
 #: the stochastic method of the CRF estimators (their ``solver="adagrad"`` and ``partial_fit``)
@@ -240,6 +263,12 @@ def chain_crf_method(info) -> bool:
     """A solver ``ChainCRF`` takes: a registered batch method that asks nothing of the model
     beyond the protocol, or :data:`CRF_STREAM`."""
     return info.name == CRF_STREAM or (not info.stochastic and info.requires is None)
+
+
+def logistic_method(info) -> bool:
+    """A solver ``BoundLogisticRegression`` takes: a registered batch method that runs on a
+    softmax objective (the generic ones, and those that need a softmax loss's rows)."""
+    return not info.stochastic and info.requires in (None, SoftmaxData)
 
 
 def graph_crf_method(info) -> bool:
@@ -367,4 +396,5 @@ def _chained(first, second):
 __all__ = ["SolverPolicy", "Plan", "choose_method", "DEFAULT_METHOD", "PRECISIONS",
            "AUTO_PRECOND_MIN_WORK", "AUTO_MAX_PAIR_BYTES", "UNITS_SPREAD", "NEWTON_FIRST_WORK",
            "BOX_LBFGS_MIN_PARAMS", "MAX_QP_PARAMS", "ESTIMATOR_PAIRS", "AUTO_MIN_BLOCKS",
-           "STOCHASTIC_BOEHNING_MAX_D", "CRF_STREAM", "chain_crf_method", "graph_crf_method"]
+           "STOCHASTIC_BOEHNING_MAX_D", "CRF_STREAM", "chain_crf_method", "graph_crf_method",
+           "logistic_method"]
