@@ -93,6 +93,37 @@ def block_preconditioner_kind(rows: int, b: int, m: int, budget: int = MAX_BLOCK
     return "jacobi"
 
 
+def _class_systems(X, S: np.ndarray, Dinv: np.ndarray, icpt: bool, sparse: bool):
+    """The Cholesky factors (lower, in K[a].T) of K_a = I + S_a X D_a^{-1} X^T S_a,
+    S_a = diag(sqrt c_a), one (T, T) system per class of :func:`woodbury_block_jacobi`; None
+    if one is not finite."""
+    m, bx = Dinv.shape[0], X.shape[1]
+    K = np.empty((m, S.shape[0], S.shape[0]))
+    for a in range(m):
+        Da = Dinv[a, :bx]
+        G = (X.multiply(Da) @ X.T).toarray() if sparse else (X * Da) @ X.T
+        if icpt:
+            G += Dinv[a, -1]                                            # the ones column
+        G *= S[:, a, None]
+        G *= S[:, a]
+        G.flat[:: G.shape[0] + 1] += 1.0
+        K[a] = G
+    # Cholesky factors in place (K[a].T is Fortran-ordered: LAPACK works on K's memory), used
+    # by potrs in every application: a third of the flops of an explicit inverse and no
+    # second (m, T, T) array.
+    if not np.isfinite(K).all():
+        return None
+    # K_a = I + PSD: every pivot is at least 1, so with finite entries potrf cannot meet a
+    # singular matrix (info != 0 is a guard, not a rank test)
+    for a in range(m):
+        c, info = _potrf(K[a].T, lower=1, overwrite_a=1, clean=0)
+        if info != 0:
+            return None
+        if c is not K[a].T and not np.shares_memory(c, K[a]):
+            K[a] = c.T
+    return K
+
+
 def woodbury_block_jacobi(factors, extra: np.ndarray):
     """Preconditioner v -> blockdiag(A_1, ..., A_m)^{-1} v for the blocks
     A_a = sum_k Xa_k^T diag(C_k[:, a]) Xa_k + diag(extra[a]) (``factors`` the triples
@@ -128,30 +159,9 @@ def woodbury_block_jacobi(factors, extra: np.ndarray):
     D = np.where(D > 0, D, 1.0)
     Dinv = 1.0 / D                                                      # (m, b)
     S = np.sqrt(C)                                                      # (T, m)
-    # K_a = I + S_a X D_a^{-1} X^T S_a, S_a = diag(sqrt c_a); one (T, T) Gram per class
-    K = np.empty((m, S.shape[0], S.shape[0]))
-    for a in range(m):
-        Da = Dinv[a, :bx]
-        G = (X.multiply(Da) @ X.T).toarray() if sparse else (X * Da) @ X.T
-        if icpt:
-            G += Dinv[a, -1]                                            # the ones column
-        G *= S[:, a, None]
-        G *= S[:, a]
-        G.flat[:: G.shape[0] + 1] += 1.0
-        K[a] = G
-    # Cholesky factors in place (K[a].T is Fortran-ordered: LAPACK works on K's memory), used
-    # by potrs in every application: a third of the flops of an explicit inverse and no
-    # second (m, T, T) array.
-    if not np.isfinite(K).all():
+    K = _class_systems(X, S, Dinv, icpt, sparse)
+    if K is None:
         return None
-    # K_a = I + PSD: every pivot is at least 1, so with finite entries potrf cannot meet a
-    # singular matrix (info != 0 is a guard, not a rank test)
-    for a in range(m):
-        c, info = _potrf(K[a].T, lower=1, overwrite_a=1, clean=0)
-        if info != 0:
-            return None
-        if c is not K[a].T and not np.shares_memory(c, K[a]):
-            K[a] = c.T
     ST = np.ascontiguousarray(S.T)                                      # (m, T)
 
     def apply(v):
@@ -178,6 +188,35 @@ def woodbury_block_jacobi(factors, extra: np.ndarray):
 
 #: :func:`softmax_woodbury` builds its (t n, t n) system up to this size (t rows, n classes)
 SOFTMAX_WOODBURY_MAX = 1500
+
+
+def _row_factors(P: np.ndarray, weights) -> np.ndarray:
+    """The factors F_j (t, n, n) of :func:`softmax_woodbury`: F_j F_j^T = w_j (diag p_j -
+    p_j p_j^T), F_j = sqrt(w_j) (diag(sqrt p_j) - c_j p_j sqrt(p_j)^T)."""
+    n = P.shape[1]
+    Pc = np.clip(np.asarray(P, dtype=np.float64), 0.0, 1.0)
+    s = np.minimum(Pc.sum(axis=1), 1.0)
+    # q = sqrt(1 - s), the mass of a reference class; 0 where the rows sum to 1 up to their
+    # rounding (a full softmax: a q of 1e-8 from a rounded sum would add 1e-16 to every
+    # p_a (1 - p_a), all of the small ones)
+    gap = 1.0 - s
+    q = np.where(gap > 4.0 * n * np.finfo(np.float64).eps, np.sqrt(gap), 0.0)
+    c = 1.0 / (1.0 + q)
+    r = np.sqrt(Pc)
+    F = -(c[:, None, None] * Pc[:, :, None]) * r[:, None, :]            # (t, n, n): F[j, a, c]
+    # the diagonal sqrt(p_a) (1 - c p_a) = sqrt(p_a) (q + q^2 + sum_{b != a} p_b) / (1 + q),
+    # the sums over the other classes by prefix and suffix sums: no cancellation where p_a
+    # is near 1 (sqrt(p_a) - c p_a sqrt(p_a) would lose every digit of a small 1 - p_a)
+    cs = np.cumsum(Pc, axis=1)
+    rs = np.cumsum(Pc[:, ::-1], axis=1)[:, ::-1]
+    others = np.zeros_like(Pc)
+    others[:, 1:] += cs[:, :-1]
+    others[:, :-1] += rs[:, 1:]
+    idx = np.arange(n)
+    F[:, idx, idx] = r * ((q + q * q)[:, None] + others) * c[:, None]
+    if weights is not None:
+        F *= np.sqrt(np.maximum(np.asarray(weights, dtype=np.float64), 0.0))[:, None, None]
+    return F
 
 
 def softmax_woodbury(X, P: np.ndarray, weights, intercept: bool, extra: np.ndarray,
@@ -214,28 +253,7 @@ def softmax_woodbury(X, P: np.ndarray, weights, intercept: bool, extra: np.ndarr
         K = (X * einv[:bx]) @ X.T
     if intercept:
         K = K + einv[-1]
-    Pc = np.clip(np.asarray(P, dtype=np.float64), 0.0, 1.0)
-    s = np.minimum(Pc.sum(axis=1), 1.0)
-    # q = sqrt(1 - s), the mass of a reference class; 0 where the rows sum to 1 up to their
-    # rounding (a full softmax: a q of 1e-8 from a rounded sum would add 1e-16 to every
-    # p_a (1 - p_a), all of the small ones)
-    gap = 1.0 - s
-    q = np.where(gap > 4.0 * n * np.finfo(np.float64).eps, np.sqrt(gap), 0.0)
-    c = 1.0 / (1.0 + q)
-    r = np.sqrt(Pc)
-    F = -(c[:, None, None] * Pc[:, :, None]) * r[:, None, :]            # (t, n, n): F[j, a, c]
-    # the diagonal sqrt(p_a) (1 - c p_a) = sqrt(p_a) (q + q^2 + sum_{b != a} p_b) / (1 + q),
-    # the sums over the other classes by prefix and suffix sums: no cancellation where p_a
-    # is near 1 (sqrt(p_a) - c p_a sqrt(p_a) would lose every digit of a small 1 - p_a)
-    cs = np.cumsum(Pc, axis=1)
-    rs = np.cumsum(Pc[:, ::-1], axis=1)[:, ::-1]
-    others = np.zeros_like(Pc)
-    others[:, 1:] += cs[:, :-1]
-    others[:, :-1] += rs[:, 1:]
-    idx = np.arange(n)
-    F[:, idx, idx] = r * ((q + q * q)[:, None] + others) * c[:, None]
-    if weights is not None:
-        F *= np.sqrt(np.maximum(np.asarray(weights, dtype=np.float64), 0.0))[:, None, None]
+    F = _row_factors(P, weights)                                        # (t, n, n)
     M = np.einsum("jac,kad->jckd", F, F)
     M *= K[:, None, :, None]
     M = M.reshape(t * n, t * n)

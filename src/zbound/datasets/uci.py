@@ -194,6 +194,31 @@ def _read_adult(relpath: str) -> tuple[list[list[str]], list[str]]:
     return records, labels
 
 
+def _encode_adult(arr: np.ndarray, categories: dict, encoding: str) -> np.ndarray:
+    """Adult's rows (strings, file order) as a float64 matrix: the numeric columns, then one
+    0/1 column per training category of each categorical column ("onehot"), or every column
+    in file order with categories as their index in the sorted training categories, -1 if
+    unseen ("ordinal")."""
+    blocks: list[np.ndarray] = []
+    if encoding == "onehot":
+        for j, col in enumerate(ADULT_COLUMNS):
+            if col in ADULT_NUMERIC:
+                blocks.append(arr[:, j].astype(np.float64)[:, None])
+        for j, col in enumerate(ADULT_COLUMNS):
+            if col not in ADULT_NUMERIC:
+                cats = np.array(categories[col], dtype=object)
+                blocks.append((arr[:, j][:, None] == cats[None, :]).astype(np.float64))
+    else:
+        for j, col in enumerate(ADULT_COLUMNS):
+            if col in ADULT_NUMERIC:
+                blocks.append(arr[:, j].astype(np.float64)[:, None])
+            else:
+                lookup = {c: k for k, c in enumerate(categories[col])}
+                codes = [lookup.get(v, -1) for v in arr[:, j]]
+                blocks.append(np.array(codes, dtype=np.float64)[:, None])
+    return np.hstack(blocks)
+
+
 def load_adult(encoding: str = "onehot", missing: str = "category") -> Dataset:
     """UCI Adult (census income), with the official train/test split.
 
@@ -247,26 +272,6 @@ def load_adult(encoding: str = "onehot", missing: str = "category") -> Dataset:
         if col not in ADULT_NUMERIC
     }
 
-    def encode(arr: np.ndarray) -> np.ndarray:
-        blocks: list[np.ndarray] = []
-        if encoding == "onehot":
-            for j, col in enumerate(ADULT_COLUMNS):
-                if col in ADULT_NUMERIC:
-                    blocks.append(arr[:, j].astype(np.float64)[:, None])
-            for j, col in enumerate(ADULT_COLUMNS):
-                if col not in ADULT_NUMERIC:
-                    cats = np.array(categories[col], dtype=object)
-                    blocks.append((arr[:, j][:, None] == cats[None, :]).astype(np.float64))
-        else:
-            for j, col in enumerate(ADULT_COLUMNS):
-                if col in ADULT_NUMERIC:
-                    blocks.append(arr[:, j].astype(np.float64)[:, None])
-                else:
-                    lookup = {c: k for k, c in enumerate(categories[col])}
-                    codes = [lookup.get(v, -1) for v in arr[:, j]]
-                    blocks.append(np.array(codes, dtype=np.float64)[:, None])
-        return np.hstack(blocks)
-
     if encoding == "onehot":
         feature_names = [c for c in ADULT_COLUMNS if c in ADULT_NUMERIC]
         for col in ADULT_COLUMNS:
@@ -274,7 +279,7 @@ def load_adult(encoding: str = "onehot", missing: str = "category") -> Dataset:
                 feature_names += [f"{col}={c}" for c in categories[col]]
     else:
         feature_names = list(ADULT_COLUMNS)
-    X, X_test = encode(train_arr), encode(test_arr)
+    X, X_test = (_encode_adult(arr, categories, encoding) for arr in (train_arr, test_arr))
     return Dataset(
         X=X,
         y=y_train,

@@ -120,6 +120,21 @@ class _Kelley:
         self.best_lower, self.best_sigma = -math.inf, None
         self._cp = cp
 
+    def solve_master(self, solver: str) -> str | None:
+        """Solve the master problem (the model's maximum over the cuts so far); None, or
+        why it has no solution to cut at."""
+        cp = self._cp
+        prob = cp.Problem(cp.Maximize(self.s), [*self.base, *self.cuts])
+        try:
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+                prob.solve(solver=solver)
+        except cp.error.SolverError as exc:
+            return f"master problem solver error ({str(exc)[:80]})"
+        if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or self.S.value is None:
+            return f"master problem {prob.status}"
+        return None
+
     def add_cut(self, Sig) -> None:
         """A cut at (1 - interior) Sig + interior I (in K', log finite) from a supergradient of
         the objective at an active diagonal entry."""
@@ -184,7 +199,7 @@ def metric_learning_bound(
     quantum = quantum_bound(model, features, tol=quantum_tol)
 
     kelley = _Kelley(cp, features, F, eps, interior)
-    S, s = kelley.S, kelley.s
+    S = kelley.S
     upper = math.inf
     history: list[tuple[float, float]] = []
     kelley.add_cut(quantum.sigma)
@@ -194,16 +209,9 @@ def metric_learning_bound(
     it = 0
     while it < max_iter:
         it += 1
-        prob = cp.Problem(cp.Maximize(s), [*kelley.base, *kelley.cuts])
-        try:
-            with warnings.catch_warnings():
-                warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-                prob.solve(solver=solver)
-        except cp.error.SolverError as exc:       # the plain quantum bound stands
-            status = f"master problem solver error ({str(exc)[:80]})"
-            break
-        if prob.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or S.value is None:
-            status = f"master problem {prob.status}"
+        failure = kelley.solve_master(solver)
+        if failure is not None:                   # the plain quantum bound stands
+            status = failure
             break
         cert = kelley.certified_upper()
         if math.isfinite(cert):

@@ -530,6 +530,21 @@ def _optimize_rho(solver, run: _Run, d, edges, damping, tol, inner, rho_steps, r
         run.steps += 1
 
 
+def _check_arguments(model, damping, max_iter, check_every) -> None:
+    """:func:`trw_bound`'s arguments: a TypeError or ValueError naming the first bad one."""
+    if not isinstance(model, IsingModel):
+        raise TypeError(f"expected an IsingModel, got {type(model).__name__}")
+    if model.epsilon <= 0:
+        raise ValueError("TRW needs a positive temperature epsilon (got 0)")
+    if not 0 <= damping < 1:
+        raise ValueError(f"damping must be in [0, 1), got {damping}")
+    if max_iter < 1:
+        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
+    if check_every < 1:
+        raise ValueError(f"check_every must be >= 1, got {check_every}")
+    check_scale(model, "TRW")
+
+
 def trw_bound(
     model: IsingModel,
     rho: str | np.ndarray = "optimize",
@@ -553,17 +568,7 @@ def trw_bound(
     ``max_iter`` sweeps a ConvergenceWarning is emitted (if ``warn``) and ``converged`` is False
     (the bound is still certified, but may be far above B(theta; rho)).
     """
-    if not isinstance(model, IsingModel):
-        raise TypeError(f"expected an IsingModel, got {type(model).__name__}")
-    if model.epsilon <= 0:
-        raise ValueError("TRW needs a positive temperature epsilon (got 0)")
-    if not 0 <= damping < 1:
-        raise ValueError(f"damping must be in [0, 1), got {damping}")
-    if max_iter < 1:
-        raise ValueError(f"max_iter must be >= 1, got {max_iter}")
-    if check_every < 1:
-        raise ValueError(f"check_every must be >= 1, got {check_every}")
-    check_scale(model, "TRW")
+    _check_arguments(model, damping, max_iter, check_every)
     start = time.perf_counter()
     d, eps = model.d, model.epsilon
     edges = model.edges()

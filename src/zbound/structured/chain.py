@@ -301,6 +301,52 @@ def scaled_chunk(c: Chunk, pot: Potentials, A: np.ndarray, B: np.ndarray | None)
 
 
 @np.errstate(divide="ignore", invalid="ignore")     # underflow: checked, then None
+def _scaled_forward(c: Chunk, E: np.ndarray, expT: np.ndarray, one: np.ndarray, tiny: float):
+    """The NumPy forward pass of :func:`chunk_value_grad`: the normalized messages alpha and
+    their row sums s_t, or None where an entry falls below ``tiny``."""
+    off, counts = c.off, c.counts
+    al = np.empty_like(E)
+    sc = np.empty(E.shape[0], E.dtype)
+    k = int(counts[0])
+    np.dot(E[:k], one, out=sc[:k])
+    np.divide(E[:k], sc[:k, None], out=al[:k])
+    for t in range(1, c.T):
+        k = int(counts[t])
+        r, p = off[t], off[t - 1]
+        u = al[r:r + k]
+        np.dot(al[p:p + k], expT, out=u)
+        u *= E[r:r + k]
+        s = sc[r:r + k]
+        np.dot(u, one, out=s)
+        u /= s[:, None]
+    return (al, sc) if _entries_above(al, sc, tiny) else None
+
+
+def _scaled_backward(c: Chunk, E: np.ndarray, expT: np.ndarray, one: np.ndarray, tiny: float,
+                     be: np.ndarray):
+    """The NumPy backward pass of :func:`chunk_value_grad`, its messages normalized by their
+    row sums, written to ``be``; returns E * beta (the pairwise weights before their
+    normalizers), or None where an entry falls below ``tiny``."""
+    off, counts = c.off, c.counts
+    EB = np.empty_like(E)
+    bs = np.ones(E.shape[0], E.dtype)                   # row sums of the unnormalized be
+    be[off[c.T - 1]:] = 1.0
+    expTt = expT.T
+    for t in range(c.T - 1, 0, -1):
+        k = int(counts[t])
+        r, p = off[t], off[t - 1]
+        if k < int(counts[t - 1]):                      # sequences that end at t - 1
+            be[p + k:r] = 1.0
+        w = EB[r:r + k]
+        np.multiply(E[r:r + k], be[r:r + k], out=w)
+        b = be[p:p + k]
+        np.dot(w, expTt, out=b)
+        s = bs[p:p + k]
+        np.dot(b, one, out=s)
+        b /= s[:, None]
+    return EB if _entries_above(be, bs, tiny) else None
+
+
 def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
                      P: np.ndarray | None = None, row_shift: bool = False, keep: bool = False):
     """Sum of log Z over the sequences of one chunk and, with ``P``, the node marginals
@@ -313,8 +359,8 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
     by its own row sums: beta_{t-1} ~ expT (E_t * beta_t). Then P_t ~ alpha_t * beta_t (rows
     normalized by r_t) and the pairwise marginal of (y_{t-1}, y_t) is alpha_{t-1}(y') expT(y',
     y) E_t(y) beta_t(y) / (s_t r_t), summed over the chunk by one (m, n) x (n, m) product. Row
-    sums are products with a vector of ones (a BLAS call; numpy's reduction along a short
-    axis costs 5x more).
+    sums are products with a vector of ones (a BLAS call, cheaper than NumPy's reduction along
+    a short axis).
     ``row_shift``: shift every row by its own maximum instead (slower; for chunks whose
     scores span more than ~650 nats, where the shared shift underflows). Returns None where an
     unnormalized forward or backward message entry, a row sum of the marginals or a pairwise
@@ -336,7 +382,7 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         mxr = S.max(axis=1)
         S -= mxr[:, None]
         shift = float(mxr.sum())
-    else:                            # one shift for the chunk (a row maximum costs 20x more)
+    else:                            # one shift for the chunk (cheaper than a row maximum)
         mx = float(S.max())
         S -= mx
         shift = mx * n
@@ -349,43 +395,15 @@ def chunk_value_grad(c: Chunk, S: np.ndarray, expT: np.ndarray, tmax: float,
         out = compiled.chunk_value_grad(c, E, expT, P, tiny, keep)
         return None if out is None else (out[0] + shift, *out[1:])
     one = np.ones(m, E.dtype)
-    al = np.empty_like(E)
-    sc = np.empty(n, E.dtype)
-    k = int(counts[0])
-    np.dot(E[:k], one, out=sc[:k])
-    np.divide(E[:k], sc[:k, None], out=al[:k])
-    for t in range(1, c.T):
-        k = int(counts[t])
-        r, p = off[t], off[t - 1]
-        u = al[r:r + k]
-        np.dot(al[p:p + k], expT, out=u)
-        u *= E[r:r + k]
-        s = sc[r:r + k]
-        np.dot(u, one, out=s)
-        u /= s[:, None]
-    if not _entries_above(al, sc, tiny):
+    forward = _scaled_forward(c, E, expT, one, tiny)
+    if forward is None:
         return None
+    al, sc = forward
     log_z = float(np.log(sc).sum(dtype=np.float64)) + shift
     if P is None:
         return log_z, None
-    be = P
-    EB = np.empty_like(E)
-    bs = np.ones(n, E.dtype)                            # row sums of the unnormalized be
-    be[off[c.T - 1]:] = 1.0
-    expTt = expT.T
-    for t in range(c.T - 1, 0, -1):
-        k = int(counts[t])
-        r, p = off[t], off[t - 1]
-        if k < int(counts[t - 1]):                      # sequences that end at t - 1
-            be[p + k:r] = 1.0
-        w = EB[r:r + k]
-        np.multiply(E[r:r + k], be[r:r + k], out=w)
-        b = be[p:p + k]
-        np.dot(w, expTt, out=b)
-        s = bs[p:p + k]
-        np.dot(b, one, out=s)
-        b /= s[:, None]
-    if not _entries_above(be, bs, tiny):
+    EB = _scaled_backward(c, E, expT, one, tiny, P)
+    if EB is None:
         return None
     P *= al
     rs = P @ one

@@ -94,6 +94,26 @@ def _embed(previous, features: FeatureSet):
     return S, Y
 
 
+def _check_arguments(model, tol, tau, sigma, max_iter, check_every) -> tuple:
+    """:func:`quantum_bound`'s arguments checked: (tol, tau, sigma, max_iter, check_every),
+    or a ValueError naming the first bad one."""
+    if model.epsilon <= 0:
+        raise ValueError(
+            "quantum_bound needs epsilon > 0; use zero_temperature_bound for epsilon = 0"
+        )
+    # the dual's curvature grows like (scale / eps)^2 / scale: its Newton systems leave
+    # float64 long before f / eps does
+    check_scale(model, "quantum_bound", max_ratio=1e150,
+                hint="; zero_temperature_bound bounds max f, which bounds Phi_eps at every eps")
+    tol = check_positive("tol", tol)
+    tau = check_positive("tau", tau)
+    sigma = check_positive("sigma", sigma)
+    if tau * sigma >= 1:
+        raise ValueError(f"Chambolle-Pock needs tau * sigma < 1, got {tau} * {sigma}")
+    return (tol, tau, sigma, check_int("max_iter", max_iter, 1),
+            check_int("check_every", check_every, 1))
+
+
 def quantum_bound(
     model,
     features: FeatureSet | None = None,
@@ -120,21 +140,8 @@ def quantum_bound(
     start = time.perf_counter()
     features = resolve_features(model, features)
     eps = model.epsilon
-    if eps <= 0:
-        raise ValueError(
-            "quantum_bound needs epsilon > 0; use zero_temperature_bound for epsilon = 0"
-        )
-    # the dual's curvature grows like (scale / eps)^2 / scale: its Newton systems leave
-    # float64 long before f / eps does
-    check_scale(model, "quantum_bound", max_ratio=1e150,
-                hint="; zero_temperature_bound bounds max f, which bounds Phi_eps at every eps")
-    tol = check_positive("tol", tol)
-    tau = check_positive("tau", tau)
-    sigma = check_positive("sigma", sigma)
-    if tau * sigma >= 1:
-        raise ValueError(f"Chambolle-Pock needs tau * sigma < 1, got {tau} * {sigma}")
-    max_iter = check_int("max_iter", max_iter, 1)
-    check_every = check_int("check_every", check_every, 1)
+    tol, tau, sigma, max_iter, check_every = _check_arguments(model, tol, tau, sigma, max_iter,
+                                                              check_every)
     F = coefficient_matrix(model, features)
     x0 = y0 = None
     if warm_start is not None:

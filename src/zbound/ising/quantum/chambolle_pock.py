@@ -33,7 +33,7 @@ from zbound.ising.result import CheckLog
 
 # Eigenpairs of the prox whose value is below S_MIN (on matrices of trace n) are dropped; for
 # n >= PARTIAL_MIN_N and an iterate of numerical rank below PARTIAL_RANK_FRACTION * n only the
-# needed part of the spectrum is computed (syevr), which is ~1.5x cheaper than syevd at n = 401.
+# needed part of the spectrum is computed (syevr), cheaper than syevd at large n.
 S_MIN = 1e-18
 PARTIAL_MIN_N = 150
 PARTIAL_RANK_FRACTION = 0.3
