@@ -721,15 +721,15 @@ class KroneckerCurvature(Curvature):
             if self.reg:
                 out.flat[:: p + 1] += self.reg
             return out
-        M = np.zeros((n, n, d, d))
+        out = np.zeros((p, p))
+        V = out.reshape(n, d, n, d)             # block (a, b) is V[a, :, b, :], in place
         if ia.size:
             G = self._grams(pair_weights(ia, ib))
-            M[ia, ib] = G
-            M[ib, ia] = G
+            V[ia, :, ib, :] = G
+            V[ib, :, ia, :] = G
         if complete:
             diag = np.arange(n)
-            M[diag, diag] = -M.sum(axis=1)
-        out = M.transpose(0, 2, 1, 3).reshape(p, p)
+            V[diag, :, diag, :] = -V.sum(axis=2)
         if self.reg:
             out.flat[:: p + 1] += self.reg
         return out

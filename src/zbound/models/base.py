@@ -12,6 +12,7 @@ a penalty adds its own (exact, being quadratic), and a weight scales one (EM res
 
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -175,7 +176,10 @@ def loss_and_penalties(model) -> tuple:
     return getattr(model, "loss", model), tuple(getattr(model, "penalties", ()))
 
 
-def _members(proto) -> list[tuple[str, bool]]:
+@functools.cache
+def _members(proto) -> tuple[tuple[str, bool], ...]:
+    """(name, whether it is a method) of every member of the capability protocol ``proto``
+    (once per protocol: every solver run asks)."""
     out: dict[str, bool] = {}
     for klass in reversed(proto.__mro__):
         if klass in (object, Protocol) or not getattr(klass, "_is_protocol", False):
@@ -185,7 +189,7 @@ def _members(proto) -> list[tuple[str, bool]]:
         for name, value in vars(klass).items():
             if not name.startswith("_") and callable(value):
                 out[name] = True
-    return sorted(out.items())
+    return tuple(sorted(out.items()))
 
 
 def supports(obj, capability) -> bool:
