@@ -332,3 +332,65 @@ def test_softmax_woodbury_refuses_what_it_cannot_invert():
     t = SOFTMAX_WOODBURY_MAX // 3 + 1
     big = rng.dirichlet(np.ones(3), size=t)
     assert softmax_woodbury(rng.normal(size=(t, 8)), big, None, False, e) is None
+
+
+@settings(max_examples=60)
+@given(st.integers(2, 40), st.integers(1, 7), st.sampled_from([1e-8, 1e-3, 1.0, 1e4]),
+       st.sampled_from([0.0, 5.0, 30.0]), st.booleans(), st.integers(0, 2**31 - 1))
+def test_two_class_solve_is_the_dense_solve_in_half_the_dimension(t, d, reg, scale, weighted,
+                                                                 seed):
+    """The full two-class softmax curvature [[A, -A], [-A, A]] + reg I solved in d dimensions
+    equals the dense solve, at tiny and large ridges, confident rows (scores up to 30: p_0 p_1
+    near 1e-13), zero and unequal weights; C x = rhs holds to the system's conditioning."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((t, d))
+    S = scale * rng.standard_normal((t, 2))
+    P = np.exp(S - S.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    w = rng.random(t) * (rng.random(t) > 0.3) if weighted else None
+    C = SoftmaxCurvature(X, P, reg=reg, weights=w, complete=True)
+    rhs = rng.standard_normal(2 * d)
+    x = C.two_class_solve(rhs)
+    dense = C.to_dense()
+    cond = np.linalg.cond(dense)
+    if x is None:                   # refused only where the d x d system is near singular
+        assert cond * np.finfo(float).eps > 1e-10
+        return
+    ref = np.linalg.solve(dense, rhs)
+    tol = 1e3 * cond * np.finfo(float).eps
+    assert np.linalg.norm(x - ref) <= tol * max(1.0, np.linalg.norm(ref))
+    assert np.linalg.norm(dense @ x - rhs) <= tol * np.linalg.norm(dense, 2) * max(
+        1.0, np.linalg.norm(x))
+
+
+def test_two_class_solve_refuses_what_it_does_not_cover():
+    """Three classes, a free class of a reference-class model (rows not summing to one), no
+    ridge, sparse rows: None, and the dense route is taken."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((20, 3))
+    P3 = rng.dirichlet(np.ones(3), size=20)
+    P2 = P3[:, :2] / P3[:, :2].sum(axis=1, keepdims=True)
+    assert SoftmaxCurvature(X, P3, reg=1.0, complete=True).two_class_solve(np.ones(9)) is None
+    assert SoftmaxCurvature(X, P3[:, :2], reg=1.0).two_class_solve(np.ones(6)) is None
+    assert SoftmaxCurvature(X, P2, reg=0.0).two_class_solve(np.ones(6)) is None
+    assert SoftmaxCurvature(sp.csr_matrix(X), P2, reg=1.0).two_class_solve(np.ones(6)) is None
+    assert SoftmaxCurvature(X, P2, reg=1.0).two_class_solve(np.ones(6)) is not None
+
+
+def test_newton_bound_on_two_classes_takes_the_same_steps_either_way(monkeypatch):
+    """newton-bound on a two-class softmax: the d-dimensional solve and the dense one give the
+    same iterates (to rounding) and the same iteration count."""
+    from zbound.models.multinomial import MultinomialLogistic
+    from zbound.solvers import minimize
+
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((200, 5))
+    y = (X[:, 0] + 0.5 * rng.standard_normal(200) > 0).astype(int)
+    model = MultinomialLogistic(np.hstack([X, np.ones((200, 1))]), y, 2, reg=0.5)
+    fast = minimize(model, np.zeros(model.n_params), method="newton-bound", tol=1e-10)
+    monkeypatch.setattr(SoftmaxCurvature, "two_class_solve", lambda self, rhs: None)
+    dense = minimize(model, np.zeros(model.n_params), method="newton-bound", tol=1e-10)
+    assert fast.nit == dense.nit and fast.converged and dense.converged
+    np.testing.assert_allclose(fast.x, dense.x, rtol=1e-9, atol=1e-12)

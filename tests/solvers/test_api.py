@@ -219,3 +219,30 @@ def test_bfgs_refuses_a_dense_inverse_hessian_beyond_the_memory(model, monkeypat
         minimize(model, np.zeros(p), method="bfgs")
     monkeypatch.setattr(baselines, "_physical_memory", lambda: 3 * 8 * p * p)
     assert minimize(model, np.zeros(p), method="bfgs").converged
+
+
+@pytest.mark.parametrize("method", ["newton-bound", "lbfgs-bound", "squarem", "sgd"])
+def test_run_iterator_is_runs_loop_one_iteration_at_a_time(model, method):
+    """Run to the end, the iterator gives run's result (the same iterates, trace and status);
+    stopped by the caller, the state it leaves reports MAX_ITER, not convergence; every
+    yielded state after the start is one more step of run's loop (SQUAREM's counts its
+    bound evaluations: a cycle moves nit by more than one)."""
+    from zbound.solvers import configure
+
+    solver = configure(method, tol=1e-8, max_iter=200)
+    x0 = np.zeros(model.n_params)
+    ref = solver.run(model, x0)
+    seen = []
+    for step in solver.run_iterator(model, x0):       # (counted model, state)
+        seen.append(step[1].nit)
+    res = solver.result(*step)
+    assert seen[0] == 0 and all(b > a for a, b in zip(seen, seen[1:])) and seen[-1] == ref.nit
+    np.testing.assert_array_equal(res.x, ref.x)
+    assert res.status == ref.status and res.fun == ref.fun
+    np.testing.assert_array_equal(res.trace.objective, ref.trace.objective)
+    for step in solver.run_iterator(model, x0):
+        if step[1].nit >= 2:
+            break
+    early = solver.result(*step)
+    assert early.nit == seen[next(i for i, n in enumerate(seen) if n >= 2)]
+    assert not early.converged and early.status.name == "MAX_ITER"

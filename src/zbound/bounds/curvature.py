@@ -51,6 +51,7 @@ from zbound.bounds.preconditioners import (
 from zbound.utils.linalg import (
     block_jacobi,
     cache_block_rows,
+    cholesky_solve,
     csr_on,
     jacobi,
     pcg,
@@ -879,6 +880,34 @@ class SoftmaxCurvature(KroneckerCurvature):
         idx = np.arange(self.d)
         blocks[:, idx, idx] += self.reg
         return blocks
+
+    def two_class_solve(self, rhs: np.ndarray) -> np.ndarray | None:
+        """x with C x = rhs for a full two-class softmax (both classes free, rows of P summing
+        to one) on dense rows with a ridge reg > 0, in d dimensions instead of 2 d: C is
+        [[A, -A], [-A, A]] + reg I with A = X^T diag(w p_0 p_1) X, so the class-sum part of
+        rhs is divided by reg and its difference part solves (2 A + reg I) v = (r_0 - r_1) / 2
+        (one d x d Cholesky with the condition test of
+        :func:`zbound.utils.linalg.cholesky_solve`); x = (s + v, s - v). None where C is not
+        of this form or that system is not numerically positive definite (the caller then
+        takes the dense route)."""
+        if self.n != 2 or not self.reg > 0.0 or sp.issparse(self.X):
+            return None
+        P = self.P
+        if not (self.complete or (self.complete is None and
+                                  np.all(np.abs(P.sum(axis=1) - 1.0) <= 1e-12))):
+            return None
+        c = P[:, 0] * P[:, 1]
+        if self.weights is not None:
+            c = c * self.weights
+        M = self._grams(c[:, None])[0]
+        M *= 2.0
+        M.flat[:: M.shape[0] + 1] += self.reg
+        r = np.asarray(rhs, dtype=np.float64).reshape(2, -1)
+        v = cholesky_solve(M, 0.5 * (r[0] - r[1]))
+        if v is None:
+            return None
+        s = (0.5 / self.reg) * (r[0] + r[1])
+        return np.concatenate([s + v, s - v])
 
     def to_dense(self):
         """Dense matrix from P, never forming the (t, n, n) B: block (a, b) =

@@ -198,10 +198,6 @@ class LinearClassifier(LabelCheckedClassifier):
         return self.classes_[idx]
 
 
-__all__ = ["CRFFit", "fit_method", "LabelCheckedClassifier", "LinearClassifier", "STACKLEVEL",
-           "DEPRECATED", "renamed", "RenamedParameters", "renamed_attribute", "progress_printer"]
-
-
 class CRFFit:
     """How the CRF estimators (``ChainCRF``, ``GraphCRF``) fit and stream, written once.
 
@@ -311,3 +307,7 @@ def _grown(v: np.ndarray, width: int, p: int) -> np.ndarray:
     fixed = p - width
     old = v.size - fixed
     return np.concatenate([v[:old], np.zeros(width - old), v[old:]])
+
+
+__all__ = ["CRFFit", "fit_method", "LabelCheckedClassifier", "LinearClassifier", "STACKLEVEL",
+           "DEPRECATED", "renamed", "RenamedParameters", "renamed_attribute", "progress_printer"]

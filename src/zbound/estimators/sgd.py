@@ -105,9 +105,9 @@ class _EpochRun:
 class _Epochs:
     """``fit``'s epochs as a model of the stochastic solvers: the full objective (its mean
     form, rows weighted as the steps weigh them; every attribute but ``batch_model`` is its
-    own) that their stopping tests and trace read,
-    with the estimator's own mini-batch models (each batch's weights over their sum; None for
-    a batch of zero weight, which is skipped)."""
+    own), which their stopping tests and trace read, with the estimator's own mini-batch
+    models (each batch's weights over their sum; None for a batch of zero weight, which is
+    skipped)."""
 
     def __init__(self, full, est, X, y_idx, sw):
         self.full = full

@@ -573,29 +573,27 @@ class Solver:
 
     def run_iterator(self, model, x0):
         """:meth:`run` one iteration at a time (JAXopt's ``run_iterator``): a generator of
-        ``(counted model, state)`` after the start and after every iteration, with
-        :meth:`run`'s stopping tests; it ends once the state has a final status. A caller may
-        stop early on a rule of its own; ``result(counted model, state)`` gives the
-        :class:`Result` either way."""
+        ``(counted model, state)`` after the start and after every iteration, the stopping
+        tests of :meth:`run` already applied to it (its ``status`` final once one holds, when
+        the generator ends). A caller may stop early on a rule of its own;
+        ``result(counted model, state)`` gives the :class:`Result` either way."""
         recorder = Recorder()
         model, x = self.prepare(model, x0)
         state = self.start(model, x)
         del x       # the state holds the iterate; the first one need not outlive it
         state.recorder = recorder
         self.record(model, state)
+        self.check(model, state)
         yield model, state
         callback = self.callback
-        while True:
-            self.check(model, state)
-            if state.status is not Status.RUNNING:
-                return
+        while state.status is Status.RUNNING:
             self.iterate(model, state)
-            if state.status is Status.RUNNING and callback is not None and \
-                    callback(state.x, state.f):
-                state.status = Status.CALLBACK
+            if state.status is Status.RUNNING:
+                if callback is not None and callback(state.x, state.f):
+                    state.status = Status.CALLBACK
+                else:
+                    self.check(model, state)
             yield model, state
-            if state.status is not Status.RUNNING:
-                return
 
     def run(self, model, x0) -> Result:
         """Minimize ``model`` from ``x0``; returns :class:`Result`."""

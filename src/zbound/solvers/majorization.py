@@ -383,7 +383,12 @@ class _NewtonDirection:
             # Singular H (no regularization: softmax scores are invariant to a shift shared by
             # all classes, and g has no component along it): a tiny ridge gives the Newton step
             # on the complement.
-            d = ridged_cholesky_solve(H.to_dense(), g)
+            # a full two-class softmax solves in d dimensions instead of 2 d where its
+            # curvature can (the class-sum direction is the ridge's alone)
+            two = getattr(H, "two_class_solve", None)
+            d = two(g) if two is not None else None
+            if d is None:
+                d = ridged_cholesky_solve(H.to_dense(), g)
             return None if d is None else -d
         if self.precond is None or self.last > self.refresh:
             self.precond = self.build(H)

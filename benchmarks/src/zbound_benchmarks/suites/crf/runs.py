@@ -349,14 +349,14 @@ def _crfsuite_lbfgs(items, ytr, cfg, tmp, state, first, crf, obj, test) -> dict:
 def _zbound_run(objective, method, max_iter, target, setup, cfg) -> dict:
     """One of the library's solvers from zero to ``target`` (``setup``, the objective's
     construction, added to its times), its curve and counts."""
-    from zbound.estimators.crf import auto_evaluation
-    from zbound.solvers import minimize
+    from zbound.solvers import SolverPolicy, minimize
     from zbound.solvers.quasi_newton import LBFGSBound
 
     curve = Curve()
     opts = dict(ZBOUND_METHODS[method])
     if method == "lbfgs-bound":
-        opts["evaluation"] = auto_evaluation(objective)
+        # as ChainCRF(precision="auto") evaluates it
+        opts["evaluation"] = SolverPolicy.crf_evaluation(objective, method, "auto")
 
     def cb(x, f):
         curve(f)
