@@ -3,22 +3,12 @@ paths printed, unknown suites refused."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
+from test_cli import RST, _help  # the library's command-line tests (tests/test_cli.py)
 from zbound import cli
 from zbound_benchmarks import cli as bench_cli
 from zbound_benchmarks.runner import SUITES
-
-RST = re.compile(r"``|:(func|class|mod|meth|data|attr):`")
-
-
-def _help(capsys, *argv: str) -> str:
-    with pytest.raises(SystemExit) as exc:
-        cli.main([*argv, "--help"])
-    assert exc.value.code == 0
-    return capsys.readouterr().out
 
 
 def test_every_registered_suite_has_a_description_and_quick_time():
