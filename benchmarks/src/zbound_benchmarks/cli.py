@@ -14,8 +14,8 @@ import textwrap
 import time
 from pathlib import Path
 
-# One line per suite of zbound_benchmarks.runner.SUITES, and how long `--quick` takes on the 2-core
-# development machine (one full baseline run of each quick suite, measured with `time`). Kept
+# One line per suite of zbound_benchmarks.runner.SUITES, and how long `--quick` takes on a
+# 2-core machine (one run of each quick suite, one at a time, on an otherwise idle machine). Kept
 # here, not read from the suite modules, so that `zbound bench --help` imports no suite.
 SUITE_INFO: dict[str, tuple[str, str]] = {
     "estimators": (
@@ -30,39 +30,39 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "two-class problems at 1e5-1e7 rows and Adult against dask-ml, scikit-learn and "
         "Spark MLlib; time, passes, iterations, peak memory per worker (--quick: t = 1e5, "
         "no Adult)",
-        "about 3 min",
+        "about 1 min",
     ),
     "stochastic": (
         "SGB Fig. 1: SPFB and LSPFB against SGD, momentum, Adam and SGDClassifier on Adult, "
         "KMNIST and digits (mini-batch 1000), epochs and seconds to 1% and 0.1%",
-        "about 15 min on a busy 2-core machine",
+        "about 5 min",
     ),
     "crf": (
         "Chain CRFs on CoNLL-2000, CoNLL-2002 and the Penn Treebank sample against "
         "python-crfsuite (L-BFGS, l2sgd) with the same features and objective",
-        "about 4 min",
+        "about 1 min",
     ),
     "graphcrf": (
         "CRFs on graphs of small treewidth: exact junction-tree inference against enumeration "
         "and pgmpy, the skip-chain CRF on CoNLL-2002 against the chain CRF and "
         "python-crfsuite, the cost of a pass against treewidth",
-        "about 2 min",
+        "about 1 min",
     ),
     "logreg-small": (
         "Jebara & Choromanska (2012), supplement Table 3, plus a weak-regularization sweep "
         "with digits: bound solvers against SciPy and scikit-learn",
-        "about 2.5 min",
+        "about 2 min",
     ),
     "ising": (
         "Beyler & Bach: quantum, TRW and log-det upper bounds on Ising log-partition "
         "functions against exact values, and the quantum solver against CVXPY",
-        "about 2.5 min",
+        "about 1.5 min",
     ),
     "logreg-large": (
         "Jebara & Choromanska (2012) Table 1 (SRBCT, Text) and Table 4 (low-rank rank sweep), "
         "plus Adult, KMNIST, digits and a synthetic set at C in {0.01, 1, 100}: bound solvers "
         "against SciPy, scikit-learn and glum, time to two targets and peak memory",
-        "about 11 min",
+        "about 8 min",
     ),
     "chunked": (
         "the map-reduce evaluation of a loss over row chunks: peak memory and time of the "
@@ -73,13 +73,13 @@ SUITE_INFO: dict[str, tuple[str, str]] = {
         "Jebara & Choromanska (2012) Sec. 4, Tables 2 and 5 and Fig. 1: mixtures of "
         "Gaussian-gated logistic regressions (latent conditional likelihood) trained by the "
         "bound against EM, BFGS, CG, steepest descent and Newton",
-        "about 4 min",
+        "about 2 min",
     ),
     "moe": (
         "Fruytier, Mokhtari & Sanghavi: mixtures of experts by EM (bound-majorization "
         "M-steps), EM with inner GD, Gradient EM, GD and Adam on synthetic SMoLinE / SMoLogE "
         "and randomly inverted KMNIST and digits images",
-        "about 3-4 min",
+        "about 2 min",
     ),
 }
 
