@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from zbound import MixtureOfExperts
@@ -231,3 +232,18 @@ def test_predict_log_proba_is_the_log_of_predict_proba_in_log_space():
     assert (m.predict_proba(far) == 0).any()
     assert np.isfinite(m.predict_log_proba(far)).all()
     assert not hasattr(regressor, "predict_log_proba")
+
+
+@pytest.mark.parametrize("params", [{"solver": "em", "m_step": "gd"}, {"solver": "gd"}])
+def test_a_step_size_past_every_scale_ends_finite_with_a_warning_and_no_numpy_warning(params):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with np.errstate(all="raise"):
+            est = MixtureOfExperts(learning_rate=1e300, **params).fit(X, y)
+    assert est.solver_result_.info["diverged"]
+    assert np.isfinite(est.predict_proba(X)).all()
+    assert [type(w.message) for w in caught] == [ConvergenceWarning], caught
+    assert "non-finite" in str(caught[0].message)

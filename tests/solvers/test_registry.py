@@ -177,3 +177,47 @@ def test_the_registry_does_not_depend_on_import_order():
     from zbound.solvers import METHODS
 
     assert int(out.stdout.split()[0]) == len(METHODS)
+
+
+def test_fixed_step_gd_takes_exactly_its_steps_and_matches_the_hand_loop():
+    model = _model()
+    x0 = np.zeros(model.n_params)
+    res = minimize(model, x0, method="gd", lr=0.05, tol=0.0, ftol=0.0, max_iter=7)
+    x = x0.copy()
+    for _ in range(7):
+        x -= 0.05 * model.value_and_grad(x)[1]
+    assert res.nit == 7 and res.status is Status.MAX_ITER
+    np.testing.assert_allclose(res.x, x, rtol=0, atol=1e-14)
+    assert res.fun == pytest.approx(model.value(x), rel=1e-14)
+
+
+def test_fixed_step_gd_converges_with_a_small_step_and_stops_on_divergence():
+    model = _model(reg=1.0)
+    ref = minimize(model, np.zeros(model.n_params), tol=1e-10)
+    res = minimize(model, np.zeros(model.n_params), method="gd", lr=0.01, tol=1e-7,
+                   max_iter=20000)
+    assert res.converged and res.fun == pytest.approx(ref.fun, rel=1e-9)
+    with np.errstate(all="raise"):            # no NumPy warning on the way
+        bad = minimize(model, np.zeros(model.n_params), method="gd", lr=1e300, max_iter=5)
+    assert bad.status is Status.FAILED and bad.info["diverged"] and not bad.converged
+    assert np.isfinite(bad.x).all() and np.isfinite(bad.fun)
+
+
+def test_step_size_methods_are_not_offered_by_estimators():
+    from zbound.estimators import BoundLogisticRegression, ChainCRF, GraphCRF
+
+    assert METHODS["gd"].step_size
+    for est in (BoundLogisticRegression(solver="gd"), ChainCRF(solver="gd"),
+                GraphCRF(solver="gd")):
+        with pytest.raises(ValueError, match="solver"):
+            est.fit(*_tiny_data(est))
+
+
+def _tiny_data(est):
+    rng = np.random.default_rng(0)
+    if type(est).__name__ == "BoundLogisticRegression":
+        return rng.normal(size=(10, 2)), np.arange(10) % 2
+    if type(est).__name__ == "ChainCRF":
+        return [rng.normal(size=(4, 2))] * 3, [np.array([0, 1, 0, 1])] * 3
+    return [(rng.normal(size=(3, 2)), np.array([[0, 1], [1, 2]]))] * 3, \
+        [np.array([0, 1, 0])] * 3

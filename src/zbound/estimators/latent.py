@@ -53,7 +53,8 @@ from zbound.utils.validation import (
 def _latent_method(info) -> bool:
     """A registered batch method that runs on a latent conditional likelihood: the generic
     ones (L-BFGS, Newton, the bound methods, ...) and those made for it (EM)."""
-    return not info.stochastic and info.requires in (None, LatentLikelihood)
+    return not (info.stochastic or info.step_size) and info.requires in (None,
+                                                                          LatentLikelihood)
 
 
 

@@ -36,7 +36,7 @@ from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.moe.diagnostics import collapsed_experts
 from zbound.moe.model import MixtureLikelihood, MoEProblem, SoftLabelSoftmaxLoss
-from zbound.solvers.base import MethodInfo, MethodNames, Solver, State, register
+from zbound.solvers.base import MethodInfo, MethodNames, Solver, State, configure, register
 from zbound.solvers.majorization import SquaremCounts, squarem_extrapolate
 from zbound.solvers.policy import SolverPolicy
 from zbound.solvers.result import Result, Status
@@ -50,9 +50,9 @@ def _mstep_method(info) -> bool:
     return not info.stochastic and info.requires is None
 
 
-#: EM's M-step solvers: the registered batch methods for any objective, and "gd" (the paper's
-#: inner gradient descent)
-MSTEPS = MethodNames(_mstep_method, also=("gd",))
+#: EM's M-step solvers: the registered batch methods for any objective ("gd" runs the paper's
+#: inner gradient descent on the whole of Q)
+MSTEPS = MethodNames(_mstep_method)
 
 
 def _check_iter(max_iter) -> int:
@@ -102,6 +102,8 @@ class MStep:
         self.options = dict(options or {})
         self.solver_iterations = 0
         self.calls = 0
+        self.diverged = False
+        self._gd = None
         # one warm solver per sub-problem ("gate", expert j): its Newton-direction state
         # (preconditioner) carries over from one EM iteration to the next
         self._warm = {}
@@ -175,13 +177,31 @@ class MStep:
 
     def _inner_gd(self, theta, R) -> np.ndarray:
         """The paper's M-step: ``inner_steps`` gradient steps of size ``inner_lr`` on
-        Q(. | theta_t) (separable, so the same as steps on each sub-problem)."""
-        x = theta.copy()
-        for _ in range(self.inner_steps):
-            _, g = self.problem.q_value_and_grad(x, R)
-            x -= self.inner_lr * g
-        self.solver_iterations += self.inner_steps
-        return x
+        Q(. | theta_t) (separable, so the same as steps on each sub-problem), by the
+        registered fixed-step method "gd"; a step that leaves the finite numbers sets
+        ``diverged`` and returns the last finite iterate."""
+        if self._gd is None:
+            self._gd = configure("gd", tol=0.0, ftol=0.0, max_iter=self.inner_steps,
+                                 lr=self.inner_lr)
+        res = self._gd.run(_Q(self.problem, R), theta)
+        self.solver_iterations += res.nit
+        self.diverged = bool(res.info["diverged"])
+        return res.x
+
+
+class _Q:
+    """Q(. | theta_t) of one E-step (responsibilities R) as a model: what the inner gradient
+    M-step minimizes."""
+
+    def __init__(self, problem: MoEProblem, R: np.ndarray):
+        self.problem, self.R = problem, R
+        self.n_params = problem.n_params
+
+    def value_and_grad(self, theta):
+        return self.problem.q_value_and_grad(theta, self.R)
+
+    def value(self, theta) -> float:
+        return self.value_and_grad(theta)[0]
 
 
 @dataclass
@@ -231,7 +251,13 @@ class MixtureEM(Solver):
                               iterates=[x.copy()] if o["keep_iterates"] else None)
 
     def update(self, model, state):
-        self.move(model, state, state.mstep(state.x, state.R))
+        theta = state.mstep(state.x, state.R)
+        if state.mstep.diverged:
+            state.status = Status.FAILED
+            state.message = ("the M-step's gradient descent left the finite numbers "
+                             "(inner_lr too large?)")
+            return
+        self.move(model, state, theta)
 
     def move(self, model, state, theta, evaluated=None):
         """Accept theta: the E-step there (or ``evaluated``, its (L, R) already computed)
@@ -254,7 +280,7 @@ class MixtureEM(Solver):
         P = pb.unpack(state.x)
         collapsed = collapsed_experts(mass, n_eff, P.log_var if pb.fit_var else None,
                                       pb.min_variance if pb.fit_var else None)
-        info = {"mstep": m.solver, "mstep_calls": m.calls,
+        info = {"mstep": m.solver, "mstep_calls": m.calls, "diverged": m.diverged,
                 "mstep_solver_iterations": m.solver_iterations, **m.direction_stats(),
                 "expert_mass": mass.tolist(), "collapsed": collapsed}
         if state.iterates is not None:

@@ -17,17 +17,15 @@ A run whose objective becomes NaN or inf (too large a step) stops there with
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
 from zbound.moe.em import _check_iter, _check_theta
 from zbound.moe.model import GatedMixture, MoEProblem
-from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.base import MethodInfo, register
+from zbound.solvers.baselines import FixedRule
 from zbound.solvers.first_order import Adam, TorchRule, torch_available
-from zbound.solvers.result import Result, Status
+from zbound.solvers.result import Result
 from zbound.utils.validation import POSITIVE, Choices
 
 
@@ -38,79 +36,13 @@ def _check_lr(name: str, lr) -> float:
     return lr
 
 
-@dataclass
-class FirstOrderState(State):
-    """A first-order method's state: its update rule (``rule(theta, grad) -> new theta``,
-    with the rule's own memory), whether the objective left the finite numbers, and the
-    iterates when kept."""
-
-    rule: object = None
-    diverged: bool = False
-    iterates: list | None = None
-
-
-def _anywhere(theta) -> bool:
-    """The domain of a model that states none: everything finite."""
-    return True
-
-
-class _MixtureFirstOrder(Solver):
-    """Shared by the first-order MoE methods: theta <- rule(theta, grad L(theta)), the
-    objective and gradient once per iterate. Stops when an iteration lowers the objective by
-    at least 0 and at most ``ftol`` * max(1, |L|) (a rise does not stop it: these methods are
-    not monotone), after ``max_iter`` iterations, or when the objective becomes NaN or inf
-    (too large a step: ``info["diverged"]``, the last finite iterate kept and an infinite
-    objective recorded), or leaves the model's domain (``model.in_domain``: a noise variance
-    above its ceiling), which counts as diverging too. ``tol`` is not used."""
-
-    options = {"keep_iterates": False}
-    option_constraints = {"keep_iterates": ["boolean"]}
-
-    def make_rule(self, model, x):
-        raise NotImplementedError
-
-    def init(self, model, x):
-        with np.errstate(all="ignore"):
-            f, g = model.value_and_grad(x)
-        return FirstOrderState(x, f, g, rule=self.make_rule(model, x),
-                               iterates=[x.copy()] if self.opts["keep_iterates"] else None)
-
-    def update(self, model, state):
-        with np.errstate(all="ignore"):          # a step too long: detected below
-            new = state.rule(state.x, state.g)
-            f, g = model.value_and_grad(new)
-        if not (np.isfinite(f) and np.isfinite(g).all() and np.isfinite(new).all()
-                and getattr(model, "in_domain", _anywhere)(new)):
-            state.diverged = True
-            state.status = Status.FAILED
-            state.message = "the objective became non-finite (step size too large?)"
-            if state.recorder is not None:
-                state.recorder.record(math.inf, math.nan, model.n_evals)
-            state.nit += 1
-            return
-        if state.iterates is not None:
-            state.iterates.append(new.copy())
-        self.accept(model, state, new, f, g)
-
-    def stationarity(self, model, state):
-        return math.inf
-
-    def stop_status(self, state, stat):
-        if self.target is not None and state.f <= self.target:
-            return Status.TARGET
-        if self.ftol > 0.0 and state.f_prev is not None and \
-                0.0 <= state.f_prev - state.f <= self.ftol * max(1.0, abs(state.f)):
-            return Status.FTOL
-        return None
-
-    def result_info(self, state):
-        info = {**self.rule_info(), "diverged": state.diverged}
-        if state.iterates is not None:
-            info["iterates"] = state.iterates
-        return info
-
-    def rule_info(self) -> dict:
-        return {}
+class _MixtureFirstOrder(FixedRule):
+    """The first-order MoE methods: :class:`~zbound.solvers.baselines.FixedRule` on a gated
+    mixture, stopping when an iteration lowers the objective by at least 0 and at most
+    ``ftol`` * max(1, |L|) (a rise does not stop it: these methods are not monotone), after
+    ``max_iter`` iterations, or when the objective becomes NaN or inf or leaves the model's
+    domain (``model.in_domain``: a noise variance above its ceiling), which counts as
+    diverging. ``tol`` is not used."""
 
 
 @register
@@ -121,6 +53,7 @@ class MixtureGradientEM(_MixtureFirstOrder):
 
     info = MethodInfo("moe-gradient-em", peer=True, constraints="none",
                       requires=GatedMixture,
+                      step_size=True,
                       description="Gradient EM (Fruytier et al. Alg. 1): one gradient step "
                                   "on each EM sub-objective")
     options = {**_MixtureFirstOrder.options, "lr_experts": 1.0, "lr_gate": 1.0}
@@ -142,6 +75,7 @@ class MixtureGD(_MixtureFirstOrder):
     """Gradient descent on L (Algorithm 2): theta_{t+1} = theta_t - lr grad L(theta_t)."""
 
     info = MethodInfo("moe-gd", peer=True, constraints="none", requires=GatedMixture,
+                      step_size=True,
                       description="gradient descent on the mixture's objective "
                                   "(Fruytier et al. Alg. 2)")
     options = {**_MixtureFirstOrder.options, "lr": 1.0}
@@ -171,6 +105,7 @@ class MixtureAdam(_MixtureFirstOrder):
     (``backend`` forces one); the same NumPy gradient either way."""
 
     info = MethodInfo("moe-adam", peer=True, constraints="none", requires=GatedMixture,
+                      step_size=True,
                       description="Adam on the mixture's objective (full batch; "
                                   "torch.optim.Adam when installed)")
     options = {**_MixtureFirstOrder.options, "lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-8,

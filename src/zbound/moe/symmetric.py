@@ -37,9 +37,9 @@ from typing import Protocol
 import numpy as np
 from scipy.special import expit, log_expit
 
+from zbound.bounds.curvature import DenseCurvature
 from zbound.moe.model import SoftLabelSoftmaxLoss
 from zbound.solvers.base import MethodInfo, Solver, State, register
-from zbound.solvers.linesearch import armijo_search
 from zbound.solvers.result import Result
 from zbound.utils.validation import NON_NEGATIVE, POSITIVE, POSITIVE_INT
 
@@ -126,21 +126,14 @@ class _Symmetric:
         return f, g_t + self.grad_A(theta) - gA_t, self.hess_A(theta)
 
     def md_step(self, theta_t, tol: float = 1e-12, max_iter: int = 100) -> np.ndarray:
-        """argmin_theta <grad L(theta_t), theta - theta_t> + D_A(theta, theta_t), by damped
-        Newton on this strictly convex function (independent of the EM code path)."""
-        x = np.array(theta_t, dtype=np.float64)
-        for _ in range(max_iter):
-            f, g, H = self.md_objective(x, theta_t)
-            if np.max(np.abs(g)) <= tol:
-                break
-            step = np.linalg.solve(H, g)
-            found = armijo_search(
-                lambda s, x=x, step=step: (self.md_objective(x - s * step, theta_t)[0], None),
-                f, -float(g @ step), 1.0, shrink="halve", min_step=1e-10)
-            if found is None:
-                break
-            x = x - found[0] * step
-        return x
+        """argmin_theta <grad L(theta_t), theta - theta_t> + D_A(theta, theta_t), by Newton's
+        method (registered "newton", Armijo backtracking) on this strictly convex function,
+        independent of the EM code path."""
+        from zbound.solvers import minimize
+
+        theta_t = np.array(theta_t, dtype=np.float64)
+        return minimize(_MirrorStep(self, theta_t), theta_t, method="newton", tol=tol,
+                        ftol=0.0, max_iter=max_iter).x
 
     def missing_information(self, theta):
         """I_{z|x,y}: mean[r (1 - r) v v^T], v the gradient of the posterior logit (27), (29)."""
@@ -155,16 +148,33 @@ class _Symmetric:
     def _soft_logistic(self, u, w0, solver: str, tol: float, inner_steps: int,
                        inner_lr: float) -> np.ndarray:
         """argmin_w mean[log(1 + e^{x.w}) - u x.w] (soft labels u in [0, 1]), from w0."""
-        if solver == "gd":
-            w = np.array(w0, dtype=np.float64)
-            for _ in range(inner_steps):
-                w -= inner_lr * (self.X.T @ (expit(self.X @ w) - u)) / self.n
-            return w
         from zbound.solvers import minimize
 
         loss = SoftLabelSoftmaxLoss(self.X, np.column_stack([1 - u, u]),
                                     np.full(self.n, 1.0 / self.n), reference_class=True)
+        if solver == "gd":          # the paper's inner loop: inner_steps fixed steps
+            return minimize(loss, w0, method="gd", tol=0.0, ftol=0.0, max_iter=inner_steps,
+                            lr=inner_lr).x
         return minimize(loss, w0, method=solver, tol=tol, max_iter=100).x
+
+
+class _MirrorStep:
+    """The mirror-descent step's objective at theta_t (:meth:`_Symmetric.md_objective`) as a
+    model."""
+
+    def __init__(self, mixture: _Symmetric, theta_t: np.ndarray):
+        self.mixture, self.theta_t = mixture, theta_t
+        self.n_params = theta_t.shape[0]
+
+    def value_grad_hessian(self, theta):
+        f, g, H = self.mixture.md_objective(theta, self.theta_t)
+        return f, g, DenseCurvature(H)
+
+    def value_and_grad(self, theta):
+        return self.value_grad_hessian(theta)[:2]
+
+    def value(self, theta) -> float:
+        return self.value_grad_hessian(theta)[0]
 
 
 class SMoLinE(_Symmetric):

@@ -75,6 +75,9 @@ class MethodInfo:
     requires : None, or a capability protocol (e.g. ``LatentLikelihood`` of
     :mod:`zbound.models.base` for EM) that the model or its loss must support; see
     :meth:`applies_to`
+    step_size : True for a method whose step size (option ``lr``) must be chosen for the
+        problem (it converges only for small enough steps): the papers' fixed-step baselines,
+        which estimators do not offer as a ``solver``
     """
 
     name: str
@@ -85,6 +88,7 @@ class MethodInfo:
     needs: tuple[str, ...] = ("value_and_grad",)
     stochastic: bool = False
     requires: type | None = None
+    step_size: bool = False
 
     def __post_init__(self):
         if self.constraints not in ("linear", "box", "none"):

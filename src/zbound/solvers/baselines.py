@@ -27,7 +27,7 @@ from zbound.solvers.base import MethodInfo, Solver, State, little_left, register
 from zbound.solvers.linesearch import armijo_search
 from zbound.solvers.result import Recorder, Result, Status
 from zbound.utils.linalg import cholesky_solve, jacobi
-from zbound.utils.validation import POSITIVE_INT
+from zbound.utils.validation import POSITIVE, POSITIVE_INT
 
 # Up to this many parameters SciPy's Newton-CG gets the dense Hessian, beyond it products.
 _DENSE_HESS_MAX = 300
@@ -332,3 +332,100 @@ class SteepestDescent(Solver):
         step, f_new, g_new = found
         state.step = 2.0 * step
         self.accept(model, state, x - step * g, f_new, g_new)
+
+
+@dataclass
+class FirstOrderState(State):
+    """A fixed-rule method's state: its update rule (``rule(x, grad) -> new x``, with the
+    rule's own memory), whether the objective left the finite numbers, and the iterates when
+    kept."""
+
+    rule: Any = None
+    diverged: bool = False
+    iterates: list | None = None
+
+
+def _anywhere(x) -> bool:
+    """The domain of a model that states none: everything finite."""
+    return True
+
+
+class FixedRule(Solver):
+    """x <- rule(x, grad f(x)) with no line search, the objective and gradient once per
+    iterate: the first-order baselines of the papers (fixed-step gradient descent, Gradient
+    EM, full-batch Adam). Not monotone, so a rise does not stop them; they stop after
+    ``max_iter`` iterations, when an iteration lowers f by at least 0 and at most ``ftol`` *
+    max(1, |f|), when ``||grad||_inf <= tol * max(1, |f|)`` (``tol = 0``: never), or when the
+    objective becomes NaN or inf or the iterate leaves the model's domain (``model.in_domain``
+    where it has one): too large a step, ``info["diverged"]``, the last finite iterate kept and
+    an infinite objective recorded. Subclasses give ``make_rule(model, x)``."""
+
+    options = {"keep_iterates": False}
+    option_constraints = {"keep_iterates": ["boolean"]}
+
+    def make_rule(self, model, x):
+        raise NotImplementedError
+
+    def init(self, model, x):
+        with np.errstate(all="ignore"):
+            f, g = model.value_and_grad(x)
+        return FirstOrderState(x, f, g, rule=self.make_rule(model, x),
+                               iterates=[x.copy()] if self.opts["keep_iterates"] else None)
+
+    def update(self, model, state):
+        with np.errstate(all="ignore"):          # a step too long: detected below
+            new = state.rule(state.x, state.g)
+            f, g = model.value_and_grad(new)
+        if not (np.isfinite(f) and np.isfinite(g).all() and np.isfinite(new).all()
+                and getattr(model, "in_domain", _anywhere)(new)):
+            state.diverged = True
+            state.status = Status.FAILED
+            state.message = "the objective became non-finite (step size too large?)"
+            if state.recorder is not None:
+                state.recorder.record(math.inf, math.nan, model.n_evals)
+            state.nit += 1
+            return
+        if state.iterates is not None:
+            state.iterates.append(new.copy())
+        self.accept(model, state, new, f, g)
+
+    def stationarity(self, model, state):
+        return float(np.max(np.abs(state.g))) if self.tol > 0.0 else math.inf
+
+    def stop_status(self, state, stat):
+        if self.target is not None and state.f <= self.target:
+            return Status.TARGET
+        if stat <= self.tol * max(1.0, abs(state.f)):
+            return Status.STATIONARY
+        if self.ftol > 0.0 and state.f_prev is not None and \
+                0.0 <= state.f_prev - state.f <= self.ftol * max(1.0, abs(state.f)):
+            return Status.FTOL
+        return None
+
+    def result_info(self, state):
+        info = {**self.rule_info(), "diverged": state.diverged}
+        if state.iterates is not None:
+            info["iterates"] = state.iterates
+        return info
+
+    def rule_info(self) -> dict:
+        return {}
+
+
+@register
+class GradientDescent(FixedRule):
+    """``"gd"``: x <- x - lr grad f(x), a fixed step (the papers' inner M-step and
+    first-order baseline; ``"steepest"`` is the line-searched one)."""
+
+    info = MethodInfo("gd", peer=True, constraints="none", needs=("value_and_grad",),
+                      step_size=True,
+                      description="gradient descent with a fixed step size lr")
+    options = {**FixedRule.options, "lr": 1.0}
+    option_constraints = {**FixedRule.option_constraints, "lr": [POSITIVE]}
+
+    def make_rule(self, model, x):
+        lr = float(self.opts["lr"])
+        return lambda x, g: x - lr * g
+
+    def rule_info(self):
+        return {"lr": float(self.opts["lr"])}

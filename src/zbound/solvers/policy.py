@@ -262,20 +262,21 @@ CRF_STREAM = "adagrad"
 def chain_crf_method(info) -> bool:
     """A solver ``ChainCRF`` takes: a registered batch method that asks nothing of the model
     beyond the protocol, or :data:`CRF_STREAM`."""
-    return info.name == CRF_STREAM or (not info.stochastic and info.requires is None)
+    return info.name == CRF_STREAM or (not info.stochastic and not info.step_size
+                                       and info.requires is None)
 
 
 def logistic_method(info) -> bool:
     """A solver ``BoundLogisticRegression`` takes: a registered batch method that runs on a
     softmax objective (the generic ones, and those that need a softmax loss's rows)."""
-    return not info.stochastic and info.requires in (None, SoftmaxData)
+    return not (info.stochastic or info.step_size) and info.requires in (None, SoftmaxData)
 
 
 def graph_crf_method(info) -> bool:
     """A solver ``GraphCRF`` takes: a batch method that needs values, gradients and
     majorizers only (no Hessian of a junction-tree loss), or :data:`CRF_STREAM`."""
     return info.name == CRF_STREAM or (
-        not info.stochastic and info.requires is None
+        not info.stochastic and not info.step_size and info.requires is None
         and set(info.needs) <= {"value", "value_and_grad", "majorizer"})
 
 
