@@ -120,7 +120,7 @@ def test_errors_name_the_problem():
         GraphCRF().predict(X)
     clique = [(u, v) for u, v in itertools.combinations(range(6), 2)]
     wide = [([{"w": "a"}] * 6, clique)]
-    with pytest.raises(ValueError, match=r"graph 'sample 0' \(6 nodes, 15 edges\) has treewidth 5"):
+    with pytest.raises(ValueError, match=r"graph 'sample 0' \(6 nodes, 15 edges\) has treewidth at least 5"):
         GraphCRF().fit(wide, [["V"] * 6])
     assert GraphCRF(max_treewidth=5, max_iter=5).fit(wide, [["V"] * 6]).predict(wide) == [
         ["V"] * 6]

@@ -187,7 +187,7 @@ def test_bad_inputs_name_the_problem():
         GraphCRFLoss(X, [3, 2, 1], e, y, 2,
                      edge_features=[np.ones((2, 2)), np.ones((1, 3)), np.ones((0, 2))])
     clique = np.array(list(itertools.combinations(range(6), 2)))
-    with pytest.raises(ValueError, match="graph 'sample 0' .* has treewidth 5"):
+    with pytest.raises(ValueError, match="graph 'sample 0' .* has treewidth at least 5"):
         GraphCRFLoss(X, [6], [clique], y, 2, max_treewidth=4)
 
 

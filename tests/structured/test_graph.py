@@ -149,7 +149,8 @@ def test_random_graphs_against_enumeration(seed, n, m, density, scale):
 
 
 def test_treewidth_budget_names_the_graph():
-    with pytest.raises(ValueError, match=r"graph 'grid3' \(9 nodes, 12 edges\) has treewidth 3"):
+    with pytest.raises(ValueError, match=r"graph 'grid3' \(9 nodes, 12 edges\) has (treewidth "
+                       r"at least 3|no elimination order of width <= 2).*max_treewidth=2"):
         junction_tree(*GRAPHS["grid3"], max_treewidth=2, name="grid3")
     assert junction_tree(*GRAPHS["grid3"], max_treewidth=3).treewidth == 3
 

@@ -268,7 +268,7 @@ class GraphCRF(CRFFit, BaseEstimator):
         S = finite_prediction(lambda: np.asarray(M @ self.node_weights_))
         off = np.concatenate([[0], np.cumsum(n_nodes)])
         trees = junction_trees(n_nodes, edges, heuristic=self.heuristic,
-                               max_treewidth=self.max_treewidth)
+                               max_treewidth=self.max_treewidth, n_labels=len(self.classes_))
         if feats is None:
             feats = [np.ones((t.edges.shape[0], 1)) for t in trees]
         out = []

@@ -133,7 +133,8 @@ class GraphCRFLoss:
         """The graphs in ``tree_graphs``: one junction tree per shape, all of them one forest
         over the rows of X_tree (their nodes) and the rows of F_tree (their edges)."""
         tree_list = junction_trees(self.n_nodes, self.edges, self.tree_graphs,
-                                   heuristic=self.heuristic, max_treewidth=self.max_treewidth)
+                                   heuristic=self.heuristic, max_treewidth=self.max_treewidth,
+                                   n_labels=self.m)
         tn = self.n_nodes[self.tree_graphs]
         te = np.array([self.edges[j].shape[0] for j in self.tree_graphs], dtype=np.int64)
         self.forest = JunctionForest(tree_list, np.concatenate([[0], np.cumsum(tn)[:-1]]),

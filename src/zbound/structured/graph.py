@@ -31,15 +31,24 @@ clique's maximum shifted out), giving log Z and every node's and edge's marginal
 from __future__ import annotations
 
 import heapq
+import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 
 from zbound.bounds.scalar import beta
 from zbound.structured.chain import _TINY
 from zbound.utils.logspace import log_softmax, logsumexp
 
 HEURISTICS = ("min-fill", "min-degree")
+#: the most label combinations the clique tables of one graph may hold (float64 entries:
+#: 800 MB), checked before any table is built
+MAX_TABLE_ENTRIES = 10 ** 8
+#: orders with random tie-breaks tried, after min-fill and min-degree, before a graph of up to
+#: RANDOM_TRIES_MAX_NODES nodes is refused for its width
+RANDOM_TRIES = 8
+RANDOM_TRIES_MAX_NODES = 2000
 
 
 @dataclass(frozen=True)
@@ -72,21 +81,36 @@ class CliqueTree:
 
 def check_edges(n_nodes: int, edges) -> np.ndarray:
     """The edges as an (E, 2) int64 array of distinct node pairs u != v in 0..n_nodes-1; a
-    ValueError or TypeError naming the problem otherwise."""
+    ValueError or TypeError naming the problem otherwise (checked in the given dtype, so an
+    id too large for int64 is reported as given)."""
     if isinstance(n_nodes, bool) or not isinstance(n_nodes, int | np.integer) or n_nodes < 1:
         raise ValueError(f"n_nodes must be an integer >= 1, got {n_nodes!r}")
-    e = np.asarray(edges if edges is not None else np.empty((0, 2)))
+    if sp.issparse(edges):
+        raise TypeError("edges must be a dense (E, 2) array of node pairs, got a sparse matrix")
+    try:
+        e = np.asarray(edges if edges is not None else np.empty((0, 2)))
+    except (ValueError, TypeError):
+        raise ValueError("edges must be an (E, 2) array of node pairs (a ragged sequence "
+                         "was given)") from None
     if e.size == 0:
         return np.empty((0, 2), dtype=np.int64)
     if e.ndim != 2 or e.shape[1] != 2:
         raise ValueError(f"edges must be an (E, 2) array of node pairs, got shape {e.shape}")
-    if not np.issubdtype(e.dtype, np.integer):
-        if not np.issubdtype(e.dtype, np.floating) or not np.all(e == np.round(e)):
-            raise TypeError(f"edges must hold integer node indices, got dtype {e.dtype}")
+    if e.dtype.kind not in "iuf":
+        raise TypeError(f"edges must hold integer node indices, got dtype {e.dtype}")
+    if e.dtype.kind == "f":
+        if not np.isfinite(e).all():
+            raise ValueError("edges contain NaN or inf; node indices must be integers in "
+                             f"0..{n_nodes - 1}")
+        if not np.all(e == np.round(e)):
+            raise TypeError(f"edges must hold integer node indices, got dtype {e.dtype} with "
+                            "fractional values")
+    lo, hi = e.min(), e.max()
+    if lo < 0 or hi >= n_nodes:
+        bad = lo if lo < 0 else hi
+        shown = int(bad) if e.dtype.kind in "iu" else float(bad)
+        raise ValueError(f"edge endpoints must lie in 0..{n_nodes - 1}, got {shown!r}")
     e = e.astype(np.int64)
-    if e.min() < 0 or e.max() >= n_nodes:
-        raise ValueError(f"edge endpoints must lie in 0..{n_nodes - 1}, got "
-                         f"{int(e.min())}..{int(e.max())}")
     if np.any(e[:, 0] == e[:, 1]):
         i = int(np.flatnonzero(e[:, 0] == e[:, 1])[0])
         raise ValueError(f"edge {i} joins node {int(e[i, 0])} to itself")
@@ -98,36 +122,88 @@ def check_edges(n_nodes: int, edges) -> np.ndarray:
     return e
 
 
-def elimination_cliques(n_nodes: int, edges: np.ndarray, heuristic: str = "min-fill"):
-    """The maximal cliques of the graph triangulated by greedy elimination (``heuristic``), as
-    sorted int arrays in the order they were formed."""
+def _adjacency(n_nodes: int, edges: np.ndarray) -> list[set]:
+    adj = [set() for _ in range(n_nodes)]
+    for u, v in edges.tolist():
+        adj[u].add(v)
+        adj[v].add(u)
+    return adj
+
+
+def treewidth_lower_bound(n_nodes: int, edges: np.ndarray, stop: int | None = None) -> int:
+    """A lower bound on the treewidth: the contraction degeneracy estimate MMD+ with the
+    least-c rule (Bodlaender, Koster & Wolle 2006): repeatedly take a node of smallest degree
+    (the bound is the largest such degree seen) and contract it into the neighbor sharing
+    the fewest neighbors with it; every graph met is a minor, whose treewidth is at most the
+    graph's, and a graph's treewidth is at least its minimum degree. Stops once the bound
+    reaches ``stop``."""
+    adj = _adjacency(n_nodes, edges)
+    heap = [(len(a), v) for v, a in enumerate(adj)]
+    heapq.heapify(heap)
+    alive = [True] * n_nodes
+    bound, left = 0, n_nodes
+    while left > 1 and heap:
+        d, v = heapq.heappop(heap)
+        if not alive[v] or d != len(adj[v]):
+            continue                       # a stale entry
+        bound = max(bound, d)
+        if stop is not None and bound >= stop:
+            break
+        alive[v] = False
+        left -= 1
+        nb = adj[v]
+        if not nb:
+            continue
+        u = min(nb, key=lambda w: (len(adj[w] & nb), len(adj[w]), w))
+        for w in nb:
+            adj[w].discard(v)
+            if w != u:
+                adj[w].add(u)
+                adj[u].add(w)
+        adj[v] = set()
+        for w in (*nb, u):
+            heapq.heappush(heap, (len(adj[w]), w))
+    return bound
+
+
+def eliminate(adj: list[set], heuristic: str = "min-fill", limit: int | None = None,
+              rng=None):
+    """Greedy elimination of the graph with adjacency sets ``adj`` (consumed): the node of
+    least cost first ("min-fill": fewest fill-in edges, then smallest degree; "min-degree":
+    smallest degree), ties to the smaller node index, or to a random order with ``rng``.
+
+    Returns (order, cliques): the nodes in elimination order and, per step, the sorted clique
+    of the node and its neighbors at that time (the triangulated graph's elimination
+    cliques). With ``limit``, stops as soon as a clique exceeds ``limit`` nodes and returns
+    (None, that clique's size)."""
     if heuristic not in HEURISTICS:
         raise ValueError(f"heuristic must be one of {HEURISTICS}, got {heuristic!r}")
-    adj = [set() for _ in range(n_nodes)]
-    for u, v in edges:
-        adj[u].add(int(v))
-        adj[v].add(int(u))
+    n = len(adj)
+    tie = list(range(n)) if rng is None else rng.permutation(n).tolist()
 
     def cost(v):
         if heuristic == "min-degree":
-            return (len(adj[v]), 0, v)
-        nb = list(adj[v])
-        fill = sum(1 for i in range(len(nb)) for j in range(i + 1, len(nb))
-                   if nb[j] not in adj[nb[i]])
-        return (fill, len(nb), v)
+            return (len(adj[v]), 0, tie[v], v)
+        nb = adj[v]
+        d = len(nb)
+        linked = sum(len(adj[a] & nb) for a in nb)          # each edge among nb twice
+        return ((d * (d - 1) - linked) // 2, d, tie[v], v)
 
-    heap = [(*cost(v),) for v in range(n_nodes)]
+    heap = [cost(v) for v in range(n)]
     heapq.heapify(heap)
-    current = {v: heap_key for v, heap_key in ((k[-1], k) for k in heap)}
-    eliminated = np.zeros(n_nodes, dtype=bool)
-    cliques = []
+    current = {k[-1]: k for k in heap}
+    eliminated = [False] * n
+    order, cliques = [], []
     while heap:
         key = heapq.heappop(heap)
         v = key[-1]
         if eliminated[v] or current[v] != key:
             continue                       # a stale entry: v's cost changed since
-        eliminated[v] = True
         nb = sorted(adj[v])
+        if limit is not None and len(nb) + 1 > limit:
+            return None, len(nb) + 1
+        eliminated[v] = True
+        order.append(v)
         cliques.append(np.array(sorted([v, *nb]), dtype=np.int64))
         for i, a in enumerate(nb):         # the neighbors become a clique (fill-in)
             adj[a].discard(v)
@@ -142,57 +218,149 @@ def elimination_cliques(n_nodes: int, edges: np.ndarray, heuristic: str = "min-f
             if not eliminated[a]:
                 current[a] = cost(a)
                 heapq.heappush(heap, current[a])
-    # keep the maximal cliques: a clique formed later is never a strict superset of an
-    # earlier one's remainder, but an earlier clique can lie inside a later one
-    keep = []
-    sets = [frozenset(c.tolist()) for c in cliques]
-    for i, s in enumerate(sets):
-        if not any(j != i and s < sets[j] for j in range(len(sets))) and \
-                not any(j < i and s == sets[j] for j in range(len(sets))):
-            keep.append(cliques[i])
-    return keep
+    return order, cliques
+
+
+def elimination_cliques(n_nodes: int, edges: np.ndarray, heuristic: str = "min-fill"):
+    """The maximal cliques of the graph triangulated by greedy elimination (``heuristic``), as
+    sorted int arrays in the order they were formed."""
+    order, cliques = eliminate(_adjacency(n_nodes, check_edges(n_nodes, edges)), heuristic)
+    return [cliques[i] for i in _maximal_steps(order, cliques)[0]]
+
+
+def _maximal_steps(order, cliques):
+    """(kept, rep, top): the elimination steps whose cliques are maximal, in order; for each
+    step the kept step whose clique holds its own; for each kept step the last step merged
+    into it. A clique that is not maximal lies inside a child's clique of one more node
+    (children: the steps whose first-eliminated later neighbor is this step's node)."""
+    n = len(order)
+    pos = {v: i for i, v in enumerate(order)}
+    rep = list(range(n))
+    top = list(range(n))
+    grown = [None] * n              # per step, a child step whose clique is one node larger
+    for i, c in enumerate(cliques):
+        if c.size > 1:
+            up = min(pos[u] for u in c.tolist() if u != order[i])      # the parent step
+            if c.size - 1 == cliques[up].size and grown[up] is None:
+                grown[up] = i
+    for i in range(n):
+        c = grown[i]
+        if c is not None:
+            r = rep[c]
+            rep[i] = r
+            top[r] = i
+    kept = [i for i in range(n) if rep[i] == i]
+    return kept, rep, top
+
+
+def _parent_step(order, cliques, pos, i):
+    later = [pos[u] for u in cliques[i].tolist() if u != order[i]]
+    return min(later) if later else -1
+
+
+class TreewidthError(ValueError):
+    """A graph refused because its junction tree would be too wide or its clique tables too
+    large (a ValueError)."""
+
+
+def _refuse(label, n_nodes, edges, why):
+    raise TreewidthError(f"{label} ({n_nodes} nodes, {edges.shape[0]} edges) {why}")
+
+
+def _width_limit(max_treewidth, n_labels, max_table_entries) -> tuple[int | None, str]:
+    """The largest clique (in nodes) the budgets allow, and which budget binds."""
+    limit, why = (None, "") if max_treewidth is None else (int(max_treewidth) + 1, "treewidth")
+    if n_labels is not None and n_labels > 1:
+        size = int(math.floor(math.log(max_table_entries) / math.log(n_labels) + 1e-12))
+        if limit is None or size < limit:
+            limit, why = size, "table"
+    return limit, why
+
+
+def _triangulate(n_nodes, edges, heuristic, max_treewidth, n_labels, max_table_entries,
+                 label):
+    """An elimination within the budgets: ``heuristic`` first, then the other heuristic,
+    then (graphs of up to RANDOM_TRIES_MAX_NODES nodes) RANDOM_TRIES orders with random
+    tie-breaks; a :class:`TreewidthError` naming the widths reached when none fits."""
+    limit, binding = _width_limit(max_treewidth, n_labels, max_table_entries)
+    adj = _adjacency(n_nodes, edges)
+    if limit is None:
+        return eliminate(adj, heuristic)
+    low = treewidth_lower_bound(n_nodes, edges, stop=limit)
+    if low + 1 > limit:
+        _refuse(label, n_nodes, edges, _budget_text(
+            f"has treewidth at least {low} (a minor's minimum degree)", low + 1, binding,
+            max_treewidth, n_labels, max_table_entries))
+    others = [h for h in HEURISTICS if h != heuristic]
+    tries = [(heuristic, None)] + [(h, None) for h in others]
+    if n_nodes <= RANDOM_TRIES_MAX_NODES:
+        tries += [(heuristic, np.random.default_rng(seed)) for seed in range(RANDOM_TRIES)]
+    reached = []
+    for h, rng in tries:
+        order, cliques = eliminate([set(a) for a in adj], h, limit, rng)
+        if order is not None:
+            return order, cliques
+        reached.append(cliques)
+    _refuse(label, n_nodes, edges, _budget_text(
+        f"has no elimination order of width <= {limit - 1} among the {len(tries)} tried "
+        f"({heuristic} reached a clique of {reached[0]} nodes, the best of them "
+        f"{min(reached)})", min(reached), binding, max_treewidth, n_labels,
+        max_table_entries))
+
+
+def _budget_text(found, size, binding, max_treewidth, n_labels, max_table_entries) -> str:
+    known = n_labels is not None and n_labels > 1
+    m = str(int(n_labels)) if known else "m"
+    table = f"a clique of {size} nodes holds {m}^{size}"
+    if known:
+        table += f" = {float(n_labels) ** size:.3g}"
+    table += " label combinations"
+    if binding == "table":
+        return (f"{found}: {table}, above the {max_table_entries:.3g} entries a graph's "
+                f"clique tables may hold")
+    return f"{found}, above max_treewidth={max_treewidth}: {table}"
 
 
 def junction_tree(n_nodes: int, edges, heuristic: str = "min-fill",
-                  max_treewidth: int | None = None, name: str | None = None) -> CliqueTree:
+                  max_treewidth: int | None = None, name: str | None = None,
+                  n_labels: int | None = None,
+                  max_table_entries: int = MAX_TABLE_ENTRIES) -> CliqueTree:
     """A :class:`CliqueTree` of the graph (``n_nodes`` nodes, ``edges`` node pairs).
 
-    heuristic: "min-fill" or "min-degree" elimination. max_treewidth: refuse a graph whose
-    triangulation has a larger clique (its tables would hold m^(treewidth + 1) entries) with
-    a ValueError naming ``name`` (for messages) and the treewidth found.
+    heuristic: "min-fill" or "min-degree" elimination. max_treewidth: refuse a graph with no
+    elimination order of at most that width among those tried (``heuristic``, the other
+    one, and random tie-breaks on small graphs), or whose treewidth a lower bound
+    (:func:`treewidth_lower_bound`) already puts above it;
+    n_labels: also refuse a graph whose clique tables (m^size entries each) would hold more
+    than ``max_table_entries`` in all. A refusal is a :class:`TreewidthError` (a ValueError)
+    naming ``name``, the width found and the table size, raised before any table is built.
+    Time and memory grow as n_nodes times the squared clique size.
     """
     edges = check_edges(n_nodes, edges)
-    cliques = elimination_cliques(n_nodes, edges, heuristic)
-    width = max(c.size for c in cliques) - 1
-    if max_treewidth is not None and width > max_treewidth:
-        label = "the graph" if name is None else f"graph {name!r}"
-        raise ValueError(
-            f"{label} ({n_nodes} nodes, {edges.shape[0]} edges) has treewidth {width} by "
-            f"{heuristic} elimination, above max_treewidth={max_treewidth}: its largest clique "
-            f"would hold m^{width + 1} label combinations")
-    k = len(cliques)
-    # maximum spanning forest on |C_a & C_b| > 0 (Kruskal): the running-intersection property
-    sets = [set(c.tolist()) for c in cliques]
-    pairs = [(-len(sets[a] & sets[b]), a, b) for a in range(k) for b in range(a + 1, k)
-             if sets[a] & sets[b]]
-    pairs.sort()
-    root = list(range(k))
-
-    def find(a):
-        while root[a] != a:
-            root[a] = root[root[a]]
-            a = root[a]
-        return a
-
+    label = "the graph" if name is None else f"graph {name!r}"
+    order, cliques = _triangulate(n_nodes, edges, heuristic, max_treewidth, n_labels,
+                                  max_table_entries, label)
+    kept, rep, top = _maximal_steps(order, cliques)
+    index = {step: k for k, step in enumerate(kept)}
+    pos = {v: i for i, v in enumerate(order)}
+    maximal = [cliques[i] for i in kept]
+    width = max(c.size for c in maximal) - 1
+    if n_labels is not None:
+        total = sum(float(n_labels) ** c.size for c in maximal)
+        if total > max_table_entries:
+            _refuse(label, n_nodes, edges, _budget_text(
+                f"has cliques whose tables hold {total:.3g} label combinations in all",
+                width + 1, "table", max_treewidth, n_labels, max_table_entries))
+    k = len(kept)
     nbrs = [[] for _ in range(k)]
-    for _, a, b in pairs:
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            root[ra] = rb
+    for a, step in enumerate(kept):
+        up = _parent_step(order, cliques, pos, top[step])
+        if up >= 0:
+            b = index[rep[up]]
             nbrs[a].append(b)
             nbrs[b].append(a)
     parent = np.full(k, -1, dtype=np.int64)
-    order = []
+    tree_order = []
     seen = np.zeros(k, dtype=bool)
     for r in range(k):
         if seen[r]:
@@ -209,20 +377,18 @@ def junction_tree(n_nodes: int, edges, heuristic: str = "min-fill",
         for c in comp:
             seen[c] = True
             parent[c] = up[c]
-        order.extend(comp)
+        tree_order.extend(comp)
+    sets = [set(c.tolist()) for c in maximal]
     separators = tuple(
         np.array(sorted(sets[c] & sets[parent[c]]), dtype=np.int64) if parent[c] >= 0
         else np.empty(0, dtype=np.int64) for c in range(k))
-    node_clique = np.full(n_nodes, -1, dtype=np.int64)
-    for c in range(k - 1, -1, -1):          # the first clique formed that holds the node
-        node_clique[cliques[c]] = c
-    sizes = np.array([c.size for c in cliques])
-    edge_clique = np.empty(edges.shape[0], dtype=np.int64)
-    for i, (u, v) in enumerate(edges):
-        holders = [c for c in range(k) if u in sets[c] and v in sets[c]]
-        edge_clique[i] = min(holders, key=lambda c: sizes[c])
-    return CliqueTree(n_nodes=n_nodes, edges=edges, cliques=tuple(cliques), parent=parent,
-                      order=np.array(order, dtype=np.int64), separators=separators,
+    node_clique = np.array([index[rep[pos[v]]] for v in range(n_nodes)], dtype=np.int64)
+    first = np.where(np.array([pos[u] for u in edges[:, 0].tolist()], dtype=np.int64)
+                     < np.array([pos[v] for v in edges[:, 1].tolist()], dtype=np.int64),
+                     edges[:, 0], edges[:, 1]) if edges.size else np.empty(0, np.int64)
+    edge_clique = np.array([index[rep[pos[v]]] for v in first.tolist()], dtype=np.int64)
+    return CliqueTree(n_nodes=n_nodes, edges=edges, cliques=tuple(maximal), parent=parent,
+                      order=np.array(tree_order, dtype=np.int64), separators=separators,
                       treewidth=int(width), node_clique=node_clique, edge_clique=edge_clique)
 
 
@@ -242,11 +408,12 @@ def _bfs(nbrs, start):
 
 
 def junction_trees(n_nodes, edges, indices=None, heuristic: str = "min-fill",
-                   max_treewidth: int | None = None) -> list:
+                   max_treewidth: int | None = None, n_labels: int | None = None,
+                   max_table_entries: int = MAX_TABLE_ENTRIES) -> list:
     """One :class:`CliqueTree` per graph (``n_nodes[j]`` nodes, ``edges[j]`` node pairs) for
     the graphs ``indices`` (default all), built once per shape (node count and edge list)
-    and shared by the graphs of that shape; a graph beyond ``max_treewidth`` is refused
-    naming it ("sample j")."""
+    and shared by the graphs of that shape; a graph beyond the budgets of
+    :func:`junction_tree` is refused naming it ("sample j")."""
     trees: dict = {}
     out = []
     for j in range(len(edges)) if indices is None else indices:
@@ -255,7 +422,8 @@ def junction_trees(n_nodes, edges, indices=None, heuristic: str = "min-fill",
         key = (n, e.tobytes())
         if key not in trees:
             trees[key] = junction_tree(n, e, heuristic=heuristic, max_treewidth=max_treewidth,
-                                       name=f"sample {j}")
+                                       name=f"sample {j}", n_labels=n_labels,
+                                       max_table_entries=max_table_entries)
         out.append(trees[key])
     return out
 
