@@ -84,7 +84,7 @@ def test_edge_features_and_clone():
     assert est.edge_weights_.shape == (3, 3, 3) and est.n_edge_features_ == 3
     again = clone(est).fit(Xf, y)
     assert again.objective_ == pytest.approx(est.objective_, rel=1e-10)
-    with pytest.raises(ValueError, match="X has 2 edge features, the model 3"):
+    with pytest.raises(ValueError, match=r"edge_features\[0\] must be \(5, 3\) \(the model.s K\), got \(5, 2\)"):
         est.predict([(X[0][0], X[0][1], np.ones((len(X[0][1]), 2)))])
     with pytest.raises(ValueError, match="every graph or for none"):
         GraphCRF().fit([Xf[0], X[1]], y[:2])

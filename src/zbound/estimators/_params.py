@@ -29,6 +29,7 @@ from zbound.solvers.policy import CRF_STREAM, SolverPolicy
 from zbound.solvers.result import Result, Status
 from zbound.solvers.stochastic import batch_objective, iterate_batches
 from zbound.structured.chain import chain_fit_threads
+from zbound.structured.features import label_array
 from zbound.utils.logspace import log_softmax
 from zbound.utils.threads import limit_small_fits
 from zbound.utils.validation import check_score_labels, finite_prediction, validate_data
@@ -269,8 +270,9 @@ class CRFFit:
             if classes is None:
                 raise ValueError("classes (the list of all labels) is required on the first "
                                  "call to partial_fit")
-            self.classes_ = np.array(list(classes), dtype=object)
-            if len(set(self.classes_)) != self.classes_.size or self.classes_.size < 1:
+            given = label_array(classes)
+            self.classes_ = np.unique(given)
+            if self.classes_.size != given.size or self.classes_.size < 1:
                 raise ValueError("classes must be distinct and non-empty")
             self.n_seen_ = self.n_updates_ = 0
         loss, n_feat = self._stream_loss(X, y, **data)

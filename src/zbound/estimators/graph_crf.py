@@ -27,7 +27,7 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import StrOptions
 
 from zbound.estimators._params import CRFFit
-from zbound.models.graph_crf import GraphCRFLoss
+from zbound.models.graph_crf import GraphCRFLoss, check_edge_features
 from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
@@ -37,6 +37,7 @@ from zbound.structured.features import encode_labels, featurize
 from zbound.structured.graph import (
     HEURISTICS,
     JunctionForest,
+    check_edges,
     junction_trees,
 )
 from zbound.utils.validation import PENALTY, Number, finite_prediction
@@ -162,8 +163,7 @@ class GraphCRF(CRFFit, BaseEstimator):
                 raise TypeError(f"graph {j} must be a tuple (nodes, edges) or (nodes, edges, "
                                 f"edge_features), got {type(g).__name__}")
             nodes.append(g[0])
-            edges.append(np.asarray(g[1]).reshape(-1, 2) if np.size(g[1]) == 0
-                         else np.asarray(g[1]))
+            edges.append(g[1])
             feats.append(None if len(g) == 2 else g[2])
         if any(f is None for f in feats) and not all(f is None for f in feats):
             raise ValueError("edge_features must be given for every graph or for none")
@@ -180,14 +180,15 @@ class GraphCRF(CRFFit, BaseEstimator):
                                  f"{self.n_features_in_}")
         elif not hasattr(self, "index_"):
             self.index_ = index
-        if feats[0] is None:
-            K, feats = 1, None          # one constant feature per edge (GraphCRFLoss's default)
-        else:
-            feats = [np.asarray(f, dtype=np.float64) for f in feats]
-            K = feats[0].shape[1] if feats[0].ndim == 2 else -1
-        if hasattr(self, "n_edge_features_") and K != self.n_edge_features_:
-            raise ValueError(f"X has {K} edge features, the model {self.n_edge_features_}")
-        return M, n_nodes, edges, feats
+        checked = []
+        for j, (n, e) in enumerate(zip(n_nodes, edges)):
+            try:
+                checked.append(check_edges(int(n), e))
+            except (TypeError, ValueError) as exc:
+                raise type(exc)(f"graph {j}: {exc}") from None
+        K, f = check_edge_features(None if feats[0] is None else feats, checked,
+                                   getattr(self, "n_edge_features_", None))
+        return M, n_nodes, checked, None if feats[0] is None else f
 
     def _check_fitted(self):
         if not hasattr(self, "node_weights_"):
@@ -272,13 +273,9 @@ class GraphCRF(CRFFit, BaseEstimator):
         if feats is None:
             feats = [np.ones((t.edges.shape[0], 1)) for t in trees]
         out = []
-        for j, (tree, f) in enumerate(zip(trees, feats)):
-            if f.ndim != 2 or f.shape != (tree.edges.shape[0], self.n_edge_features_):
-                raise ValueError(f"edge_features of graph {j} must be "
-                                 f"({tree.edges.shape[0]}, {self.n_edge_features_}), "
-                                 f"got {f.shape}")
+        for tree, f, a, b in zip(trees, feats, off[:-1], off[1:]):
             T = np.einsum("ek,kxy->exy", f, self.edge_weights_)
-            out.append((tree, S[off[j]:off[j + 1]], T))
+            out.append((tree, S[a:b], T))
         return out
 
     def _forest(self, X):

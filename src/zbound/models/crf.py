@@ -24,6 +24,7 @@ products, about one value-and-gradient evaluation; no (p, p) or (p, k) array is 
 from __future__ import annotations
 
 import copy
+import math
 
 import numpy as np
 import scipy.sparse as sp
@@ -302,7 +303,12 @@ class ChainCRFLoss:
         out = self._fast(np.asarray(theta, dtype=np.float64), grad=True)
         if out is not None:
             return out
-        f, g = self._value_grad(theta)[:2]
+        with np.errstate(over="ignore", invalid="ignore"):
+            f, g = self._value_grad(theta)[:2]
+        if not (np.isfinite(f) and np.isfinite(g).all()):
+            # scores beyond the float range (a trial step far too long on huge feature
+            # values): an infinite objective, which every line search rejects
+            return math.inf, np.zeros_like(g)
         return f, g
 
     def value_grad_hessian(self, theta):

@@ -32,18 +32,38 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.structured.graph import JunctionForest, check_edges, junction_trees
 
 
-def _edge_features(edge_features, edges):
-    """(K, per-graph (E_j, K) float arrays): one constant feature per edge when None."""
+def check_edge_features(edge_features, edges, n_edge_features: int | None = None):
+    """(K, per-graph (E_j, K) float arrays): one constant feature per edge when None; each
+    graph's array dense (sparse ones densified: E_j x K is small), 2-D with E_j rows and the
+    same K >= 1 columns in every graph (``n_edge_features`` where the model has one), finite;
+    a ValueError or TypeError naming the graph otherwise."""
     if edge_features is None:
+        if n_edge_features not in (None, 1):
+            raise ValueError(f"X has no edge features, the model {n_edge_features}")
         return 1, [np.ones((e.shape[0], 1)) for e in edges]
     if len(edge_features) != len(edges):
         raise ValueError(f"edge_features must hold one array per graph ({len(edges)}), "
                          f"got {len(edge_features)}")
-    feats = [np.asarray(f, dtype=np.float64) for f in edge_features]
-    K = next((f.shape[1] for f in feats if f.ndim == 2), 1)
+    feats = []
+    for j, f in enumerate(edge_features):
+        if sp.issparse(f):
+            f = f.toarray()
+        try:
+            f = np.asarray(f, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"edge_features[{j}] must be a numeric (E, K) array") from None
+        if f.ndim != 2:
+            raise ValueError(f"edge_features[{j}] must be a 2-D (E, K) array, one row per "
+                             f"edge, got shape {f.shape}")
+        feats.append(f)
+    K = feats[0].shape[1] if n_edge_features is None else int(n_edge_features)
+    if K < 1:
+        raise ValueError("edge_features need at least one column (K >= 1)")
     for j, (f, e) in enumerate(zip(feats, edges)):
-        if f.ndim != 2 or f.shape != (e.shape[0], K):
-            raise ValueError(f"edge_features[{j}] must be ({e.shape[0]}, {K}), got {f.shape}")
+        if f.shape != (e.shape[0], K):
+            where = "" if n_edge_features is None else " (the model's K)"
+            raise ValueError(f"edge_features[{j}] must be ({e.shape[0]}, {K}){where}, got "
+                             f"{f.shape}")
         if not np.all(np.isfinite(f)):
             raise ValueError(f"edge_features[{j}] contains NaN or inf")
     return K, feats
@@ -92,7 +112,7 @@ class GraphCRFLoss:
         G = n_nodes.size
         self.sample_weight = check_sample_weight(sample_weight, G)
         self.edges = [check_edges(int(n), e) for n, e in zip(n_nodes, edges)]
-        K, feats = _edge_features(edge_features, self.edges)
+        K, feats = check_edge_features(edge_features, self.edges)
         self.X, self.y, self.m, self.K = X, y.astype(np.int64), m, K
         self.n_nodes = n_nodes
         self.max_treewidth, self.heuristic = max_treewidth, heuristic

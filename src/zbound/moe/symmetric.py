@@ -150,12 +150,32 @@ class _Symmetric:
         """argmin_w mean[log(1 + e^{x.w}) - u x.w] (soft labels u in [0, 1]), from w0."""
         from zbound.solvers import minimize
 
+        if solver == "gd":          # the paper's inner loop: inner_steps fixed steps
+            return minimize(_SoftLogistic(self.X, u), w0, method="gd", tol=0.0, ftol=0.0,
+                            max_iter=inner_steps, lr=inner_lr).x
         loss = SoftLabelSoftmaxLoss(self.X, np.column_stack([1 - u, u]),
                                     np.full(self.n, 1.0 / self.n), reference_class=True)
-        if solver == "gd":          # the paper's inner loop: inner_steps fixed steps
-            return minimize(loss, w0, method="gd", tol=0.0, ftol=0.0, max_iter=inner_steps,
-                            lr=inner_lr).x
         return minimize(loss, w0, method=solver, tol=tol, max_iter=100).x
+
+
+class _SoftLogistic:
+    """mean[log(1 + e^{x.w}) - u x.w] over the rows x of X (soft labels u in [0, 1]) as a
+    model: the objective of the paper's inner gradient steps, in the two products a step
+    needs."""
+
+    def __init__(self, X: np.ndarray, u: np.ndarray):
+        self.X, self.u = X, u
+        self.n_params = X.shape[1]
+
+    def value_and_grad(self, w):
+        z = self.X @ w
+        n = z.shape[0]
+        return (float(np.mean(np.logaddexp(0.0, z) - self.u * z)),
+                self.X.T @ (expit(z) - self.u) / n)
+
+    def value(self, w) -> float:
+        z = self.X @ w
+        return float(np.mean(np.logaddexp(0.0, z) - self.u * z))
 
 
 class _MirrorStep:

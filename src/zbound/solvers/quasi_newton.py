@@ -609,11 +609,17 @@ class LBFGSBound(Solver):
     def _bound_step(self, model, state, d):
         """x + s* d with s* the majorizer's minimizer along d (capped at 1)."""
         maj = model.majorizer(state.x, self.order)
-        gd = float(state.g @ d)
-        dCd = float(d @ maj.curvature.matvec(d))
-        if not (dCd > 0.0 and math.isfinite(dCd)):
+        # along the unit direction u = d / ||d||: d^T C d itself overflows where the
+        # features and the gradient are both huge (1e100)
+        dn = float(np.linalg.norm(d))
+        if not (dn > 0.0 and math.isfinite(dn)):
             return None
-        return state.x + min(1.0, -gd / dCd) * d
+        u = d / dn
+        with np.errstate(over="ignore", invalid="ignore"):     # checked just below
+            uCu = float(u @ maj.curvature.matvec(u))
+        if not (uCu > 0.0 and math.isfinite(uCu)):
+            return None
+        return state.x + min(1.0, -float(state.g @ u) / (dn * uCu)) * d
 
     def _first_length(self, model, x, g, d, gd):
         """Trial length of the first step (no curvature pairs yet), None for the bound."""
@@ -621,7 +627,8 @@ class LBFGSBound(Solver):
         if rule == "gradient":
             return 1.0 / math.sqrt(-gd)                 # d = -g: CRFsuite's 1 / ||g||
         if rule == "hessian" and callable(getattr(model, "hessian", None)):
-            dHd = float(d @ model.hessian(x).matvec(d))
+            with np.errstate(over="ignore", invalid="ignore"):  # checked just below
+                dHd = float(d @ model.hessian(x).matvec(d))
             if dHd > 0.0 and math.isfinite(dHd):
                 return -gd / dHd
         return None

@@ -22,6 +22,8 @@ import re
 import numpy as np
 import scipy.sparse as sp
 
+from zbound.utils.validation import label_indices
+
 _SHAPE_SUBS = ((re.compile(r"[A-Z]"), "X"), (re.compile(r"[a-z]"), "x"),
                (re.compile(r"[0-9]"), "d"))
 
@@ -214,25 +216,48 @@ def featurize(X, index: FeatureIndex | None, grow: bool = False, n_features: int
     return M, lengths, index
 
 
+def label_array(flat) -> np.ndarray:
+    """A flat sequence of labels as a NumPy array of their own dtype (int, float, bool or
+    str, as ``np.asarray`` gives it); a ValueError for NaN labels or a mix of strings and
+    numbers (which NumPy would silently turn into strings), a TypeError for labels that are
+    neither."""
+    flat = list(flat)
+    kinds = {isinstance(v, str | np.str_) for v in flat}
+    if len(kinds) > 1:
+        raise ValueError("labels mix strings and numbers; use one type for all labels")
+    arr = np.asarray(flat)
+    if arr.dtype.kind not in "biufU":
+        raise TypeError(f"labels must be numbers, booleans or strings, got "
+                        f"{type(flat[0]).__name__}" if flat else "no labels")
+    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
+        raise ValueError("labels contain NaN or inf")
+    return arr
+
+
 def encode_labels(y, lengths, classes=None):
     """Label sequences -> (indices of every token's label, classes): ``y`` a list of label
-    sequences matching ``lengths``; ``classes`` the known labels (None: the sorted set of
-    those in ``y``). A label outside ``classes``, or a length that differs, raises."""
+    sequences matching ``lengths``; ``classes`` the known labels (None: the distinct labels
+    of ``y`` in ``np.unique`` order and their own dtype, as scikit-learn's classifiers
+    give ``classes_``). A label outside ``classes``, NaN, a mix of strings and numbers, or a
+    length that differs raises."""
     y = list(y)
     if len(y) != len(lengths):
         raise ValueError(f"X has {len(lengths)} sequences but y has {len(y)}")
     for j, (ys, n) in enumerate(zip(y, lengths)):
-        if isinstance(ys, str) or len(ys) != n:
-            raise ValueError(f"sequence {j} has {n} tokens but "
-                             f"{len(ys) if not isinstance(ys, str) else 1} labels")
-    flat = list(itertools.chain.from_iterable(y))
+        if isinstance(ys, str | bytes) or not hasattr(ys, "__len__"):
+            raise TypeError(f"y[{j}] must be a sequence of labels (one per token or node), "
+                            f"got {type(ys).__name__} {ys!r}")
+        if len(ys) != n:
+            raise ValueError(f"sequence {j} has {n} tokens but {len(ys)} labels")
+    flat = label_array(itertools.chain.from_iterable(y))
+    if flat.size < 1:
+        raise ValueError("no labels")
     if classes is None:
-        classes = np.array(sorted(set(flat), key=str), dtype=object)
-        if classes.size < 1:
-            raise ValueError("no labels")
-    lookup = {c: i for i, c in enumerate(classes)}
+        classes, idx = label_indices(flat)
+        return idx.astype(np.int64, copy=False), classes
+    lookup = {c: i for i, c in enumerate(classes.tolist())}
     try:
-        return np.array([lookup[v] for v in flat], dtype=np.int64), classes
+        return np.array([lookup[v] for v in flat.tolist()], dtype=np.int64), classes
     except KeyError as exc:
         raise ValueError(f"label {exc.args[0]!r} was not seen in training; known labels: "
                          f"{list(classes)}") from None
