@@ -84,7 +84,8 @@ def test_edge_features_and_clone():
     assert est.edge_weights_.shape == (3, 3, 3) and est.n_edge_features_ == 3
     again = clone(est).fit(Xf, y)
     assert again.objective_ == pytest.approx(est.objective_, rel=1e-10)
-    with pytest.raises(ValueError, match=r"edge_features\[0\] must be \(5, 3\) \(the model.s K\), got \(5, 2\)"):
+    with pytest.raises(ValueError, match=r"edge_features\[0\] must be \(5, 3\) \(the model.s K\), "
+                                         r"got \(5, 2\)"):
         est.predict([(X[0][0], X[0][1], np.ones((len(X[0][1]), 2)))])
     with pytest.raises(ValueError, match="every graph or for none"):
         GraphCRF().fit([Xf[0], X[1]], y[:2])
@@ -120,7 +121,8 @@ def test_errors_name_the_problem():
         GraphCRF().predict(X)
     clique = [(u, v) for u, v in itertools.combinations(range(6), 2)]
     wide = [([{"w": "a"}] * 6, clique)]
-    with pytest.raises(ValueError, match=r"graph 'sample 0' \(6 nodes, 15 edges\) has treewidth at least 5"):
+    with pytest.raises(ValueError, match=r"graph 'sample 0' \(6 nodes, 15 edges\) has "
+                                         r"treewidth at least 5"):
         GraphCRF().fit(wide, [["V"] * 6])
     assert GraphCRF(max_treewidth=5, max_iter=5).fit(wide, [["V"] * 6]).predict(wide) == [
         ["V"] * 6]
