@@ -34,7 +34,8 @@ from zbound.estimators._params import (
     renamed_attribute,
 )
 from zbound.models.crf import ChainCRFLoss, chain_crf_objective
-from zbound.models.loss import check_design_magnitude
+from zbound.models.graph_crf import weighted_chain_objective
+from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.solvers.base import MethodNames
 from zbound.solvers.policy import PRECISIONS, SolverPolicy, chain_crf_method
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
@@ -113,8 +114,9 @@ class ChainCRF(CRFFit, BaseEstimator):
 
     Notes
     -----
-    ``fit`` takes no ``sample_weight``: the chain kernels sum sequences unweighted (as
-    CRFsuite and sklearn-crfsuite do).
+    ``fit(X, y, sample_weight)`` weighs each sequence's log-likelihood (CRFsuite and
+    sklearn-crfsuite take no weights): unit weights run on the chain kernels, other weights
+    on the junction-tree kernels of :class:`~zbound.GraphCRF`, which are slower.
     """
 
     def __init__(self, c2: float = 1.0, solver: str = "lbfgs-bound", max_iter: int = 100,
@@ -212,8 +214,9 @@ class ChainCRF(CRFFit, BaseEstimator):
 
     # ------------------------------------------------------------------ training
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Fit on lists of sequences ``X`` and label sequences ``y``."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit on lists of sequences ``X`` and label sequences ``y``; ``sample_weight``: one
+        weight >= 0 per sequence (None: all 1)."""
         for attr in ("index_", "classes_", "n_features_in_", "state_weights_"):
             if hasattr(self, attr):
                 delattr(self, attr)
@@ -221,7 +224,12 @@ class ChainCRF(CRFFit, BaseEstimator):
         yi = self._labels(y, lengths, grow=True)
         if not self._precomputed:
             self.n_features_in_ = M.shape[1]
-        obj = self._objective(M, lengths, yi)
+        sw = check_sample_weight(sample_weight, len(lengths))
+        if sw is None or np.all(sw == 1.0):
+            obj = self._objective(M, lengths, yi)
+        else:           # the chain kernels sum sequences unweighted
+            obj = weighted_chain_objective(M, lengths, yi, len(self.classes_), self.c2, sw,
+                                           self.n_jobs)
         n_seen = len(lengths)
         del M, lengths, yi              # the objective holds its own (reordered) copy of M
         if self.solver == "sgd":

@@ -29,6 +29,8 @@ from zbound.bounds.curvature import MatrixFreeCurvature
 from zbound.models.base import Majorizer
 from zbound.models.crf import ChainCRFLoss
 from zbound.models.loss import check_design_magnitude, check_sample_weight
+from zbound.models.objective import Objective
+from zbound.models.penalty import L2Penalty
 from zbound.structured.graph import JunctionForest, check_edges, junction_trees
 
 
@@ -355,3 +357,17 @@ class JunctionCurvature(MatrixFreeCurvature):
         dW = np.asarray(X2.T @ self.w_nodes).ravel() / 4.0
         dV = (self.F ** 2).T @ self.w_edges / 4.0
         return np.concatenate([np.repeat(dW, self.m), np.repeat(dV, self.m * self.m)])
+
+
+def weighted_chain_objective(M, lengths, y, n_labels: int, c2: float, sample_weight,
+                             n_jobs=None) -> Objective:
+    """CRFsuite's chain objective with one weight per sequence, sum_j w_j (-log p(y_j | x_j))
+    + c2 ||theta||^2, in the parameter layout of
+    :func:`zbound.models.crf.chain_crf_objective` (state weights, then the transitions: one
+    edge feature per chain edge (t, t + 1)). The sequences of weight 1 run on the chain
+    kernels, the others on their junction trees (width 1)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    edges = [np.column_stack([np.arange(n - 1), np.arange(1, n)]) for n in lengths.tolist()]
+    loss = GraphCRFLoss(M, lengths, edges, y, n_labels, sample_weight=sample_weight,
+                        max_treewidth=1, n_jobs=n_jobs)
+    return Objective(loss, L2Penalty(2.0 * float(c2)))

@@ -21,6 +21,7 @@ import re
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.multiclass import check_classification_targets
 
 from zbound.utils.validation import label_indices
 
@@ -218,8 +219,9 @@ def featurize(X, index: FeatureIndex | None, grow: bool = False, n_features: int
 
 def label_array(flat) -> np.ndarray:
     """A flat sequence of labels as a NumPy array of their own dtype (int, float, bool or
-    str, as ``np.asarray`` gives it); a ValueError for NaN labels or a mix of strings and
-    numbers (which NumPy would silently turn into strings), a TypeError for labels that are
+    str, as ``np.asarray`` gives it); a ValueError for NaN labels, float labels that are not
+    whole numbers (scikit-learn's "continuous" targets) or a mix of strings and numbers
+    (which NumPy would silently turn into strings), a TypeError for labels that are
     neither."""
     flat = list(flat)
     kinds = {isinstance(v, str | np.str_) for v in flat}
@@ -229,8 +231,11 @@ def label_array(flat) -> np.ndarray:
     if arr.dtype.kind not in "biufU":
         raise TypeError(f"labels must be numbers, booleans or strings, got "
                         f"{type(flat[0]).__name__}" if flat else "no labels")
-    if arr.dtype.kind == "f" and not np.isfinite(arr).all():
-        raise ValueError("labels contain NaN or inf")
+    if arr.dtype.kind == "f":
+        if not np.isfinite(arr).all():
+            raise ValueError("labels contain NaN or inf")
+        # as scikit-learn's classifiers: float labels must be whole numbers
+        check_classification_targets(arr)
     return arr
 
 
