@@ -167,15 +167,16 @@ class _SoftLogistic:
         self.X, self.u = X, u
         self.n_params = X.shape[1]
 
+    def _value(self, z) -> float:
+        # log(1 + e^z) = max(z, 0) + log1p(e^-|z|): exact, and cheaper than logaddexp
+        return float(np.mean(np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - self.u * z))
+
     def value_and_grad(self, w):
         z = self.X @ w
-        n = z.shape[0]
-        return (float(np.mean(np.logaddexp(0.0, z) - self.u * z)),
-                self.X.T @ (expit(z) - self.u) / n)
+        return self._value(z), self.X.T @ (expit(z) - self.u) / z.shape[0]
 
     def value(self, w) -> float:
-        z = self.X @ w
-        return float(np.mean(np.logaddexp(0.0, z) - self.u * z))
+        return self._value(self.X @ w)
 
 
 class _MirrorStep:

@@ -345,6 +345,12 @@ class FirstOrderState(State):
     iterates: list | None = None
 
 
+def _all_finite(v: np.ndarray) -> bool:
+    """Every entry finite: one dot product (finite exactly when they all are, short of
+    entries beyond 1e154, which take the elementwise test)."""
+    return math.isfinite(float(v @ v)) or bool(np.isfinite(v).all())
+
+
 def _anywhere(x) -> bool:
     """The domain of a model that states none: everything finite."""
     return True
@@ -376,7 +382,7 @@ class FixedRule(Solver):
         with np.errstate(all="ignore"):          # a step too long: detected below
             new = state.rule(state.x, state.g)
             f, g = model.value_and_grad(new)
-        if not (np.isfinite(f) and np.isfinite(g).all() and np.isfinite(new).all()
+        if not (math.isfinite(f) and _all_finite(g) and _all_finite(new)
                 and getattr(model, "in_domain", _anywhere)(new)):
             state.diverged = True
             state.status = Status.FAILED
