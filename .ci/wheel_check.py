@@ -23,6 +23,7 @@ assert "site-packages" in zbound.__file__, f"zbound imported from the tree: {zbo
 names = zipfile.ZipFile(wheel).namelist()
 bench = [n for n in names if n.startswith(("zbound/bench", "zbound_benchmarks", "zbound/demo"))]
 assert not bench, f"the library wheel holds benchmark code: {bench[:5]}"
+assert "zbound/py.typed" in names, "the wheel has no py.typed marker (PEP 561)"
 lines = sum(zipfile.ZipFile(wheel).read(n).count(b"\n") for n in names if n.endswith(".py"))
 assert lines <= 29_000, f"the library is {lines} lines of Python (at most 29 000)"
 
@@ -57,6 +58,7 @@ assert crf.score(words, tags) > 0.9
 graphs = [(w, [(t, t + 1) for t in range(len(w) - 1)] + [(0, len(w) - 1)]) for w in words]
 graph_crf = zbound.GraphCRF().fit(graphs, tags)
 assert graph_crf.score(graphs, tags) > 0.9
+zbound.show_versions()                    # a bug report's helper runs on the core alone
 
 cli = [sys.executable, "-m", "zbound.cli"]
 for args in (["bench", "list"], ["report", "x.json"], ["demo"]):

@@ -93,3 +93,14 @@ def test_every_guide_page_is_in_a_toctree():
     listed = set(re.findall(r"^([a-z][\w-]*)$", index, flags=re.M))
     pages = {p.stem for p in DOCS.glob("*.md")} - {"index"}
     assert pages <= listed, pages - listed
+
+
+def test_every_public_name_has_a_runnable_example():
+    """Each name of ``zbound.__all__`` carries a numpydoc Examples section with doctest lines
+    (run by ``--doctest-modules``)."""
+    import zbound
+
+    missing = [n for n in zbound.__all__
+               if "Examples\n" not in (getattr(zbound, n).__doc__ or "")
+               or ">>> " not in getattr(zbound, n).__doc__]
+    assert not missing, f"no Examples section: {missing}"

@@ -25,6 +25,7 @@ _EXPORTS = {
     "GraphCRF": "zbound.estimators.graph_crf",
     "junction_bound": "zbound.bounds.junction",
     "JunctionTree": "zbound.bounds.junction",
+    "show_versions": "zbound.utils._show_versions",
 }
 
 __all__ = sorted(_EXPORTS)

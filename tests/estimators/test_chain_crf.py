@@ -209,3 +209,22 @@ def test_adagrad_steps_that_leave_float64_name_the_learning_rate(where):
         else:
             for _ in range(3):
                 est.partial_fit(X, y, classes=["A", "B", "C"])
+
+
+#: scikit-learn's checks that need no data: check_estimator generates 2-D arrays, which the
+#: structured estimators do not take (their input is lists of sequences or graphs)
+INPUT_FREE_CHECKS = ["check_no_attributes_set_in_init", "check_parameters_default_constructible",
+                     "check_get_params_invariance", "check_set_params", "check_estimator_repr",
+                     "check_estimator_cloneable", "check_estimator_tags_renamed",
+                     "check_valid_tag_types", "check_mixin_order",
+                     "check_do_not_raise_errors_in_init_or_set_params"]
+
+
+@pytest.mark.parametrize("check", INPUT_FREE_CHECKS)
+@pytest.mark.parametrize("name", ["ChainCRF", "GraphCRF"])
+def test_structured_estimators_pass_the_input_free_sklearn_checks(name, check):
+    from sklearn.utils import estimator_checks
+
+    import zbound
+
+    getattr(estimator_checks, check)(name, getattr(zbound, name)())

@@ -33,6 +33,16 @@ class QuadraticBound:
     Shapes: for one partition function ``log_z`` is a float, ``mean`` (d,), ``curvature`` (d, d);
     for a batch of t of them, (t,), (t, d) and (t, d, d). ``mean`` is the gradient of log Z at
     ``theta`` and ``log_z`` its exact value.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zbound import quadratic_bound
+    >>> b = quadratic_bound(np.eye(3), np.zeros(3))
+    >>> b.curvature.shape
+    (3, 3)
+    >>> round(float(b.evaluate(np.zeros(3))), 4)              # log 3 at theta0
+    1.0986
     """
 
     log_z: float | np.ndarray
@@ -158,6 +168,21 @@ def quadratic_bound(features, theta, log_prior=None, order: str = "descending") 
     Returns
     -------
     QuadraticBound with exact ``log_z`` and ``mean`` (= grad log Z) and the curvature of Alg. 1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zbound import quadratic_bound
+    >>> F = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]])    # f(y) of three configurations
+    >>> b = quadratic_bound(F, np.zeros(2))
+    >>> b.log_z                                  # exact at the expansion point: log 3
+    1.0986...
+    >>> b.mean                                   # the gradient of log Z there
+    array([0.66666667, 0.66666667])
+    >>> theta = np.array([0.5, -1.0])
+    >>> exact = np.log(np.exp(F @ theta).sum())
+    >>> bool(b.evaluate(theta) >= exact)
+    True
     """
     features, theta, log_prior = _check_inputs(features, theta, log_prior)
     single = features.ndim == 2

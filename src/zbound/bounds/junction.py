@@ -79,6 +79,15 @@ class JunctionTree:
     features : list of ``(|Y_c|, d)`` arrays, f_c(w) for every configuration w of clique c, in
         C order over the clique's variables (``np.ndindex``)
     log_prior : list of ``(|Y_c|,)`` arrays of log h_c(w) (-inf: zero weight), or None for 0
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zbound import JunctionTree
+    >>> tree = JunctionTree(cliques=[[0, 1], [1, 2]], cardinality=np.array([2, 2, 2]),
+    ...                     parent=np.array([-1, 0]), features=[np.eye(4), np.eye(4)])
+    >>> len(tree.cliques)
+    2
     """
 
     cliques: list
@@ -302,6 +311,18 @@ def junction_bound(tree: JunctionTree, theta, rule: str = "tight", curvature: st
     Returns
     -------
     :class:`JunctionBound` with exact ``log_z`` and ``mean`` (= grad log Z).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zbound import JunctionTree, junction_bound
+    >>> tree = JunctionTree(cliques=[[0, 1]], cardinality=np.array([2, 2]),
+    ...                     parent=np.array([-1]), features=[np.eye(4)])
+    >>> b = junction_bound(tree, np.zeros(4))
+    >>> round(float(b.log_z), 6)                            # log 4: two binary variables
+    1.386294
+    >>> b.mean
+    array([0.25, 0.25, 0.25, 0.25])
     """
     d = tree.n_features
     theta = _check(theta, d, rule, curvature)

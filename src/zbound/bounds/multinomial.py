@@ -156,6 +156,14 @@ class MultinomialBound:
     """Per-sample bounds log Z_j(W') <= log_z_j + p_j^T u_j + 1/2 u_j^T B_j u_j, u_j = (W'-W) x_j.
 
     Shapes: ``log_z`` (t,), ``probs`` (t, n), ``B`` (t, n, n), ``W`` (n, d), ``X`` (t, d).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zbound import multinomial_bound
+    >>> b = multinomial_bound(np.array([[1.0, 2.0]]), np.zeros((2, 2)))
+    >>> b.log_z
+    array([0.69314718])
     """
 
     log_z: np.ndarray
@@ -195,6 +203,17 @@ def multinomial_bound(X, W, log_prior=None, order: str = "descending") -> Multin
     W : (n, d) array (or flat (n * d,)), n >= 1 classes
     log_prior : (t, n) or (n,) array, optional; -inf gives a label zero weight.
     order : {"descending", "ascending", "given"}
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zbound import multinomial_bound
+    >>> X = np.array([[1.0, 2.0], [0.5, -1.0]])
+    >>> b = multinomial_bound(X, np.zeros((3, 2)))            # three classes, one bound per row
+    >>> b.log_z                                               # log 3 for each row at W = 0
+    array([1.09861229, 1.09861229])
+    >>> b.probs.shape
+    (2, 3)
     """
     X = check_design(X)
     W = np.asarray(W, dtype=np.float64)

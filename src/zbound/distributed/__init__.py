@@ -1,11 +1,13 @@
 """Bound majorization on Dask: the softmax loss over a ``dask.array``, evaluated on the
 workers as a map over row chunks and a tree of additions (see ``docs/dask.md``).
 
->>> import dask.array as da
->>> from zbound.distributed import DaskSoftmaxLoss, dask_logistic_objective
->>> from zbound.solvers import minimize
->>> obj = dask_logistic_objective(X, y, n_classes, penalty)      # X, y dask arrays
->>> res = minimize(obj, np.zeros(obj.n_params))
+::
+
+    import dask.array as da
+    from zbound.distributed import DaskSoftmaxLoss, dask_logistic_objective
+    from zbound.solvers import minimize
+    obj = dask_logistic_objective(X, y, n_classes, penalty)      # X, y dask arrays
+    res = minimize(obj, np.zeros(obj.n_params))
 
 ``BoundLogisticRegression.fit`` and ``zbound.models.multinomial.logistic_objective`` accept
 dask arrays and come here. Dask is an optional dependency (``pip install 'zbound[dask]'``).

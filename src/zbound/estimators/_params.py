@@ -16,6 +16,7 @@ import warnings
 from typing import ClassVar
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import expit, log_expit
 from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
@@ -139,7 +140,8 @@ class LabelCheckedClassifier(ClassifierMixin):
     """scikit-learn's ``ClassifierMixin`` whose ``score`` refuses labels never seen in fit
     (:func:`zbound.utils.validation.check_score_labels`), as every classifier here does."""
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+              ) -> float:
         """Mean accuracy on (X, y). Unlike scikit-learn's default, labels never seen in fit
         raise a ValueError: such rows can never be predicted correctly, and they usually mean
         a label-encoding mismatch (e.g. fitting on strings and scoring on integers)."""
@@ -157,7 +159,7 @@ class LinearClassifier(LabelCheckedClassifier):
         """``method``'s answer for an input the estimator maps lazily, else None."""
         return None
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Scores: (t,) for two classes (log-odds of ``classes_[1]``), else (t, n_classes)."""
         lazy = self._lazy("decision_function", X)
         if lazy is not None:
@@ -168,7 +170,7 @@ class LinearClassifier(LabelCheckedClassifier):
             lambda: safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_)
         return scores.ravel() if scores.shape[1] == 1 else scores
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Class probabilities (t, n_classes), columns in the order of ``classes_``."""
         lazy = self._lazy("predict_proba", X)
         if lazy is not None:
@@ -179,7 +181,7 @@ class LinearClassifier(LabelCheckedClassifier):
             return np.column_stack([expit(-scores), expit(scores)])
         return log_softmax(scores, axis=1)[1]
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Log class probabilities (t, n_classes), computed stably in log space."""
         lazy = self._lazy("predict_log_proba", X)
         if lazy is not None:
@@ -189,7 +191,7 @@ class LinearClassifier(LabelCheckedClassifier):
             return np.column_stack([log_expit(-scores), log_expit(scores)])
         return scores - log_softmax(scores, axis=1, softmax=False)[:, None]
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Most probable label per row of X."""
         lazy = self._lazy("predict", X)
         if lazy is not None:

@@ -26,6 +26,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils._param_validation import StrOptions
 
@@ -39,7 +40,7 @@ from zbound.models.loss import check_design_magnitude, check_sample_weight
 from zbound.solvers.base import MethodNames
 from zbound.solvers.policy import PRECISIONS, SolverPolicy, chain_crf_method
 from zbound.structured.chain import ChainLayout, forward_backward, marginals
-from zbound.structured.features import encode_labels, featurize
+from zbound.structured.features import Sequences, encode_labels, featurize
 from zbound.utils.validation import PENALTY, Choices, Number, finite_prediction
 
 
@@ -117,6 +118,21 @@ class ChainCRF(CRFFit, BaseEstimator):
     ``fit(X, y, sample_weight)`` weighs each sequence's log-likelihood (CRFsuite and
     sklearn-crfsuite take no weights): unit weights run on the chain kernels, other weights
     on the junction-tree kernels of :class:`~zbound.GraphCRF`, which are slower.
+
+    Examples
+    --------
+    >>> from zbound import ChainCRF
+    >>> X = [[{"w": "the"}, {"w": "dog"}, {"w": "runs"}],
+    ...      [{"w": "a"}, {"w": "cat"}, {"w": "sleeps"}]]
+    >>> y = [["DET", "NOUN", "VERB"], ["DET", "NOUN", "VERB"]]
+    >>> crf = ChainCRF(c2=0.1).fit(X, y)
+    >>> crf.predict([[{"w": "the"}, {"w": "cat"}, {"w": "runs"}]])
+    [['DET', 'NOUN', 'VERB']]
+    >>> crf.classes_
+    array(['DET', 'NOUN', 'VERB'], dtype='<U4')
+    >>> marginals = crf.predict_marginals([[{"w": "a"}, {"w": "dog"}]])
+    >>> max(marginals[0][0], key=marginals[0][0].get)
+    'DET'
     """
 
     def __init__(self, c2: float = 1.0, solver: str = "lbfgs-bound", max_iter: int = 100,
@@ -214,7 +230,8 @@ class ChainCRF(CRFFit, BaseEstimator):
 
     # ------------------------------------------------------------------ training
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: Sequences, y: Sequences, sample_weight: ArrayLike | None = None
+            ) -> ChainCRF:
         """Fit on lists of sequences ``X`` and label sequences ``y``; ``sample_weight``: one
         weight >= 0 per sequence (None: all 1)."""
         for attr in ("index_", "classes_", "n_features_in_", "state_weights_"):
@@ -243,7 +260,8 @@ class ChainCRF(CRFFit, BaseEstimator):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X: Sequences, y: Sequences, classes: ArrayLike | None = None
+                    ) -> ChainCRF:
         return self._partial_fit(X, y, classes)
 
     partial_fit.__doc__ = CRFFit._partial_fit.__doc__
@@ -288,27 +306,28 @@ class ChainCRF(CRFFit, BaseEstimator):
             off += n
         return out
 
-    def predict(self, X):
+    def predict(self, X: Sequences) -> list[list]:
         """Viterbi labels: a list of label lists."""
         from zbound.structured.chain import viterbi
         M, lengths = self._prepare(X)
         yi = viterbi(ChainLayout(lengths), self._potentials(M), self.n_jobs)
         labels = self.classes_[yi]
-        return [list(s) for s in self._split(labels, lengths)]
+        return [s.tolist() for s in self._split(labels, lengths)]
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X: Sequences) -> list[list[dict]]:
         """Per token {label: marginal probability} (sklearn-crfsuite's format)."""
         M, lengths = self._prepare(X)
         lay = ChainLayout(lengths)
         pot = self._potentials(M)
         log_z, A, B = forward_backward(lay, pot, self.n_jobs)
         P, _ = marginals(lay, pot, log_z, A, B, pairs=False)
+        names = self.classes_.tolist()          # plain Python labels, as sklearn-crfsuite's
         out = []
         for block in self._split(P, lengths):
-            out.append([dict(zip(self.classes_, row)) for row in block])
+            out.append([dict(zip(names, row.tolist())) for row in block])
         return out
 
-    def score(self, X, y):
+    def score(self, X: Sequences, y: Sequences) -> float:
         """Token accuracy."""
         pred = self.predict(X)
         y = list(y)

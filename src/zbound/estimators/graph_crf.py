@@ -22,6 +22,7 @@ from numbers import Integral, Real
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, _fit_context
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import StrOptions
@@ -33,7 +34,7 @@ from zbound.models.objective import Objective
 from zbound.models.penalty import L2Penalty
 from zbound.solvers.base import MethodNames
 from zbound.solvers.policy import graph_crf_method
-from zbound.structured.features import encode_labels, featurize
+from zbound.structured.features import Sequences, encode_labels, featurize
 from zbound.structured.graph import (
     HEURISTICS,
     JunctionForest,
@@ -105,6 +106,19 @@ class GraphCRF(CRFFit, BaseEstimator):
     solver_result_ : :class:`zbound.solvers.Result`
     n_seen_, n_updates_ : int
         Graphs seen and AdaGrad steps taken by ``partial_fit``.
+
+    Examples
+    --------
+    >>> from zbound import GraphCRF
+    >>> nodes = [[{"w": "the"}, {"w": "dog"}, {"w": "runs"}],
+    ...          [{"w": "a"}, {"w": "cat"}, {"w": "sleeps"}]]
+    >>> X = [(n, [(0, 1), (1, 2), (0, 2)]) for n in nodes]      # a loop of three nodes each
+    >>> y = [["DET", "NOUN", "VERB"], ["DET", "NOUN", "VERB"]]
+    >>> crf = GraphCRF(c2=0.1).fit(X, y)
+    >>> crf.predict(X[:1])
+    [['DET', 'NOUN', 'VERB']]
+    >>> crf.edge_weights_.shape                   # (edge features, labels, labels)
+    (1, 3, 3)
     """
 
     def __init__(self, c2: float = 1.0, solver: str = "lbfgs-bound", max_iter: int = 100,
@@ -213,7 +227,8 @@ class GraphCRF(CRFFit, BaseEstimator):
 
     # ------------------------------------------------------------------ training
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: Sequences, y: Sequences, sample_weight: ArrayLike | None = None
+            ) -> GraphCRF:
         """Fit on a list of graphs ``X`` and their node labels ``y`` (one list per graph);
         ``sample_weight``: one weight >= 0 per graph."""
         for attr in ("index_", "classes_", "n_features_in_", "node_weights_",
@@ -234,7 +249,8 @@ class GraphCRF(CRFFit, BaseEstimator):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    def partial_fit(self, X: Sequences, y: Sequences, classes: ArrayLike | None = None,
+                    sample_weight: ArrayLike | None = None) -> GraphCRF:
         return self._partial_fit(X, y, classes, sample_weight=sample_weight)
 
     partial_fit.__doc__ = CRFFit._partial_fit.__doc__ + """
@@ -290,22 +306,24 @@ class GraphCRF(CRFFit, BaseEstimator):
         T = np.concatenate([T.reshape(-1, m, m) for _, _, T in scored])
         return forest, S, T, n_off
 
-    def predict(self, X):
+    def predict(self, X: Sequences) -> list[list]:
         """The most probable labeling of each graph (exact MAP, all graphs in one
         junction-forest pass): a list of label lists."""
         forest, S, T, off = self._forest(X)
         labels = self.classes_[forest.max_product(S, T)]
-        return [list(labels[a:b]) for a, b in zip(off[:-1], off[1:])]
+        return [labels[a:b].tolist() for a, b in zip(off[:-1], off[1:])]
 
-    def predict_marginals(self, X):
+    def predict_marginals(self, X: Sequences) -> list[list[dict]]:
         """Per graph, per node {label: marginal probability} (exact; all graphs in one
         junction-forest pass)."""
         forest, S, T, off = self._forest(X)
         P = forest.sum_product(S, T)[1]
-        return [[dict(zip(self.classes_, row)) for row in P[a:b]]
+        names = self.classes_.tolist()
+        return [[dict(zip(names, row.tolist())) for row in P[a:b]]
                 for a, b in zip(off[:-1], off[1:])]
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: Sequences, y: Sequences, sample_weight: ArrayLike | None = None
+              ) -> float:
         """Node accuracy, each graph's nodes weighted by its ``sample_weight``."""
         pred = self.predict(X)
         y = list(y)

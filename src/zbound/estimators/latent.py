@@ -17,6 +17,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
@@ -121,10 +122,23 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
     converged_ : bool
     solver_result_ : :class:`zbound.solvers.Result` of the kept fit
     n_features_in_ : int
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from zbound import LatentLogisticRegression
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = LatentLogisticRegression(n_components=2, random_state=0).fit(X, y)
+    >>> clf.predict_proba(X[:1]).shape
+    (1, 3)
+    >>> round(clf.score(X, y), 2)
+    0.99
     """
 
-    def __init__(self, n_components=2, C=1.0, solver="auto", tol=1e-4, max_iter=1000,
-                 n_init=1, init_scale=0.1, random_state=None, warm_start=False, verbose=0):
+    def __init__(self, n_components: int = 2, C: float = 1.0, solver: str = "auto",
+                 tol: float = 1e-4, max_iter: int = 1000, n_init: int = 1,
+                 init_scale: float = 0.1, random_state=None, warm_start: bool = False,
+                 verbose: int = 0):
         self.n_components = n_components
         self.C = C
         self.solver = solver
@@ -156,7 +170,8 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         return int(self.n_components), (0.0 if np.isinf(C) else 1.0 / float(C))
 
     @fit_method
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+            ) -> LatentLogisticRegression:
         """Fit to X (t, n_features) and labels y (t,); returns self."""
         M, reg = self._check_params()
         X, y = validate_data(self, X, y, dtype=np.float64, order="C", y_numeric=False)
@@ -234,7 +249,7 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         self._model_shape = (K, M)
         return self
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """(t, n_classes) log p(y | x)."""
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, reset=False)
@@ -244,16 +259,17 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         return lc - logsumexp(lc, axis=1, keepdims=True)
 
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """(t, n_classes) p(y | x) = sum_m p(y, m | x)."""
         return np.exp(self.predict_log_proba(X))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """The most probable class of each row."""
         idx = np.argmax(self.predict_log_proba(X), axis=1)
         return self.classes_[idx]
 
-    def objective(self, X, y, sample_weight=None) -> float:
+    def objective(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+                  ) -> float:
         """The objective ``fit`` minimizes, at the fitted weights on (X, y): the (weighted)
         negative latent conditional log-likelihood plus the penalty (``objective_`` on the
         training data)."""
@@ -271,7 +287,7 @@ class LatentLogisticRegression(LabelCheckedClassifier, BaseEstimator):
         with np.errstate(over="ignore", under="ignore"):
             return float(model.value(theta))
 
-    def loglik(self, X, y) -> float:
+    def loglik(self, X: ArrayLike, y: ArrayLike) -> float:
         """Old form of ``-objective(X, y)`` without the penalty: the latent conditional
         log-likelihood sum_j log p(y_j | x_j) (FutureWarning; removed in 0.2)."""
         warnings.warn("LatentLogisticRegression.loglik will be removed in 0.2; objective(X, y) "

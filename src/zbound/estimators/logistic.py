@@ -18,6 +18,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import Hidden, StrOptions
@@ -186,11 +187,28 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
         log-losses + 1/(2C) ``||coef_||^2``): how accurate the fit is, compared between fits of the
         same data and C (e.g. with a smaller tol)
     solver_result_ : :class:`zbound.solvers.Result` of the fit (trace, evaluations, message)
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from zbound import BoundLogisticRegression
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = BoundLogisticRegression(C=1.0).fit(X, y)
+    >>> clf.classes_
+    array([0, 1, 2])
+    >>> clf.predict(X[:2])
+    array([0, 0])
+    >>> round(clf.score(X, y), 2)
+    0.97
+    >>> clf.solver_result_.converged
+    True
     """
 
-    def __init__(self, C=1.0, fit_intercept=True, solver="auto", tol=1e-4, max_iter=1000,
-                 order="descending", coef_bounds=None, intercept_bounds=None,
-                 class_weight=None, warm_start=False, precision="auto", verbose=0):
+    def __init__(self, C: float = 1.0, fit_intercept: bool = True, solver: str = "auto",
+                 tol: float = 1e-4, max_iter: int = 1000, order: str = "descending",
+                 coef_bounds: tuple | None = None, intercept_bounds: tuple | None = None,
+                 class_weight: dict | str | None = None, warm_start: bool = False,
+                 precision: str = "auto", verbose: int = 0):
         self.C = C
         self.fit_intercept = fit_intercept
         self.solver = solver
@@ -275,7 +293,8 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
 
     # -- fitting -----------------------------------------------------------------------------
     @fit_method
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+            ) -> BoundLogisticRegression:
         """Fit the model to X (t, n_features; dense or sparse) and labels y (t,).
 
         Returns self.

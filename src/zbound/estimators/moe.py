@@ -11,6 +11,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.metrics import accuracy_score, r2_score
@@ -183,14 +184,32 @@ class MixtureOfExperts(RenamedParameters, BaseEstimator):
     collapsed_components_ : tuple of experts left with less than one sample's responsibility
         (or at the noise-variance floor); a warning names them
     expert_mass_ : (k,) share of the data each expert is responsible for
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from zbound import MixtureOfExperts
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = MixtureOfExperts(n_components=2, random_state=0).fit(X, y)
+    >>> round(clf.score(X, y), 2)
+    0.98
+    >>> rng = np.random.default_rng(0)                     # two regimes of a regression
+    >>> x = rng.uniform(-1, 1, size=(200, 1))
+    >>> t = np.where(x[:, 0] > 0, 2 * x[:, 0], -x[:, 0]) + 0.05 * rng.normal(size=200)
+    >>> reg = MixtureOfExperts(n_components=2, expert="linear", random_state=0).fit(x, t)
+    >>> reg.predict(np.array([[0.5], [-0.5]])).round(1)
+    array([1. , 0.5])
     """
 
     _renamed_parameters = {"n_experts": "n_components", "reg": "alpha", "method": "solver",
                            "mstep": "m_step"}
 
-    def __init__(self, n_components=2, expert="auto", noise=None, alpha=1e-4, solver="auto",
-                 m_step="newton-bound", learning_rate=1.0, max_iter=200, tol=None, n_init=1,
-                 fit_intercept=True, random_state=None, init_scale=1.0, verbose=0,
+    def __init__(self, n_components: int = 2, expert: str = "auto", noise: float | None = None,
+                 alpha: float = 1e-4, solver: str = "auto", m_step: str = "newton-bound",
+                 learning_rate: float | tuple = 1.0, max_iter: int = 200,
+                 tol: float | None = None, n_init: int = 1, fit_intercept: bool = True,
+                 random_state=None, init_scale: float = 1.0, verbose: int = 0,
                  n_experts=DEPRECATED, reg=DEPRECATED, method=DEPRECATED, mstep=DEPRECATED):
         self.n_components = n_components
         self.expert = expert
@@ -255,7 +274,8 @@ class MixtureOfExperts(RenamedParameters, BaseEstimator):
 
     # -- fitting --------------------------------------------------------------------------------
     @fit_method
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+            ) -> MixtureOfExperts:
         """Fit from ``n_init`` random starts and keep the best. Returns self."""
         lr = self._check_params()
         expert = expert_for(y) if self.expert == "auto" else self.expert
@@ -424,25 +444,25 @@ class MixtureOfExperts(RenamedParameters, BaseEstimator):
         check_is_fitted(self)
         return validate_data(self, X, dtype=np.float64, reset=False)
 
-    def gate_proba(self, X):
+    def gate_proba(self, X: ArrayLike) -> np.ndarray:
         """(n, k) gate probabilities P(z = j | x)."""
         X = self._check_X(X)
         return np.exp(finite_prediction(self._predictor.log_gate, self._theta,
                                         self._predictor.design(X)))
 
     @available_if(_is_logistic)
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """(n, n_classes) P(y | x) = sum_j P(z = j | x) P(y | x, z = j) (logistic experts)."""
         X = self._check_X(X)
         return finite_prediction(self._predictor.predict_proba, self._theta, X)
 
     @available_if(_is_logistic)
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """(n, n_classes) log P(y | x), computed in log space (logistic experts)."""
         X = self._check_X(X)
         return finite_prediction(self._predictor.predict_log_proba, self._theta, X)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Logistic experts: the most probable class; linear: E[y | x], the gate-weighted mean
         of the experts' predictions."""
         X = self._check_X(X)
@@ -451,7 +471,8 @@ class MixtureOfExperts(RenamedParameters, BaseEstimator):
                 finite_prediction(self._predictor.predict_proba, self._theta, X), 1)]
         return finite_prediction(self._predictor.predict_mean, self._theta, X)
 
-    def score(self, X, y, sample_weight=None):
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+              ) -> float:
         """Accuracy (logistic experts; labels never seen in fit raise a ValueError, as in
         every classifier here) or R^2 (linear experts)."""
         if _is_logistic(self):

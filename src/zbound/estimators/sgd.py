@@ -22,6 +22,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils._param_validation import StrOptions
@@ -236,6 +237,22 @@ class BoundSGDClassifier(RenamedParameters, LinearClassifier, BaseEstimator):
     solver_result_ : :class:`zbound.solvers.Result`
         The last ``fit``: its full-batch finish, or with ``finish_tol=None`` the epochs (one
         trace row per epoch); objectives in the mean form of ``objective_``.
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from zbound import BoundSGDClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = BoundSGDClassifier(random_state=0).fit(X, y)
+    >>> clf.predict(X[:2])
+    array([0, 0])
+    >>> round(clf.score(X, y), 2)
+    0.98
+    >>> clf = BoundSGDClassifier(random_state=0)
+    >>> for rows in (slice(0, 75), slice(75, 150)):         # a stream of chunks
+    ...     _ = clf.partial_fit(X[rows], y[rows], classes=[0, 1, 2])
+    >>> clf.n_features_in_
+    4
     """
 
     _parameter_constraints: dict = {
@@ -261,10 +278,13 @@ class BoundSGDClassifier(RenamedParameters, LinearClassifier, BaseEstimator):
     }
     _renamed_parameters = {"method": "solver", "lr": "learning_rate"}
 
-    def __init__(self, alpha=1e-4, fit_intercept=True, solver="auto", learning_rate=1.0,
-                 schedule="auto", decay="auto", batch_size="auto", max_iter="auto", tol=1e-3,
-                 n_iter_no_change=2, finish_tol=1e-3, rank=10, lowrank_rule="exact",
-                 refresh="auto", warm_start=False, verbose=0, random_state=None,
+    def __init__(self, alpha: float = 1e-4, fit_intercept: bool = True, solver: str = "auto",
+                 learning_rate: float = 1.0, schedule: str = "auto", decay: float | str = "auto",
+                 batch_size: int | str = "auto", max_iter: int | str = "auto",
+                 tol: float | None = 1e-3, n_iter_no_change: int = 2,
+                 finish_tol: float | None = 1e-3, rank: int = 10, lowrank_rule: str = "exact",
+                 refresh: int | str = "auto", warm_start: bool = False, verbose: int = 0,
+                 random_state=None,
                  method=DEPRECATED, lr=DEPRECATED):
         self.alpha = alpha
         self.fit_intercept = fit_intercept
@@ -402,7 +422,8 @@ class BoundSGDClassifier(RenamedParameters, LinearClassifier, BaseEstimator):
 
     # -- fitting ---------------------------------------------------------------------------------
     @fit_method
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+            ) -> BoundSGDClassifier:
         """Fit by epochs of shuffled mini-batches from zero (at most ``max_iter``; see
         ``tol``), then by the full-batch finish (``finish_tol``). Returns self."""
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, order="C")
@@ -559,7 +580,8 @@ class BoundSGDClassifier(RenamedParameters, LinearClassifier, BaseEstimator):
         return result.x, mean
 
     @fit_method
-    def partial_fit(self, X, y, classes=None, sample_weight=None):
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None,
+                    sample_weight: ArrayLike | None = None) -> BoundSGDClassifier:
         """One stochastic bound step on the chunk (X, y); ``classes`` is required on the first
         call (scikit-learn's semantics). Bad input raises before anything changes."""
         first = not hasattr(self, "classes_")
@@ -617,7 +639,8 @@ class BoundSGDClassifier(RenamedParameters, LinearClassifier, BaseEstimator):
         self.objective_ = None
         return self
 
-    def objective(self, X, y, sample_weight=None) -> float:
+    def objective(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None
+                  ) -> float:
         """``J(coef_, intercept_)`` on (X, y): the weighted mean log-loss (weights over their sum,
         as ``fit`` weighs them) + alpha/2 ``||coef_||^2``."""
         check_is_fitted(self)

@@ -414,5 +414,15 @@ def _induced_width(d: int, edges: np.ndarray, order: list[int]) -> int:
 
 
 def log_partition(model: IsingModel) -> float:
-    """Exact Phi_eps(f) of eq. (5) (Phi_0 = max f)."""
+    """Exact Phi_eps(f) of eq. (5) (Phi_0 = max f).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zbound import IsingModel
+    >>> from zbound.ising import log_partition
+    >>> model = IsingModel(np.zeros(2), np.zeros((2, 2)))
+    >>> round(log_partition(model), 6)     # log of the mean of e^f over {-1, 1}^d
+    0.0
+    """
     return exact(model, moments=False).log_partition

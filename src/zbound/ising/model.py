@@ -23,6 +23,18 @@ class IsingModel:
     """Pairwise model: ``h`` (d,) node fields, ``J`` (d, d) symmetric couplings, zero diagonal.
 
     Each pair enters f once: f(x) = h @ x + sum_{i<j} J[i, j] x_i x_j = h @ x + x @ J @ x / 2.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from zbound import IsingModel
+    >>> from zbound.ising import log_partition, quantum_bound
+    >>> h = np.array([0.1, -0.2, 0.3])
+    >>> J = np.array([[0.0, 0.5, 0.0], [0.5, 0.0, -0.4], [0.0, -0.4, 0.0]])
+    >>> model = IsingModel(h, J)
+    >>> bound = quantum_bound(model)
+    >>> bound.certified, bool(bound.bound >= log_partition(model))
+    (True, True)
     """
 
     h: np.ndarray

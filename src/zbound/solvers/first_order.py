@@ -4,9 +4,14 @@ They are the peers of the stochastic bound solvers when torch is absent (the ben
 ``torch.optim`` itself when it is installed; ``tests/solvers/test_first_order.py`` checks that
 both produce the same iterates to rounding).
 
->>> opt = Adam(lr=1e-2)
->>> for batch in stream:
-...     x = opt.step(x, grad(x, batch))
+>>> import numpy as np
+>>> from zbound.solvers.first_order import Adam
+>>> opt = Adam(lr=0.1)
+>>> x = np.array([1.0, -2.0])
+>>> for _ in range(200):                 # minimize ||x||^2 / 2: the gradient is x
+...     x = opt.step(x, x)
+>>> bool(np.abs(x).max() < 0.05)
+True
 
 Each rule keeps its own state (momentum buffer, moment estimates, step count); ``reset()``
 forgets it. ``step`` returns a new array and never modifies ``x`` or ``grad``; ``lr`` is the

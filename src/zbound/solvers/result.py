@@ -126,6 +126,22 @@ class Result:
     counts : evaluations by kind, e.g. {"value": 3, "value_and_grad": 10, "bound": 7}
     info : method-specific extras (e.g. accepted Newton / bound steps)
     status : :class:`Status` code
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.datasets import load_iris
+    >>> from zbound.models.multinomial import MultinomialLogistic
+    >>> from zbound.solvers import minimize
+    >>> X, y = load_iris(return_X_y=True)
+    >>> model = MultinomialLogistic(X, y, 3, 1.0)
+    >>> res = minimize(model, np.zeros(model.n_params))
+    >>> res.converged, res.method
+    (True, 'newton-bound')
+    >>> round(res.fun, 4)
+    37.9079
+    >>> bool(np.all(np.diff(res.trace.objective) <= 1e-12))     # monotone
+    True
     """
 
     x: np.ndarray

@@ -18,12 +18,18 @@ from __future__ import annotations
 import itertools
 import numbers
 import re
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.multiclass import check_classification_targets
 
 from zbound.utils.validation import label_indices
+
+#: what the structured estimators take as X or y: one item per sequence or graph (a list,
+#: or any iterable of them)
+Sequences = Iterable[Any]
 
 _SHAPE_SUBS = ((re.compile(r"[A-Z]"), "X"), (re.compile(r"[a-z]"), "x"),
                (re.compile(r"[0-9]"), "d"))

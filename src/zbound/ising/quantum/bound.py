@@ -136,6 +136,14 @@ def quantum_bound(
     blas_threads: BLAS/LAPACK threads while solving, at every size (default 1; None leaves the
     setting alone).
     ``result.bound`` is a dual value and a valid upper bound even when not converged.
+
+    Examples
+    --------
+    >>> from zbound.ising import gaussian_model, log_partition, quantum_bound
+    >>> model = gaussian_model(8, random_state=0)
+    >>> res = quantum_bound(model)
+    >>> res.certified, bool(res.bound >= log_partition(model))
+    (True, True)
     """
     start = time.perf_counter()
     features = resolve_features(model, features)
