@@ -114,11 +114,12 @@ def check_edges(n_nodes: int, edges) -> np.ndarray:
     if np.any(e[:, 0] == e[:, 1]):
         i = int(np.flatnonzero(e[:, 0] == e[:, 1])[0])
         raise ValueError(f"edge {i} joins node {int(e[i, 0])} to itself")
-    key = np.sort(e, axis=1)
-    uniq, counts = np.unique(key, axis=0, return_counts=True)
-    if np.any(counts > 1):
-        u, v = uniq[np.argmax(counts > 1)]
-        raise ValueError(f"edge ({int(u)}, {int(v)}) appears more than once")
+    # each undirected pair as one integer: a repeat is two equal neighbours once sorted
+    key = np.sort(np.minimum(e[:, 0], e[:, 1]) * n_nodes + np.maximum(e[:, 0], e[:, 1]))
+    same = np.flatnonzero(key[1:] == key[:-1])
+    if same.size:
+        u, v = divmod(int(key[same[0]]), n_nodes)
+        raise ValueError(f"edge ({u}, {v}) appears more than once")
     return e
 
 
@@ -137,7 +138,12 @@ def treewidth_lower_bound(n_nodes: int, edges: np.ndarray, stop: int | None = No
     the fewest neighbors with it; every graph met is a minor, whose treewidth is at most the
     graph's, and a graph's treewidth is at least its minimum degree. Stops once the bound
     reaches ``stop``."""
-    adj = _adjacency(n_nodes, edges)
+    return _lower_bound(_adjacency(n_nodes, edges), stop)
+
+
+def _lower_bound(adj: list[set], stop: int | None) -> int:
+    """:func:`treewidth_lower_bound` on adjacency sets (consumed)."""
+    n_nodes = len(adj)
     heap = [(len(a), v) for v, a in enumerate(adj)]
     heapq.heapify(heap)
     alive = [True] * n_nodes
@@ -286,7 +292,7 @@ def _triangulate(n_nodes, edges, heuristic, max_treewidth, n_labels, max_table_e
     adj = _adjacency(n_nodes, edges)
     if limit is None:
         return eliminate(adj, heuristic)
-    low = treewidth_lower_bound(n_nodes, edges, stop=limit)
+    low = _lower_bound([set(a) for a in adj], stop=limit)
     if low + 1 > limit:
         _refuse(label, n_nodes, edges, _budget_text(
             f"has treewidth at least {low} (a minor's minimum degree)", low + 1, binding,
