@@ -76,8 +76,8 @@ class MethodInfo:
     :mod:`zbound.models.base` for EM) that the model or its loss must support; see
     :meth:`applies_to`
     step_size : True for a method whose step size (option ``lr``) must be chosen for the
-        problem (it converges only for small enough steps): the papers' fixed-step baselines,
-        which estimators do not offer as a ``solver``
+    problem (it converges only for small enough steps): the papers' fixed-step baselines,
+    which estimators do not offer as a ``solver``
     """
 
     name: str
