@@ -364,3 +364,18 @@ def test_the_finish_from_zero_by_default():
     assert 1 < alone.n_iter_ == alone.n_epochs_ < 100 and alone.solver_result_.converged
     assert alone.solver_result_.trace.objective[-1] == pytest.approx(alone.objective_)
     assert est.objective_ < alone.objective_
+
+
+def test_epochs_cut_by_max_iter_warn_unless_the_finish_converged():
+    """As SGDClassifier, epochs stopped by max_iter before tol warn, unless the full-batch
+    finish then converged: that fit is converged, and says so."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = BoundSGDClassifier(max_iter=1, random_state=0).fit(X, y)
+    assert est.n_epochs_ == 1 and est.solver_result_.converged
+    with pytest.warns(ConvergenceWarning, match="max_iter=1 epochs reached"):
+        est = BoundSGDClassifier(max_iter=1, finish_tol=None, random_state=0).fit(X, y)
+    assert not est.solver_result_.converged
