@@ -36,6 +36,33 @@ class Objective:
                                  f"the loss {self.n_params}")
             kept.append(pen)
         self.penalties = tuple(kept)
+        #: False when a penalty is not differentiable (an L1 term): only the proximal methods
+        #: minimize such an objective, through smooth_value_and_grad, prox and violation
+        self.smooth = all(getattr(p, "smooth", True) for p in kept)
+        self.nonsmooth = tuple(p for p in kept if not getattr(p, "smooth", True))
+        self.smooth_penalties = tuple(p for p in kept if getattr(p, "smooth", True))
+
+    def smooth_value_and_grad(self, theta: np.ndarray) -> tuple[float, np.ndarray]:
+        """The value and gradient of the differentiable part (the loss and the smooth
+        penalties)."""
+        f, g = self.loss.value_and_grad(theta)
+        for p in self.smooth_penalties:
+            f += p.add_value_grad(theta, g)
+        return f, g
+
+    def nonsmooth_value(self, theta: np.ndarray) -> float:
+        return float(sum(p.value(theta) for p in self.nonsmooth))
+
+    def prox(self, v: np.ndarray, step: float) -> np.ndarray:
+        """The proximal map of the non-smooth penalty (one at most) at ``v`` with ``step``."""
+        if len(self.nonsmooth) > 1:
+            raise ValueError("an objective takes at most one non-smooth penalty")
+        return self.nonsmooth[0].prox(v, step) if self.nonsmooth else v
+
+    def violation(self, theta: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Per coordinate, the KKT violation given the smooth part's gradient ``g``: |g| with
+        no non-smooth penalty, else the distance from -g to its subdifferential."""
+        return self.nonsmooth[0].violation(theta, g) if self.nonsmooth else np.abs(g)
 
     def single_precision(self, copy: bool = True) -> Objective | None:
         """The same objective with the loss evaluated in float32 (value and gradient only,

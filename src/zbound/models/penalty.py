@@ -137,3 +137,95 @@ class InterceptCentering:
         by its least-trace diagonal weight ``||u||_1 |u|``, which for the intercept indicator is
         n_classes times the weight on every intercept)."""
         return C.rank_one_update(np.sqrt(self.weight) * self.u, rule)
+
+
+class ElasticNetPenalty:
+    """sum_i l1_i |theta_i| + 1/2 sum_i l2_i theta_i^2: the L1 (``l2 = 0``), weighted L1 and
+    elastic-net penalties, each strength a number >= 0 or a (p,) array (0 leaves a coordinate,
+    e.g. an intercept, unpenalized).
+
+    Not differentiable where a coordinate is 0, so it is no majorizer of itself: ``smooth`` is
+    False, and only the proximal methods (``MethodInfo.proximal``) minimize an objective that
+    holds it. They read its separable structure through :meth:`strengths` and
+    :meth:`prox`; ``add_value_grad`` adds the gradient of the L2 part and the L1 part's
+    subgradient sign(theta) (0 at 0), for reports only.
+    """
+
+    smooth = False
+
+    def __init__(self, l1, l2=0.0):
+        self.l1 = _strength("L1", l1)
+        self.l2 = _strength("L2", l2)
+        sizes = {np.size(s) for s in (self.l1, self.l2) if np.ndim(s)}
+        if len(sizes) > 1:
+            raise ValueError(f"per-coordinate L1 and L2 strengths differ in length: {sizes}")
+        self.n_params = sizes.pop() if sizes else None
+        self.is_zero = not (np.any(self.l1) or np.any(self.l2))
+
+    def strengths(self, p: int) -> tuple[np.ndarray, np.ndarray]:
+        """(l1, l2) as (p,) arrays."""
+        return (np.broadcast_to(self.l1, (p,)).astype(np.float64),
+                np.broadcast_to(self.l2, (p,)).astype(np.float64))
+
+    def value(self, theta: np.ndarray) -> float:
+        return float(np.sum(self.l1 * np.abs(theta)) + 0.5 * np.sum(self.l2 * theta * theta))
+
+    def grad(self, theta: np.ndarray) -> np.ndarray:
+        return self.l1 * np.sign(theta) + self.l2 * theta
+
+    def add_grad(self, theta: np.ndarray, g: np.ndarray) -> None:
+        g += self.grad(theta)
+
+    def add_value_grad(self, theta: np.ndarray, g: np.ndarray) -> float:
+        g += self.grad(theta)
+        return self.value(theta)
+
+    def prox(self, v: np.ndarray, step: float) -> np.ndarray:
+        """argmin_x 1/(2 step) ||x - v||^2 + penalty(x): soft thresholding, then the L2
+        shrinkage."""
+        return soft_threshold(v, step * self.l1) / (1.0 + step * self.l2)
+
+    def violation(self, theta: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """Per coordinate, the distance from -g (the smooth part's gradient) to the penalty's
+        subdifferential at theta: 0 for every coordinate exactly at an optimum (the KKT
+        conditions), what the proximal methods stop on."""
+        l1 = np.broadcast_to(self.l1, theta.shape)
+        gl = g + self.l2 * theta
+        return np.where(theta != 0.0, np.abs(gl + l1 * np.sign(theta)),
+                        np.maximum(np.abs(gl) - l1, 0.0))
+
+    def scaled(self, c: float) -> ElasticNetPenalty:
+        return ElasticNetPenalty(self.l1 * c, self.l2 * c)
+
+    def curvature(self, p: int) -> Curvature:
+        raise TypeError(_NO_CURVATURE)
+
+    def add_curvature(self, C: Curvature, inplace: bool = False) -> Curvature:
+        raise TypeError(_NO_CURVATURE)
+
+    def add_lowrank_curvature(self, C, rule: str = "exact"):
+        raise TypeError(_NO_CURVATURE)
+
+
+_NO_CURVATURE = ("an L1 penalty has no curvature: it needs a proximal method "
+                 "(minimize(method='bound-cd' or 'fista'))")
+
+
+def soft_threshold(v: np.ndarray, t) -> np.ndarray:
+    """sign(v) max(|v| - t, 0), elementwise."""
+    return np.sign(v) * np.maximum(np.abs(v) - t, 0.0)
+
+
+def _strength(name: str, s):
+    if isinstance(s, bool):
+        raise TypeError(f"{name} strength must be a real number or an array, got a bool")
+    if isinstance(s, int | float | np.integer | np.floating):
+        s = float(s)
+        if not (np.isfinite(s) and s >= 0):
+            raise ValueError(f"{name} strength must be finite and >= 0, got {s}")
+        return s
+    s = np.asarray(s, dtype=np.float64)
+    if s.ndim != 1 or not (np.isfinite(s).all() and (s >= 0).all()):
+        raise ValueError(f"per-coordinate {name} strengths must be a 1-D array of finite "
+                         "numbers >= 0")
+    return s

@@ -40,6 +40,7 @@ from zbound.solvers.baselines import (
 from zbound.solvers.latent_em import LatentEM, LatentJointEM
 from zbound.solvers.majorization import BoundMM, NewtonBound, Squarem
 from zbound.solvers.policy import DEFAULT_METHOD, SolverPolicy, choose_method
+from zbound.solvers.proximal import FISTA, BoundCD  # noqa: F401
 from zbound.solvers.quasi_newton import LBFGSBound, LBFGSNewton, PreconditionedLBFGS
 from zbound.solvers.result import Result, Status, Trace
 from zbound.solvers.sample_space import SampleBound, SampleNewton  # noqa: F401

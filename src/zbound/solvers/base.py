@@ -78,6 +78,8 @@ class MethodInfo:
     step_size : True for a method whose step size (option ``lr``) must be chosen for the
     problem (it converges only for small enough steps): the papers' fixed-step baselines,
     which estimators do not offer as a ``solver``
+    proximal : True for a method that minimizes objectives with a non-smooth separable
+    penalty (L1, elastic net) through its proximal map; the others refuse them
     """
 
     name: str
@@ -89,6 +91,7 @@ class MethodInfo:
     stochastic: bool = False
     requires: type | None = None
     step_size: bool = False
+    proximal: bool = False
 
     def __post_init__(self):
         if self.constraints not in ("linear", "box", "none"):
@@ -168,6 +171,11 @@ def configure(method, **settings) -> Solver:
         return solver_class(method)(**settings)
     raise ValueError(f"unknown method {method!r}; choose one of {sorted(_registry())} or "
                      "pass a zbound.solvers.Solver")
+
+
+def proximal_methods() -> list[str]:
+    """The registered methods that take non-smooth separable penalties."""
+    return [k for k, v in _registry().items() if v.info.proximal]
 
 
 class MethodNames(Set):
@@ -493,6 +501,10 @@ class Solver:
             if not callable(getattr(model, need, None)):
                 raise TypeError(f"method {self.info.name!r} needs model.{need}(), which "
                                 f"{type(model).__name__} does not have")
+        if not getattr(model, "smooth", True) and not self.info.proximal:
+            raise ValueError(f"method {self.info.name!r} needs a differentiable objective; "
+                             "an L1 or elastic-net penalty needs a proximal method "
+                             f"({', '.join(sorted(proximal_methods()))})")
         if not self.info.meets_requirement(model):
             req = self.info.requires
             raise TypeError(f"method {self.info.name!r} needs a model with the "

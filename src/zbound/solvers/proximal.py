@@ -1,0 +1,315 @@
+"""Proximal methods: objectives with an L1 or elastic-net penalty (non-smooth, separable).
+
+``"bound-cd"`` (:class:`BoundCD`, the library's): bound majorization with coordinate-descent
+inner solves on a softmax regression (:class:`~zbound.models.base.SoftmaxData`). One pass
+visits the free classes in turn; for class c, with the other classes' scores fixed, the loss
+of row t is log(e^{S_tc} + C_t) - y_tc S_tc = softplus(u_t) + const - y_tc S_tc with
+u_t = S_tc - log C_t: a two-configuration partition function, whose Alg. 1 bound (the
+Jaakkola-Jordan bound) majorizes it with curvature a_t = s_t tanh(u_t / 2) / (2 u_t) around the
+current point. The class's step minimizes that quadratic plus the penalty, a weighted elastic
+net, by coordinate descent (:mod:`zbound.solvers._cd_kernels`) over a working set: the class's
+nonzero coefficients and the coordinates that violate the optimality conditions most, at
+least ``ws_start`` and twice the nonzeros. The bound touches the loss at the current point and
+lies above it everywhere, and every coordinate step lowers the bound plus the penalty, so the
+objective never rises. Binary logistic regression (one free class against a reference class)
+is one class per pass.
+
+``"fista"`` (:class:`FISTA`): accelerated proximal gradient with backtracking on the Lipschitz
+estimate and restart when the objective rises, on any objective whose smooth part has a
+gradient: the baseline.
+
+Both stop when the largest KKT violation (the distance from minus the smooth part's gradient
+to the penalty's subdifferential, :meth:`~zbound.models.objective.Objective.violation`) is at
+most ``tol`` times the total sample weight (``tol`` in the units of the mean loss), and report
+it as ``Result.info["kkt_violation"]``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from zbound.models.base import SoftmaxData
+from zbound.solvers import _cd_kernels as K
+from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.result import Status
+from zbound.utils.logspace import logsumexp
+from zbound.utils.validation import POSITIVE, POSITIVE_INT
+
+
+def _jj(u: np.ndarray) -> np.ndarray:
+    """tanh(u / 2) / (2 u), 1/4 at u = 0: the curvature of the Jaakkola-Jordan bound on
+    log(1 + e^u) at u."""
+    out = np.full_like(u, 0.25)
+    big = np.abs(u) > 1e-4
+    ub = u[big]
+    out[big] = np.tanh(0.5 * ub) / (2.0 * ub)
+    small = ~big
+    out[small] -= u[small] ** 2 / 48.0
+    return out
+
+
+def _total_weight(loss) -> float:
+    sw = loss.sample_weight
+    return float(loss.X.shape[0] if sw is None else np.sum(sw))
+
+
+def _checked_penalty(model):
+    """The objective's one elastic-net penalty (strengths (p,) each) for bound-cd, which takes a
+    softmax loss and that penalty only."""
+    pens = getattr(model, "penalties", ())
+    nonsmooth = [p for p in pens if not getattr(p, "smooth", True)]
+    if len(pens) != len(nonsmooth) or len(nonsmooth) > 1:
+        raise TypeError("method 'bound-cd' takes a softmax loss plus one ElasticNetPenalty "
+                        "(zbound.models.penalty) and no other penalty; put an L2 term into "
+                        "the ElasticNetPenalty's l2")
+    if not nonsmooth:
+        return np.zeros(model.n_params), np.zeros(model.n_params)
+    return nonsmooth[0].strengths(model.n_params)
+
+
+@dataclass
+class BoundCDState(State):
+    """bound-cd's state: the scores of every class, the smooth gradient's KKT violations, the
+    working-set sizes and the coordinate-descent epochs run."""
+
+    S: np.ndarray | None = None
+    viol: np.ndarray | None = None
+    violation: float = math.inf
+    ws_size: np.ndarray | None = None
+    epochs: int = 0
+    data: dict = field(default_factory=dict)
+
+
+@register
+class BoundCD(Solver):
+    """Bound majorization with coordinate-descent inner solves and working sets, for softmax
+    regression with an L1 / elastic-net penalty (the module text). Options: ``max_epochs``
+    (coordinate-descent epochs per class and pass), ``ws_start`` (the smallest working set),
+    ``inner_ratio`` (an inner solve stops at that fraction of the outer violation)."""
+
+    info = MethodInfo("bound-cd", peer=False, constraints="none", uses_bound=True,
+                      needs=("value",), requires=SoftmaxData, proximal=True,
+                      description="bound majorization (Alg. 1 per class) with coordinate-"
+                                  "descent inner solves on working sets; L1 / elastic net")
+    options = {"max_epochs": 200, "ws_start": 10, "inner_ratio": 0.3}
+    option_constraints = {"max_epochs": [POSITIVE_INT], "ws_start": [POSITIVE_INT],
+                          "inner_ratio": [POSITIVE]}
+
+    # ------------------------------------------------------------------ data
+    def _data(self, model) -> dict:
+        loss = model.loss
+        X = loss.X
+        n, nf = X.shape
+        d, k, free = loss.d, loss.k, loss.free
+        l1, l2 = _checked_penalty(model)
+        sw = np.ones(n) if loss.sample_weight is None else np.asarray(loss.sample_weight,
+                                                                       dtype=np.float64)
+        Y = np.zeros((n, loss.n_classes))
+        Y[np.arange(n), loss.y] = 1.0
+        if sp.issparse(X):
+            Xc = sp.csc_matrix(X, dtype=np.float64)
+            Xc.sort_indices()
+            cols = (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data)
+            dense = None
+        else:
+            dense, cols = np.asfortranarray(X, dtype=np.float64), None
+        return {"X": X, "dense": dense, "cols": cols, "n": n, "nf": nf, "d": d, "k": k,
+                "free": free, "fit_intercept": loss.fit_intercept, "sw": sw, "Y": Y,
+                "l1": l1.reshape(k, d), "l2": l2.reshape(k, d),
+                "total": _total_weight(loss)}
+
+    def _scores(self, D, theta) -> np.ndarray:
+        W = theta.reshape(D["k"], D["d"])
+        nf = D["nf"]
+        S = np.zeros((D["n"], D["k"] + D["free"]))
+        S[:, D["free"]:] = np.asarray(D["X"] @ W[:, :nf].T)
+        if D["fit_intercept"]:
+            S[:, D["free"]:] += W[:, nf]
+        return S
+
+    def _evaluate(self, D, S, theta):
+        """(objective, smooth gradient (k, d), per-coordinate KKT violations (k, d))."""
+        lse, E, Z = logsumexp(S, axis=1, return_exp=True)
+        sw, Y = D["sw"], D["Y"]
+        f = float(sw @ (lse - np.einsum("ij,ij->i", S, Y)))
+        W = theta.reshape(D["k"], D["d"])
+        l1, l2 = D["l1"], D["l2"]
+        f += float(np.sum(l1 * np.abs(W)) + 0.5 * np.sum(l2 * W * W))
+        P = E / Z
+        R = sw[:, None] * (P - Y)[:, D["free"]:]
+        G = np.empty((D["k"], D["d"]))
+        nf = D["nf"]
+        G[:, :nf] = np.asarray(D["X"].T @ R).T
+        if D["fit_intercept"]:
+            G[:, nf] = R.sum(axis=0)
+        gl = G + l2 * W
+        viol = np.where(W != 0.0, np.abs(gl + l1 * np.sign(W)), np.maximum(np.abs(gl) - l1, 0))
+        return f, G, viol
+
+    # ------------------------------------------------------------------ protocol
+    def init(self, model, x):
+        D = self._data(model)
+        S = self._scores(D, x)
+        f, G, viol = self._evaluate(D, S, x)
+        model.count("value_and_grad")
+        ws = np.full(D["k"], int(self.opts["ws_start"]), dtype=np.int64)
+        return BoundCDState(x, f, G.ravel(), S=S, viol=viol, violation=float(viol.max()),
+                            ws_size=ws, data=D)
+
+    def _working_set(self, state, c: int, W: np.ndarray) -> np.ndarray:
+        D = state.data
+        nf = D["nf"]
+        v = state.viol[c, :nf]
+        nz = np.flatnonzero(W[c, :nf])
+        size = max(int(state.ws_size[c]), 2 * nz.size)
+        state.ws_size[c] = size
+        cand = np.flatnonzero(v > 0.0)
+        if cand.size > size:
+            cand = cand[np.argpartition(-v[cand], size - 1)[:size]]
+        return np.union1d(nz, cand).astype(np.int64)
+
+    def update(self, model, state):
+        D = state.data
+        n, nf, free = D["n"], D["nf"], D["free"]
+        theta = state.x.copy()
+        W = theta.reshape(D["k"], D["d"])
+        S, sw, Y = state.S, D["sw"], D["Y"]
+        for c in range(D["k"]):
+            col = c + free
+            others = np.delete(S, col, axis=1)
+            u = S[:, col] - logsumexp(others, axis=1)
+            p = 0.5 * (1.0 + np.tanh(0.5 * u))                  # expit, overflow-free
+            r = sw * (p - Y[:, col])
+            a = sw * _jj(u)
+            ws = self._working_set(state, c, W)
+            h = np.zeros(nf)
+            w = W[c, :nf].copy()
+            b = np.array([W[c, nf]]) if D["fit_intercept"] else np.zeros(1)
+            xi = np.zeros(n)
+            l1, l2 = D["l1"][c, :nf].copy(), D["l2"][c, :nf].copy()
+            if D["dense"] is not None:
+                K.column_sq_dense(D["dense"], ws, a, h)
+            else:
+                K.column_sq_csc(*D["cols"], ws, a, h)
+            hmax = max(float(h[ws].max()) if ws.size else 0.0, float(a.sum()), 1e-300)
+            tol_in = float(self.opts["inner_ratio"]) * state.violation / math.sqrt(hmax)
+            if D["dense"] is not None:
+                ep = K.sweeps_dense(D["dense"], ws, w, h, l1, l2, r, a, xi, b,
+                                    D["fit_intercept"], int(self.opts["max_epochs"]), tol_in)
+            else:
+                ep = K.sweeps_csc(*D["cols"], ws, w, h, l1, l2, r, a, xi, b,
+                                  D["fit_intercept"], int(self.opts["max_epochs"]), tol_in)
+            state.epochs += int(ep)
+            W[c, :nf] = w
+            if D["fit_intercept"]:
+                W[c, nf] = b[0]
+            S[:, col] += xi
+        f, G, viol = self._evaluate(D, S, theta)
+        model.count("value_and_grad")
+        model.count("bound")
+        if not math.isfinite(f):
+            state.status = Status.FAILED
+            state.message = "the objective became non-finite"
+            return
+        state.viol, state.violation = viol, float(viol.max())
+        self.accept(model, state, theta, f, G.ravel())
+
+    def stationarity(self, model, state):
+        return state.violation / state.data["total"]
+
+    def stop_status(self, state, stat):
+        if self.target is not None and state.f <= self.target:
+            return Status.TARGET
+        if stat <= self.tol:
+            return Status.STATIONARY
+        if self.ftol > 0.0 and state.f_prev is not None and \
+                0.0 <= state.f_prev - state.f <= self.ftol * max(1.0, abs(state.f)):
+            return Status.FTOL
+        return None
+
+    def result_info(self, state):
+        return {"kkt_violation": state.violation / state.data["total"],
+                "cd_epochs": state.epochs, "working_set": state.ws_size.tolist(),
+                "nonzeros": int(np.count_nonzero(
+                    state.x.reshape(state.data["k"], state.data["d"])[:, :state.data["nf"]]))}
+
+
+@dataclass
+class FistaState(State):
+    """FISTA's state: the extrapolated point, its smooth value and gradient, the momentum and
+    the Lipschitz estimate."""
+
+    y: np.ndarray | None = None
+    fy: float = 0.0
+    gy: np.ndarray | None = None
+    t: float = 1.0
+    L: float = 1.0
+    violation: float = math.inf
+    total: float = 1.0
+
+
+@register
+class FISTA(Solver):
+    """Accelerated proximal gradient (Beck & Teboulle 2009) with backtracking (the Lipschitz
+    estimate doubles until the quadratic upper bound holds, and may shrink by ``shrink``
+    after an accepted step) and a restart when the objective rises (O'Donoghue & Candes
+    2015). The stopping measure is the gradient mapping L ||x+ - y||_inf, a bound on the KKT
+    violation at the step."""
+
+    info = MethodInfo("fista", peer=True, constraints="none", proximal=True,
+                      needs=("smooth_value_and_grad", "prox"),
+                      description="accelerated proximal gradient with backtracking and "
+                                  "restart (L1 / elastic net baseline)")
+    options = {"shrink": 0.9}
+    option_constraints = {"shrink": [POSITIVE]}
+
+    def init(self, model, x):
+        fs, g = model.smooth_value_and_grad(x)
+        f = fs + model.nonsmooth_value(x)
+        loss = getattr(model, "loss", None)
+        total = _total_weight(loss) if loss is not None and hasattr(loss, "X") else 1.0
+        return FistaState(x, f, g, y=x.copy(), fy=fs, gy=g, t=1.0,
+                          L=max(float(np.abs(g).max()), 1.0), total=total)
+
+    def update(self, model, state):
+        y, fy, gy = state.y, state.fy, state.gy
+        L = state.L
+        for _ in range(60):
+            x_new = model.prox(y - gy / L, 1.0 / L)
+            d = x_new - y
+            fs_new, g_new = model.smooth_value_and_grad(x_new)
+            if fs_new <= fy + float(gy @ d) + 0.5 * L * float(d @ d) + 1e-12 * abs(fy):
+                break
+            L *= 2.0
+        else:
+            state.status = Status.LINE_SEARCH_FAILED
+            return
+        state.violation = L * float(np.abs(d).max())
+        f_new = fs_new + model.nonsmooth_value(x_new)
+        x_old = state.x
+        if f_new > state.f:                         # restart the momentum
+            state.t = 1.0
+            state.y, state.fy, state.gy = x_old.copy(), *model.smooth_value_and_grad(x_old)
+            state.L = L
+            state.nit += 1
+            return
+        t_new = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * state.t * state.t))
+        y_new = x_new + ((state.t - 1.0) / t_new) * (x_new - x_old)
+        state.t = t_new
+        state.L = L * float(self.opts["shrink"])
+        fy_new, gy_new = model.smooth_value_and_grad(y_new)
+        state.y, state.fy, state.gy = y_new, fy_new, gy_new
+        self.accept(model, state, x_new, f_new, g_new)
+
+    def stationarity(self, model, state):
+        return state.violation / state.total
+
+    def stop_status(self, state, stat):
+        return BoundCD.stop_status(self, state, stat)
+
+    def result_info(self, state):
+        return {"kkt_violation": state.violation / state.total, "lipschitz": state.L}
