@@ -118,10 +118,14 @@ def _check_bound_pair(name: str, value, shape: tuple[int, ...]):
 
 
 class BoundLogisticRegression(LinearClassifier, BaseEstimator):
-    """L2-regularized logistic regression (binary and multinomial) fitted with zbound solvers.
+    """Regularized logistic regression (binary and multinomial) fitted with zbound solvers.
 
     Minimizes ``sum_j sample_weight_j * log_loss_j + 1/(2 C) ||coef_||^2`` -- the objective of
-    ``sklearn.linear_model.LogisticRegression(C=C)`` -- with the intercept unpenalized. Binary
+    ``sklearn.linear_model.LogisticRegression(C=C)`` -- with the intercept unpenalized; with
+    ``penalty="l1"`` the penalty is ``1/C ||coef_||_1``, with ``"elasticnet"``
+    ``1/C (l1_ratio ||coef_||_1 + (1 - l1_ratio)/2 ||coef_||^2)`` (scikit-learn's, fitted by
+    the proximal method "bound-cd": bound majorization with coordinate descent), and with
+    ``None`` there is none. Binary
     problems use the binary logistic loss (one weight vector); three or more classes the softmax
     (multinomial) loss. Optional box constraints on the coefficients and intercepts are handled by
     the constrained step of Alg. 2 (a QP per iteration).
@@ -131,6 +135,14 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
     C : float > 0, default 1.0
         Inverse regularization strength, as in scikit-learn: the penalty is 1/(2C) ``||coef_||^2``
         added to the *sum* (not mean) of the per-sample log-losses.
+    penalty : {"l2", "l1", "elasticnet", None}, default "l2"
+        The penalty's form (above). "l1" and "elasticnet" give sparse ``coef_`` (exact zeros),
+        fitted by a proximal method ("auto": "bound-cd"; also "fista"), which stops when the
+        largest KKT violation of the mean loss is <= ``tol`` (``solver_result_.info
+        ["kkt_violation"]``); they take no ``coef_bounds``. None: no penalty (C unused).
+    l1_ratio : float in [0, 1] or None, default None
+        The L1 share of the elastic net (``penalty="elasticnet"`` only, where it is
+        required): 1 is the L1 penalty, 0 the L2 penalty.
     fit_intercept : bool, default True
         Add an unpenalized intercept per class.
     solver : str, default "auto"
@@ -204,12 +216,15 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
     True
     """
 
-    def __init__(self, C: float = 1.0, fit_intercept: bool = True, solver: str = "auto",
+    def __init__(self, C: float = 1.0, penalty: str | None = "l2",
+                 l1_ratio: float | None = None, fit_intercept: bool = True, solver: str = "auto",
                  tol: float = 1e-4, max_iter: int = 1000, order: str = "descending",
                  coef_bounds: tuple | None = None, intercept_bounds: tuple | None = None,
                  class_weight: dict | str | None = None, warm_start: bool = False,
                  precision: str = "auto", verbose: int = 0):
         self.C = C
+        self.penalty = penalty
+        self.l1_ratio = l1_ratio
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.tol = tol
@@ -226,6 +241,8 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
     # that runs it
     _parameter_constraints: dict = {
         "C": [INVERSE_PENALTY],
+        "penalty": [None, StrOptions(Choices("l2", "l1", "elasticnet"))],
+        "l1_ratio": [None, Number(Real, 0, 1, closed="both")],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions(MethodNames(logistic_method, also=("auto",))),
                    Hidden(StrOptions(MethodNames(lambda info: info.stochastic)))],
@@ -265,7 +282,36 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
                              f"intercept_bounds; use 'auto' or one of {ok}")
         if self.intercept_bounds is not None and not self.fit_intercept:
             raise ValueError("intercept_bounds needs fit_intercept=True")
+        if self.penalty == "elasticnet" and self.l1_ratio is None:
+            raise ValueError("penalty='elasticnet' needs l1_ratio (a number in [0, 1])")
+        if self.l1_ratio is not None and self.penalty != "elasticnet":
+            warnings.warn(f"l1_ratio is used only with penalty='elasticnet' (penalty="
+                          f"{self.penalty!r}); it is ignored", UserWarning, stacklevel=4)
+        if self._sparse_penalty():
+            if self.coef_bounds is not None or self.intercept_bounds is not None:
+                raise ValueError(f"penalty={self.penalty!r} takes no coef_bounds / "
+                                 "intercept_bounds")
+            if self.solver != "auto" and not METHODS[solver].proximal:
+                prox = sorted(k for k, v in METHODS.items() if v.proximal)
+                raise ValueError(f"penalty={self.penalty!r} needs a proximal solver: 'auto' "
+                                 f"or one of {prox}, got {self.solver!r}")
         return solver
+
+    def _sparse_penalty(self) -> bool:
+        """Whether the penalty has an L1 part (a proximal method fits it)."""
+        return self.penalty == "l1" or (self.penalty == "elasticnet"
+                                        and float(self.l1_ratio) > 0.0)
+
+    def _strengths(self) -> tuple[float, float]:
+        """(L1, L2) strengths per penalized coefficient."""
+        if self.penalty is None:
+            return 0.0, 0.0
+        if self.penalty == "l1":
+            return 1.0 / float(self.C), 0.0
+        if self.penalty == "elasticnet":
+            r = float(self.l1_ratio)
+            return r / float(self.C), (1.0 - r) / float(self.C)
+        return 0.0, 1.0 / float(self.C)
 
     def _class_weights(self, classes, y_idx, sw) -> np.ndarray | None:
         """Per-sample multipliers from ``class_weight`` (None: no class weights)."""
@@ -361,7 +407,11 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
         intercept-centering weight; (model, center, whether the centering is exact)."""
         k = 1 if n_classes == 2 else n_classes
         d = X.shape[1] + bool(self.fit_intercept)
-        pen = np.full((k, d), 1.0 / float(self.C))
+        l1, l2 = self._strengths()
+        solver = DEFAULT_METHOD if self.solver == "auto" else self.solver
+        if (self._sparse_penalty() or METHODS[solver].proximal) and not is_dask_array(X):
+            return self._elastic_net_objective(X, y_idx, n_classes, sw_given, k, d, l1, l2)
+        pen = np.full((k, d), l2)
         if self.fit_intercept:
             pen[:, -1] = 0.0
         center = 0.0
@@ -378,6 +428,24 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
         if self.verbose >= 1 and hasattr(model, "passes"):
             print(f"[BoundLogisticRegression] dask: {model.loss!r}")
         return model, center, exact_center
+
+    def _elastic_net_objective(self, X, y_idx, n_classes, sw_given, k, d, l1, l2):
+        """The loss plus one ElasticNetPenalty (the form the proximal methods take), the
+        intercepts unpenalized: (model, no centering, the sum-zero intercepts exact)."""
+        from zbound.models.loss import SoftmaxLoss
+        from zbound.models.objective import Objective
+        from zbound.models.penalty import ElasticNetPenalty
+
+        if is_dask_array(X):
+            raise ValueError(f"penalty={self.penalty!r} takes in-memory X, not a dask array")
+        loss = SoftmaxLoss(X, y_idx.astype(np.intp, copy=False), n_classes,
+                           sample_weight=sw_given, reference_class=n_classes == 2,
+                           fit_intercept=bool(self.fit_intercept))
+        L1, L2 = np.full((k, d), l1), np.full((k, d), l2)
+        if self.fit_intercept:
+            L1[:, -1] = L2[:, -1] = 0.0
+        model = Objective(loss, ElasticNetPenalty(L1.ravel(), L2.ravel()))
+        return model, 0.0, bool(self.fit_intercept) and k > 1
 
     def _constraints(self, k: int, n_features: int) -> LinearConstraints | None:
         """``coef_bounds`` and ``intercept_bounds`` as a box on theta (None without)."""

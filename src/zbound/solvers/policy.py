@@ -97,6 +97,8 @@ class SolverPolicy:
     def method(self, model, constraints: LinearConstraints | None = None, *,
                evaluation: str = "auto", **options) -> str:
         """The method for ``model`` under ``constraints`` (see :func:`choose_method`)."""
+        if not getattr(model, "smooth", True):      # an L1 / elastic-net penalty
+            return "bound-cd" if METHODS["bound-cd"].applies_to(model) else "fista"
         if options:
             return DEFAULT_METHOD
         if constraints is not None:

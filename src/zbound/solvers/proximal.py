@@ -31,13 +31,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils._param_validation import StrOptions
 
 from zbound.models.base import SoftmaxData
 from zbound.solvers import _cd_kernels as K
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 from zbound.utils.logspace import logsumexp
-from zbound.utils.validation import POSITIVE, POSITIVE_INT
+from zbound.utils.validation import POSITIVE, POSITIVE_INT, Choices
 
 
 def _jj(u: np.ndarray) -> np.ndarray:
@@ -81,6 +82,7 @@ class BoundCDState(State):
     violation: float = math.inf
     ws_size: np.ndarray | None = None
     epochs: int = 0
+    bound_steps: int = 0
     data: dict = field(default_factory=dict)
 
 
@@ -89,15 +91,19 @@ class BoundCD(Solver):
     """Bound majorization with coordinate-descent inner solves and working sets, for softmax
     regression with an L1 / elastic-net penalty (the module text). Options: ``max_epochs``
     (coordinate-descent epochs per class and pass), ``ws_start`` (the smallest working set),
-    ``inner_ratio`` (an inner solve stops at that fraction of the outer violation)."""
+    ``inner_ratio`` (an inner solve stops at that fraction of the outer violation),
+    ``curvature``: "newton" (the default: each class's step first on the Hessian's weights
+    s_t p_t (1 - p_t), kept when the objective does not rise, else taken again on the bound's)
+    or "bound" (the bound's weights only: plain majorization, Alg. 2's scheme)."""
 
     info = MethodInfo("bound-cd", peer=False, constraints="none", uses_bound=True,
                       needs=("value",), requires=SoftmaxData, proximal=True,
                       description="bound majorization (Alg. 1 per class) with coordinate-"
                                   "descent inner solves on working sets; L1 / elastic net")
-    options = {"max_epochs": 200, "ws_start": 10, "inner_ratio": 0.3}
+    options = {"max_epochs": 200, "ws_start": 10, "inner_ratio": 0.3, "curvature": "newton"}
     option_constraints = {"max_epochs": [POSITIVE_INT], "ws_start": [POSITIVE_INT],
-                          "inner_ratio": [POSITIVE]}
+                          "inner_ratio": [POSITIVE],
+                          "curvature": [StrOptions(Choices("newton", "bound"))]}
 
     # ------------------------------------------------------------------ data
     def _data(self, model) -> dict:
@@ -172,45 +178,82 @@ class BoundCD(Solver):
             cand = cand[np.argpartition(-v[cand], size - 1)[:size]]
         return np.union1d(nz, cand).astype(np.int64)
 
+    def _class_step(self, state, c, W, r, a, ws):
+        """Coordinate descent for class c on the quadratic (r, a) over ``ws``, from W[c]:
+        (new coefficients, new intercept, the change of the scores xi)."""
+        D = state.data
+        n, nf = D["n"], D["nf"]
+        h = np.zeros(nf)
+        w = W[c, :nf].copy()
+        b = np.array([W[c, nf]]) if D["fit_intercept"] else np.zeros(1)
+        xi = np.zeros(n)
+        l1, l2 = D["l1"][c, :nf].copy(), D["l2"][c, :nf].copy()
+        if D["dense"] is not None:
+            K.column_sq_dense(D["dense"], ws, a, h)
+        else:
+            K.column_sq_csc(*D["cols"], ws, a, h)
+        hmax = max(float(h[ws].max()) if ws.size else 0.0, float(a.sum()), 1e-300)
+        tol_in = float(self.opts["inner_ratio"]) * state.violation / math.sqrt(hmax)
+        if D["dense"] is not None:
+            ep = K.sweeps_dense(D["dense"], ws, w, h, l1, l2, r, a, xi, b,
+                                D["fit_intercept"], int(self.opts["max_epochs"]), tol_in)
+        else:
+            ep = K.sweeps_csc(*D["cols"], ws, w, h, l1, l2, r, a, xi, b,
+                              D["fit_intercept"], int(self.opts["max_epochs"]), tol_in)
+        state.epochs += int(ep)
+        return w, b[0], xi
+
+    def _objective_with(self, D, S, W, c, col, w, b, xi) -> float:
+        """The objective with class c's coefficients (w, b) and scores S[:, col] + xi."""
+        old = S[:, col].copy()
+        S[:, col] += xi
+        lse = logsumexp(S, axis=1)
+        f = float(D["sw"] @ (lse - np.einsum("ij,ij->i", S, D["Y"])))
+        S[:, col] = old
+        keep = W[c].copy()
+        W[c, :D["nf"]] = w
+        if D["fit_intercept"]:
+            W[c, D["nf"]] = b
+        f += float(np.sum(D["l1"] * np.abs(W)) + 0.5 * np.sum(D["l2"] * W * W))
+        W[c] = keep
+        return f
+
     def update(self, model, state):
         D = state.data
-        n, nf, free = D["n"], D["nf"], D["free"]
+        free = D["free"]
         theta = state.x.copy()
         W = theta.reshape(D["k"], D["d"])
         S, sw, Y = state.S, D["sw"], D["Y"]
+        newton = self.opts["curvature"] == "newton"
+        f_cur = state.f
         for c in range(D["k"]):
             col = c + free
-            others = np.delete(S, col, axis=1)
-            u = S[:, col] - logsumexp(others, axis=1)
+            u = S[:, col] - logsumexp(np.delete(S, col, axis=1), axis=1)
             p = 0.5 * (1.0 + np.tanh(0.5 * u))                  # expit, overflow-free
             r = sw * (p - Y[:, col])
-            a = sw * _jj(u)
             ws = self._working_set(state, c, W)
-            h = np.zeros(nf)
-            w = W[c, :nf].copy()
-            b = np.array([W[c, nf]]) if D["fit_intercept"] else np.zeros(1)
-            xi = np.zeros(n)
-            l1, l2 = D["l1"][c, :nf].copy(), D["l2"][c, :nf].copy()
-            if D["dense"] is not None:
-                K.column_sq_dense(D["dense"], ws, a, h)
-            else:
-                K.column_sq_csc(*D["cols"], ws, a, h)
-            hmax = max(float(h[ws].max()) if ws.size else 0.0, float(a.sum()), 1e-300)
-            tol_in = float(self.opts["inner_ratio"]) * state.violation / math.sqrt(hmax)
-            if D["dense"] is not None:
-                ep = K.sweeps_dense(D["dense"], ws, w, h, l1, l2, r, a, xi, b,
-                                    D["fit_intercept"], int(self.opts["max_epochs"]), tol_in)
-            else:
-                ep = K.sweeps_csc(*D["cols"], ws, w, h, l1, l2, r, a, xi, b,
-                                  D["fit_intercept"], int(self.opts["max_epochs"]), tol_in)
-            state.epochs += int(ep)
-            W[c, :nf] = w
+            step = None
+            if newton:          # the Hessian's weights p (1 - p): kept where they descend
+                w, b, xi = self._class_step(state, c, W, r, sw * p * (1.0 - p), ws)
+                f_new = self._objective_with(D, S, W, c, col, w, b, xi)
+                model.count("value")
+                if f_new <= f_cur:
+                    step = (w, b, xi, f_new)
+                else:
+                    state.bound_steps += 1
+            if step is None:    # the bound's weights: the step cannot raise the objective
+                w, b, xi = self._class_step(state, c, W, r, sw * _jj(u), ws)
+                model.count("bound")
+                step = (w, b, xi, None)
+            w, b, xi, f_new = step
+            W[c, :D["nf"]] = w
             if D["fit_intercept"]:
-                W[c, nf] = b[0]
+                W[c, D["nf"]] = b
             S[:, col] += xi
+            if f_new is not None:
+                f_cur = f_new
         f, G, viol = self._evaluate(D, S, theta)
         model.count("value_and_grad")
-        model.count("bound")
         if not math.isfinite(f):
             state.status = Status.FAILED
             state.message = "the objective became non-finite"
@@ -233,7 +276,8 @@ class BoundCD(Solver):
 
     def result_info(self, state):
         return {"kkt_violation": state.violation / state.data["total"],
-                "cd_epochs": state.epochs, "working_set": state.ws_size.tolist(),
+                "cd_epochs": state.epochs, "bound_steps": state.bound_steps,
+                "working_set": state.ws_size.tolist(),
                 "nonzeros": int(np.count_nonzero(
                     state.x.reshape(state.data["k"], state.data["d"])[:, :state.data["nf"]]))}
 
