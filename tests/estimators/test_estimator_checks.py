@@ -25,6 +25,9 @@ def _expected_failures(estimator):
     BoundLogisticRegression(class_weight="balanced", warm_start=True),
     # the constrained path (a QP per iteration) and no intercept
     _BOXED,
+    # the sparse penalties (the proximal method bound-cd)
+    BoundLogisticRegression(penalty="l1", C=10.0),
+    BoundLogisticRegression(penalty="elasticnet", l1_ratio=0.5, class_weight="balanced"),
 ], expected_failed_checks=_expected_failures)
 def test_sklearn_contract(estimator, check):
     check(estimator)

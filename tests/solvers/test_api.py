@@ -19,7 +19,8 @@ def model():
 # their own tests in test_stochastic.py.
 # (the methods for every objective the softmax test problems are: EM needs a latent one)
 BATCH_METHODS = sorted(k for k, v in METHODS.items()
-                       if not (v.stochastic or v.step_size) and v.requires in (None, SoftmaxData))
+                       if not (v.stochastic or v.step_size or v.proximal)
+                       and v.requires in (None, SoftmaxData))
 
 
 def test_registry_describes_every_method():

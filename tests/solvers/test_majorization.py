@@ -12,7 +12,8 @@ from zbound.solvers import METHODS, minimize
 MM_METHODS = ("bound", "squarem", "newton-bound")
 # stochastic methods (epochs of mini-batches) are checked in test_stochastic.py
 BATCH_METHODS = sorted(k for k, v in METHODS.items()
-                       if not (v.stochastic or v.step_size) and v.requires in (None, SoftmaxData))
+                       if not (v.stochastic or v.step_size or v.proximal)
+                       and v.requires in (None, SoftmaxData))
 
 
 def _assert_monotone(res):

@@ -24,6 +24,8 @@ from zbound.bounds.curvature import Curvature, DiagonalCurvature, RankOneCurvatu
 class L2Penalty:
     """1/2 sum_i s_i theta_i^2; ``strength`` a number >= 0 or a (p,) array of them."""
 
+    separable = True
+
     def __init__(self, strength):
         if isinstance(strength, bool):
             raise TypeError("L2 strength must be a real number or an array, got a bool")
@@ -94,6 +96,8 @@ class L2Penalty:
 class InterceptCentering:
     """weight/2 (u^T theta)^2, u (p,) the 0/1 indicator of the intercept entries."""
 
+    separable = False
+
     def __init__(self, indicator: np.ndarray, weight: float):
         self.u = np.asarray(indicator, dtype=np.float64)
         if self.u.ndim != 1:
@@ -152,6 +156,7 @@ class ElasticNetPenalty:
     """
 
     smooth = False
+    separable = True
 
     def __init__(self, l1, l2=0.0):
         self.l1 = _strength("L1", l1)

@@ -80,6 +80,8 @@ class MethodInfo:
     which estimators do not offer as a ``solver``
     proximal : True for a method that minimizes objectives with a non-smooth separable
     penalty (L1, elastic net) through its proximal map; the others refuse them
+    separable : True for a method that needs every penalty to be separable (a per-coordinate
+    term: ``penalty.separable``), as coordinate descent does
     """
 
     name: str
@@ -92,6 +94,7 @@ class MethodInfo:
     requires: type | None = None
     step_size: bool = False
     proximal: bool = False
+    separable: bool = False
 
     def __post_init__(self):
         if self.constraints not in ("linear", "box", "none"):
@@ -111,7 +114,13 @@ class MethodInfo:
         """Whether the method can run on ``model``: the methods in ``needs`` and, if any, the
         ``requires`` capability (of the model or of its loss)."""
         return all(callable(getattr(model, need, None)) for need in self.needs) and \
-            self.meets_requirement(model)
+            self.meets_requirement(model) and self.penalties_fit(model)
+
+    def penalties_fit(self, model) -> bool:
+        """Whether the model's penalties are what the method takes (all separable where it
+        needs that)."""
+        return not self.separable or all(getattr(p, "separable", False)
+                                         for p in getattr(model, "penalties", ()))
 
 
 _REGISTRY: dict[str, type[Solver]] = {}
@@ -505,6 +514,11 @@ class Solver:
             raise ValueError(f"method {self.info.name!r} needs a differentiable objective; "
                              "an L1 or elastic-net penalty needs a proximal method "
                              f"({', '.join(sorted(proximal_methods()))})")
+        if not self.info.penalties_fit(model):
+            odd = [type(p).__name__ for p in model.penalties if not getattr(p, "separable",
+                                                                                False)]
+            raise TypeError(f"method {self.info.name!r} takes separable penalties only (L2, "
+                            f"L1, elastic net), not {odd}")
         if not self.info.meets_requirement(model):
             req = self.info.requires
             raise TypeError(f"method {self.info.name!r} needs a model with the "

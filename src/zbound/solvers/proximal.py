@@ -58,18 +58,19 @@ def _total_weight(loss) -> float:
     return float(loss.X.shape[0] if sw is None else np.sum(sw))
 
 
-def _checked_penalty(model):
-    """The objective's one elastic-net penalty (strengths (p,) each) for bound-cd, which takes a
-    softmax loss and that penalty only."""
-    pens = getattr(model, "penalties", ())
-    nonsmooth = [p for p in pens if not getattr(p, "smooth", True)]
-    if len(pens) != len(nonsmooth) or len(nonsmooth) > 1:
-        raise TypeError("method 'bound-cd' takes a softmax loss plus one ElasticNetPenalty "
-                        "(zbound.models.penalty) and no other penalty; put an L2 term into "
-                        "the ElasticNetPenalty's l2")
-    if not nonsmooth:
-        return np.zeros(model.n_params), np.zeros(model.n_params)
-    return nonsmooth[0].strengths(model.n_params)
+def _strengths(model) -> tuple[np.ndarray, np.ndarray]:
+    """(l1, l2) per coordinate: the objective's separable penalties summed (an
+    ElasticNetPenalty's two parts, an L2Penalty's strengths into l2)."""
+    p = model.n_params
+    l1, l2 = np.zeros(p), np.zeros(p)
+    for pen in getattr(model, "penalties", ()):
+        if hasattr(pen, "l1"):
+            a, b = pen.strengths(p)
+            l1 += a
+            l2 += b
+        else:
+            l2 += np.broadcast_to(pen.strength, (p,))
+    return l1, l2
 
 
 @dataclass
@@ -98,6 +99,7 @@ class BoundCD(Solver):
 
     info = MethodInfo("bound-cd", peer=False, constraints="none", uses_bound=True,
                       needs=("value",), requires=SoftmaxData, proximal=True,
+                      separable=True,
                       description="bound majorization (Alg. 1 per class) with coordinate-"
                                   "descent inner solves on working sets; L1 / elastic net")
     options = {"max_epochs": 200, "ws_start": 10, "inner_ratio": 0.3, "curvature": "newton"}
@@ -111,7 +113,7 @@ class BoundCD(Solver):
         X = loss.X
         n, nf = X.shape
         d, k, free = loss.d, loss.k, loss.free
-        l1, l2 = _checked_penalty(model)
+        l1, l2 = _strengths(model)
         sw = np.ones(n) if loss.sample_weight is None else np.asarray(loss.sample_weight,
                                                                        dtype=np.float64)
         Y = np.zeros((n, loss.n_classes))
