@@ -38,7 +38,7 @@ from zbound.solvers import _cd_kernels as K
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.result import Status
 from zbound.utils.logspace import logsumexp
-from zbound.utils.validation import POSITIVE, POSITIVE_INT, Choices
+from zbound.utils.validation import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, Choices
 
 
 def _jj(u: np.ndarray) -> np.ndarray:
@@ -102,8 +102,10 @@ class BoundCD(Solver):
                       separable=True,
                       description="bound majorization (Alg. 1 per class) with coordinate-"
                                   "descent inner solves on working sets; L1 / elastic net")
-    options = {"max_epochs": 200, "ws_start": 10, "inner_ratio": 0.3, "curvature": "newton"}
+    options = {"max_epochs": 200, "ws_start": 10, "inner_ratio": 0.3, "curvature": "newton",
+               "anderson": 5}
     option_constraints = {"max_epochs": [POSITIVE_INT], "ws_start": [POSITIVE_INT],
+                          "anderson": [NON_NEGATIVE_INT],
                           "inner_ratio": [POSITIVE],
                           "curvature": [StrOptions(Choices("newton", "bound"))]}
 
@@ -124,8 +126,10 @@ class BoundCD(Solver):
             cols = (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data)
             dense = None
         else:
-            dense, cols = np.asfortranarray(X, dtype=np.float64), None
-        return {"X": X, "dense": dense, "cols": cols, "n": n, "nf": nf, "d": d, "k": k,
+            Xc, cols = None, None
+            dense = np.asfortranarray(X, dtype=np.float64)
+        return {"X": X, "dense": dense, "cols": cols, "csc": Xc, "n": n, "nf": nf, "d": d,
+                "k": k,
                 "free": free, "fit_intercept": loss.fit_intercept, "sw": sw, "Y": Y,
                 "l1": l1.reshape(k, d), "l2": l2.reshape(k, d),
                 "total": _total_weight(loss)}
@@ -182,7 +186,9 @@ class BoundCD(Solver):
 
     def _class_step(self, state, c, W, r, a, ws):
         """Coordinate descent for class c on the quadratic (r, a) over ``ws``, from W[c]:
-        (new coefficients, new intercept, the change of the scores xi)."""
+        (new coefficients, new intercept, the change of the scores xi). Every
+        ``anderson`` epochs the last iterates are extrapolated (Anderson acceleration, as
+        skglm does), kept where the quadratic plus penalty is lower there."""
         D = state.data
         n, nf = D["n"], D["nf"]
         h = np.zeros(nf)
@@ -190,20 +196,67 @@ class BoundCD(Solver):
         b = np.array([W[c, nf]]) if D["fit_intercept"] else np.zeros(1)
         xi = np.zeros(n)
         l1, l2 = D["l1"][c, :nf].copy(), D["l2"][c, :nf].copy()
-        if D["dense"] is not None:
-            K.column_sq_dense(D["dense"], ws, a, h)
+        dense = D["dense"]
+        if dense is not None:
+            K.column_sq_dense(dense, ws, a, h)
         else:
             K.column_sq_csc(*D["cols"], ws, a, h)
         hmax = max(float(h[ws].max()) if ws.size else 0.0, float(a.sum()), 1e-300)
         tol_in = float(self.opts["inner_ratio"]) * state.violation / math.sqrt(hmax)
-        if D["dense"] is not None:
-            ep = K.sweeps_dense(D["dense"], ws, w, h, l1, l2, r, a, xi, b,
-                                D["fit_intercept"], int(self.opts["max_epochs"]), tol_in)
-        else:
-            ep = K.sweeps_csc(*D["cols"], ws, w, h, l1, l2, r, a, xi, b,
-                              D["fit_intercept"], int(self.opts["max_epochs"]), tol_in)
-        state.epochs += int(ep)
+        fi = D["fit_intercept"]
+        budget = int(self.opts["max_epochs"])
+        m = int(self.opts["anderson"])
+        chunk = m if m > 0 else budget
+        hist, Xws = [], None
+        while budget > 0:
+            run = min(chunk, budget)
+            if dense is not None:
+                ep = K.sweeps_dense(dense, ws, w, h, l1, l2, r, a, xi, b, fi, run, tol_in)
+            else:
+                ep = K.sweeps_csc(*D["cols"], ws, w, h, l1, l2, r, a, xi, b, fi, run, tol_in)
+            state.epochs += int(ep)
+            budget -= int(ep)
+            if ep < run or m <= 0 or ws.size == 0:
+                break
+            hist.append(np.append(w[ws], b[0]))
+            if len(hist) == m + 1:
+                if Xws is None:
+                    Xws = dense[:, ws] if dense is not None else D["csc"][:, ws]
+                self._extrapolate(hist, ws, w, b, xi, Xws, r, a, l1, l2, fi)
+                hist = [np.append(w[ws], b[0])]
         return w, b[0], xi
+
+    @staticmethod
+    def _extrapolate(hist, ws, w, b, xi, Xws, r, a, l1, l2, fi) -> bool:
+        """Anderson extrapolation of the iterates ``hist`` (working-set coefficients and
+        intercept), applied in place where it lowers the class's quadratic plus penalty."""
+        H = np.array(hist)
+        U = np.diff(H, axis=0)
+        try:
+            z = np.linalg.solve(U @ U.T + 1e-12 * np.eye(U.shape[0]) * max(1.0, np.trace(
+                U @ U.T)), np.ones(U.shape[0]))
+        except np.linalg.LinAlgError:
+            return False
+        if not np.isfinite(z).all() or z.sum() == 0.0:
+            return False
+        cand = (z / z.sum()) @ H[1:]
+        cur = H[-1]
+        delta = cand - cur
+        if not np.isfinite(delta).all():
+            return False
+        xi_c = xi + np.asarray(Xws @ delta[:-1]).ravel() + (delta[-1] if fi else 0.0)
+
+        def q(x, v):
+            return float(r @ x + 0.5 * (a * x) @ x + l1[ws] @ np.abs(v[:-1])
+                         + 0.5 * (l2[ws] * v[:-1]) @ v[:-1])
+
+        if q(xi_c, cand) < q(xi, cur):
+            w[ws] = cand[:-1]
+            if fi:
+                b[0] = cand[-1]
+            xi[:] = xi_c
+            return True
+        return False
 
     def _objective_with(self, D, S, W, c, col, w, b, xi) -> float:
         """The objective with class c's coefficients (w, b) and scores S[:, col] + xi."""
