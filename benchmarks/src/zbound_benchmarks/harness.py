@@ -21,6 +21,7 @@ time, from a callback).
 from __future__ import annotations
 
 import contextlib
+import math
 import time
 import warnings
 from collections.abc import Callable, Iterable
@@ -45,11 +46,33 @@ class Method:
     default: bool = False
 
 
+@dataclass(frozen=True)
+class Target:
+    """A cell timed to a target objective: every method's ``call(tol)`` fits at a tolerance of
+    its own kind and returns what ``objective`` (one function for every method, so that no
+    method reports its own value) turns into the objective. Each method runs its ``tols``
+    from loose to tight until its objective stops changing (relative ``settled``) or one fit
+    takes over ``budget_s``; the target is the best objective any fit reached (or
+    ``reference``), plus ``rel`` of it; each method is timed at the loosest tolerance that
+    reached it (its users' best setting for that accuracy); ``extra(result)`` adds metrics
+    (e.g. nonzeros)."""
+
+    objective: Callable[[Any], float]
+    rel: float = 1e-6
+    tols: tuple = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10)
+    reference: float | None = None
+    extra: Callable[[Any], dict] | None = None
+    budget_s: float = 60.0
+    settled: float = 1e-12
+
+
 @dataclass
 class Cell:
     """One comparison: ``methods`` on the same data and target, timed alternating; ``score``
     gives each method's record fields (``metrics``, ``final_objective``, ...) from the
-    timings; ``memory``: trace each method's peak memory in one untimed call."""
+    timings; ``memory``: trace each method's peak memory in one untimed call. With a
+    ``target`` (:class:`Target`) each method's ``call`` takes a tolerance, and the cell is
+    timed to that objective (:func:`run_cells` searches each method's tolerance first)."""
 
     task: str
     dataset: str
@@ -57,6 +80,7 @@ class Cell:
     methods: list[Method]
     score: Score | None = None
     memory: bool = True
+    target: Target | None = None
 
 
 def ratio_to(peer: str) -> Score:
@@ -143,10 +167,63 @@ def suite_config(ctx, config: Callable[[bool], Any], kind: type) -> Any:
     return cfg
 
 
+def search_tolerances(cell: Cell) -> tuple[float, dict[str, tuple[float | None, float]]]:
+    """(target objective, {method: (the loosest tolerance that reaches it or None, the
+    objective there or the best it reached)}) of a cell with a target (:class:`Target`)."""
+    tgt = cell.target
+    seen: dict[str, list[tuple[float, float]]] = {}
+    for m in cell.methods:
+        runs = seen[m.name] = []
+        for tol in tgt.tols:
+            t0 = time.perf_counter()
+            f = tgt.objective(quiet(lambda m=m, tol=tol: m.call(tol))())
+            took = time.perf_counter() - t0
+            runs.append((tol, f))
+            if took > tgt.budget_s:
+                break
+            if len(runs) > 1 and abs(runs[-2][1] - f) <= tgt.settled * max(1.0, abs(f)):
+                break
+    finite = [f for runs in seen.values() for _, f in runs if math.isfinite(f)]
+    best = min(finite + ([tgt.reference] if tgt.reference is not None else []))
+    goal = best + tgt.rel * abs(best)
+    found = {}
+    for name, runs in seen.items():
+        hit = next(((tol, f) for tol, f in runs if f <= goal), None)
+        found[name] = hit if hit is not None else (None, min(f for _, f in runs))
+    return goal, found
+
+
+def _run_target_cell(ctx, cell: Cell, repeats: int, min_time: float) -> None:
+    """Time every method at its tolerance for the cell's target; one record each."""
+    goal, found = search_tolerances(cell)
+    calls = {m.name: (lambda m=m, tol=found[m.name][0]: m.call(tol))
+             for m in cell.methods if found[m.name][0] is not None}
+    timing = measure(calls, repeats, min_time, cell.memory) if calls else {}
+    extra = cell.target.extra
+    for m in cell.methods:
+        tol, f = found[m.name]
+        entry = timing.get(m.name)
+        metrics = {"tolerance": tol, "objective_gap": (f - goal) / max(abs(goal), 1e-300)}
+        if entry is not None:
+            metrics.update(peak_memory_mb=entry["peak_mb"], times_s=entry["times"],
+                           calls_per_repeat=entry["calls"])
+            if extra is not None:
+                metrics.update(extra(entry["result"]))
+        ctx.writer.add(task=cell.task, dataset=cell.dataset, setting=cell.setting,
+                       method=m.name, peer=m.peer, default=m.default, reached=entry is not None,
+                       time_to_target_s=entry["median_s"] if entry is not None else None,
+                       final_objective=f, target_objective=goal, metrics=metrics)
+    ctx.advance()
+
+
 def run_cells(ctx, cells: Iterable[Cell], repeats: int, min_time: float = 0.0) -> None:
     """Time each cell, score it, and write one record per method (the median as
-    ``time_to_target_s``, the repeats' times and peak memory among the metrics)."""
+    ``time_to_target_s``, the repeats' times and peak memory among the metrics); a cell with
+    a :class:`Target` is timed to it (:func:`search_tolerances`)."""
     for cell in cells:
+        if cell.target is not None:
+            _run_target_cell(ctx, cell, repeats, min_time)
+            continue
         timing = measure({m.name: m.call for m in cell.methods}, repeats, min_time,
                          cell.memory)
         scored = cell.score(timing) if cell.score is not None else {}

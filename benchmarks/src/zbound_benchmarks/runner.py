@@ -40,6 +40,7 @@ SUITES: dict[str, str] = {
     "scale": "zbound_benchmarks.suites.scale",
     "stochastic": "zbound_benchmarks.suites.stochastic",
     "estimators": "zbound_benchmarks.suites.estimators",
+    "sparse": "zbound_benchmarks.suites.sparse",
 }
 
 

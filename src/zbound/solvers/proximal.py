@@ -20,8 +20,10 @@ gradient: the baseline.
 
 Both stop when the largest KKT violation (the distance from minus the smooth part's gradient
 to the penalty's subdifferential, :meth:`~zbound.models.objective.Objective.violation`) is at
-most ``tol`` times the total sample weight (``tol`` in the units of the mean loss), and report
-it as ``Result.info["kkt_violation"]``.
+most ``tol`` times its scale, the largest entry of the loss's gradient at zero (the L1
+strength above which every coefficient is zero: so ``tol`` means the same at every C and
+sample count), and report the ratio as ``Result.info["kkt_violation"]`` (the scale as
+``"kkt_scale"``).
 """
 
 from __future__ import annotations
@@ -51,11 +53,6 @@ def _jj(u: np.ndarray) -> np.ndarray:
     small = ~big
     out[small] -= u[small] ** 2 / 48.0
     return out
-
-
-def _total_weight(loss) -> float:
-    sw = loss.sample_weight
-    return float(loss.X.shape[0] if sw is None else np.sum(sw))
 
 
 def _strengths(model) -> tuple[np.ndarray, np.ndarray]:
@@ -131,8 +128,7 @@ class BoundCD(Solver):
         return {"X": X, "dense": dense, "cols": cols, "csc": Xc, "n": n, "nf": nf, "d": d,
                 "k": k,
                 "free": free, "fit_intercept": loss.fit_intercept, "sw": sw, "Y": Y,
-                "l1": l1.reshape(k, d), "l2": l2.reshape(k, d),
-                "total": _total_weight(loss)}
+                "l1": l1.reshape(k, d), "l2": l2.reshape(k, d)}
 
     def _scores(self, D, theta) -> np.ndarray:
         W = theta.reshape(D["k"], D["d"])
@@ -168,6 +164,9 @@ class BoundCD(Solver):
         S = self._scores(D, x)
         f, G, viol = self._evaluate(D, S, x)
         model.count("value_and_grad")
+        zero = np.zeros_like(x)
+        G0 = G if not x.any() else self._evaluate(D, self._scores(D, zero), zero)[1]
+        D["scale"] = max(float(np.abs(G0[:, :D["nf"]]).max()) if D["nf"] else 0.0, 1e-300)
         ws = np.full(D["k"], int(self.opts["ws_start"]), dtype=np.int64)
         return BoundCDState(x, f, G.ravel(), S=S, viol=viol, violation=float(viol.max()),
                             ws_size=ws, data=D)
@@ -273,6 +272,28 @@ class BoundCD(Solver):
         W[c] = keep
         return f
 
+    def _line_search(self, model, D, S, W, c, col, r, w, b, xi, f_cur):
+        """The Newton step's length t (1, 1/2, ..., 2^-12) by Armijo's rule on the objective
+        (the scores are linear in t, so each trial costs one log-sum-exp over the rows):
+        (w, b, xi, objective) at the accepted length, None where no length descends."""
+        nf = D["nf"]
+        w0, b0 = W[c, :nf], (W[c, nf] if D["fit_intercept"] else 0.0)
+        dw, db = w - w0, b - b0
+        l1, l2 = D["l1"][c, :nf], D["l2"][c, :nf]
+        pen = lambda v: float(l1 @ np.abs(v) + 0.5 * (l2 * v) @ v)   # noqa: E731
+        delta = float(r @ xi) + pen(w) - pen(w0)
+        if not delta < 0.0:
+            return None
+        t = 1.0
+        for _ in range(13):
+            wt, bt = w0 + t * dw, b0 + t * db
+            f_t = self._objective_with(D, S, W, c, col, wt, bt, t * xi)
+            model.count("value")
+            if f_t <= f_cur + 1e-4 * t * delta:
+                return wt, bt, t * xi, f_t
+            t *= 0.5
+        return None
+
     def update(self, model, state):
         D = state.data
         free = D["free"]
@@ -288,13 +309,10 @@ class BoundCD(Solver):
             r = sw * (p - Y[:, col])
             ws = self._working_set(state, c, W)
             step = None
-            if newton:          # the Hessian's weights p (1 - p): kept where they descend
+            if newton:          # the Hessian's weights p (1 - p), with a line search
                 w, b, xi = self._class_step(state, c, W, r, sw * p * (1.0 - p), ws)
-                f_new = self._objective_with(D, S, W, c, col, w, b, xi)
-                model.count("value")
-                if f_new <= f_cur:
-                    step = (w, b, xi, f_new)
-                else:
+                step = self._line_search(model, D, S, W, c, col, r, w, b, xi, f_cur)
+                if step is None:
                     state.bound_steps += 1
             if step is None:    # the bound's weights: the step cannot raise the objective
                 w, b, xi = self._class_step(state, c, W, r, sw * _jj(u), ws)
@@ -317,7 +335,7 @@ class BoundCD(Solver):
         self.accept(model, state, theta, f, G.ravel())
 
     def stationarity(self, model, state):
-        return state.violation / state.data["total"]
+        return state.violation / state.data["scale"]
 
     def stop_status(self, state, stat):
         if self.target is not None and state.f <= self.target:
@@ -330,8 +348,9 @@ class BoundCD(Solver):
         return None
 
     def result_info(self, state):
-        return {"kkt_violation": state.violation / state.data["total"],
-                "cd_epochs": state.epochs, "bound_steps": state.bound_steps,
+        return {"kkt_violation": state.violation / state.data["scale"],
+                "kkt_scale": state.data["scale"], "cd_epochs": state.epochs,
+                "bound_steps": state.bound_steps,
                 "working_set": state.ws_size.tolist(),
                 "nonzeros": int(np.count_nonzero(
                     state.x.reshape(state.data["k"], state.data["d"])[:, :state.data["nf"]]))}
@@ -348,7 +367,7 @@ class FistaState(State):
     t: float = 1.0
     L: float = 1.0
     violation: float = math.inf
-    total: float = 1.0
+    total: float = 1.0           # the violation's scale: the largest gradient entry at zero
 
 
 @register
@@ -369,8 +388,8 @@ class FISTA(Solver):
     def init(self, model, x):
         fs, g = model.smooth_value_and_grad(x)
         f = fs + model.nonsmooth_value(x)
-        loss = getattr(model, "loss", None)
-        total = _total_weight(loss) if loss is not None and hasattr(loss, "X") else 1.0
+        g0 = g if not x.any() else model.smooth_value_and_grad(np.zeros_like(x))[1]
+        total = max(float(np.abs(g0).max()), 1e-300)
         return FistaState(x, f, g, y=x.copy(), fy=fs, gy=g, t=1.0,
                           L=max(float(np.abs(g).max()), 1.0), total=total)
 
@@ -411,4 +430,5 @@ class FISTA(Solver):
         return BoundCD.stop_status(self, state, stat)
 
     def result_info(self, state):
-        return {"kkt_violation": state.violation / state.total, "lipschitz": state.L}
+        return {"kkt_violation": state.violation / state.total, "kkt_scale": state.total,
+                "lipschitz": state.L}

@@ -1,0 +1,59 @@
+"""Report of the ``sparse`` suite: per cell, each method's time to the common objective, its
+ratio to the fastest peer, nonzeros and memory; the claim's verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zbound_benchmarks.report import num, prose, table
+from zbound_benchmarks.suites.sparse.config import MAX_RATIO, REL_TARGET
+
+
+def _groups(doc: dict) -> dict:
+    out: dict = {}
+    for r in doc["records"]:
+        out.setdefault((r["task"], r["dataset"], r["setting"]), []).append(r)
+    return out
+
+
+def ratios(recs: list[dict]) -> float | None:
+    """The default's time over the fastest peer's that reached the target (None where
+    either did not)."""
+    mine = [r for r in recs if r["default"] and r["reached"]]
+    peers = [r["time_to_target_s"] for r in recs if r["peer"] and r["reached"]]
+    if not mine or not peers:
+        return None
+    return mine[0]["time_to_target_s"] / min(peers)
+
+
+def report(doc: dict, out: Path) -> str:
+    groups = _groups(doc)
+    if not groups:
+        return ""
+    cfg = doc.get("extra", {}).get("config", {})
+    rs = {k: ratios(v) for k, v in groups.items()}
+    held = sum(1 for v in rs.values() if v is not None and v <= MAX_RATIO)
+    lines = [prose("sparse", "intro", rel=f"{REL_TARGET:g}", repeats=cfg.get("repeats", "-"),
+                   fractions="1%, 10% and 30%"), "",
+             prose("sparse", "claim", max_ratio=MAX_RATIO, held=held, cells=len(rs),
+                   verdict="holds" if held == len(rs) else "does not hold"), ""]
+    missing = doc.get("extra", {}).get("missing_peers")
+    if missing:
+        lines += [f"Not installed, left out: {', '.join(missing)}.", ""]
+    for (task, dataset, setting), recs in groups.items():
+        peers = [r["time_to_target_s"] for r in recs if r["peer"] and r["reached"]]
+        best = min(peers) if peers else None
+        lines += [f"**{task}, {dataset}, {setting}**: the default at "
+                  f"{num(rs[(task, dataset, setting)], '.2f')}x the fastest peer.", ""]
+        lines += table(("method", "tolerance", "seconds", "x fastest peer", "nonzeros",
+                        "peak MB", "objective gap"),
+                       [(r["method"], num(r["metrics"].get("tolerance"), "g"),
+                         num(r["time_to_target_s"]),
+                         num(r["time_to_target_s"] / best if best and r["reached"] else None,
+                             ".2f"),
+                         num(r["metrics"].get("nonzeros"), "d"),
+                         num(r["metrics"].get("peak_memory_mb")),
+                         num(r["metrics"].get("objective_gap"), ".1e"))
+                        for r in recs])
+        lines.append("")
+    return "\n".join(lines)
