@@ -138,8 +138,9 @@ class BoundLogisticRegression(LinearClassifier, BaseEstimator):
     penalty : {"l2", "l1", "elasticnet", None}, default "l2"
         The penalty's form (above). "l1" and "elasticnet" give sparse ``coef_`` (exact zeros),
         fitted by a proximal method ("auto": "bound-cd"; also "fista"), which stops when the
-        largest KKT violation of the mean loss is <= ``tol`` (``solver_result_.info
-        ["kkt_violation"]``); they take no ``coef_bounds``. None: no penalty (C unused).
+        largest KKT violation is <= ``tol`` times the largest entry of the loss's gradient at
+        zero (``solver_result_.info["kkt_violation"]``); they take no ``coef_bounds``.
+        None: no penalty (C unused).
     l1_ratio : float in [0, 1] or None, default None
         The L1 share of the elastic net (``penalty="elasticnet"`` only, where it is
         required): 1 is the L1 penalty, 0 the L2 penalty.
