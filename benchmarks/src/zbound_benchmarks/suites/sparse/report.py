@@ -43,8 +43,11 @@ def report(doc: dict, out: Path) -> str:
     for (task, dataset, setting), recs in groups.items():
         peers = [r["time_to_target_s"] for r in recs if r["peer"] and r["reached"]]
         best = min(peers) if peers else None
-        lines += [f"**{task}, {dataset}, {setting}**: the default at "
-                  f"{num(rs[(task, dataset, setting)], '.2f')}x the fastest peer.", ""]
+        ratio = rs[(task, dataset, setting)]
+        lines += [f"**{task}, {dataset}, {setting}**: " + (
+            f"the default at {ratio:.2f}x the fastest peer." if ratio is not None else
+            "no peer reached the target within its budget." if best is None else
+            "the default did not reach the target."), ""]
         lines += table(("method", "tolerance", "seconds", "x fastest peer", "nonzeros",
                         "peak MB", "objective gap"),
                        [(r["method"], num(r["metrics"].get("tolerance"), "g"),

@@ -6,8 +6,9 @@ The objective is scikit-learn's L1 logistic regression without intercept,
 computed by :func:`objective` from each method's coefficients. Two-class cells: the
 library's default (``BoundLogisticRegression(penalty="l1", fit_intercept=False)``), skglm's
 ``SparseLogisticRegression`` (alpha = 1 / (C n), its scaling of the same objective), celer's
-``LogisticRegression``, liblinear and saga, each with its own iteration limits (saga's
-epochs capped by ``Config.saga_max_iter``). Multinomial cells: the library and saga (skglm,
+``LogisticRegression``, liblinear and saga, their iteration limits raised so that the
+tolerance decides where they stop (saga's epochs capped by ``Config.saga_max_iter``; every
+search by ``Config.budget_s``). Multinomial cells: the library and saga (skglm,
 celer and liblinear fit no multinomial L1 model). A peer that is not installed is left out
 and named in the record set's ``extra``.
 
@@ -109,14 +110,14 @@ def _peers(X, y, C, multinomial: bool, cfg: Config) -> tuple[dict, list[str]]:
         from skglm import SparseLogisticRegression
 
         out["skglm"] = lambda tol: SparseLogisticRegression(
-            alpha=1.0 / (C * n), fit_intercept=False, tol=tol).fit(
+            alpha=1.0 / (C * n), fit_intercept=False, tol=tol, max_iter=1000).fit(
             X, y).coef_.reshape(1, -1)
     except ImportError:
         missing.append("skglm")
     try:
         from celer import LogisticRegression as CelerLogistic
 
-        out["celer"] = lambda tol: CelerLogistic(C=C, tol=tol).fit(
+        out["celer"] = lambda tol: CelerLogistic(C=C, tol=tol, max_iter=1000).fit(
             X, y).coef_.reshape(1, -1)
     except ImportError:
         missing.append("celer")
