@@ -126,7 +126,7 @@ class BoundCD(Solver):
             Xc, cols = None, None
             dense = np.asfortranarray(X, dtype=np.float64)
         return {"X": X, "dense": dense, "cols": cols, "csc": Xc, "n": n, "nf": nf, "d": d,
-                "k": k,
+                "k": k, "binary": free == 1 and k == 1,
                 "free": free, "fit_intercept": loss.fit_intercept, "sw": sw, "Y": Y,
                 "l1": l1.reshape(k, d), "l2": l2.reshape(k, d)}
 
@@ -139,16 +139,32 @@ class BoundCD(Solver):
             S[:, D["free"]:] += W[:, nf]
         return S
 
+    @staticmethod
+    def _loss(D, S, probabilities: bool = False):
+        """The data term sum_t s_t (log-sum-exp(S_t) - S_{t, y_t}) and, with
+        ``probabilities``, the free classes' probabilities (n, k); two classes with a
+        reference class by log(1 + e^z) = max(z, 0) + log1p(e^-|z|) on the one free score."""
+        sw, Y = D["sw"], D["Y"]
+        if D["binary"]:
+            z = S[:, 1]
+            f = float(sw @ (np.maximum(z, 0.0) + np.log1p(np.exp(-np.abs(z))) - Y[:, 1] * z))
+            if not probabilities:
+                return f
+            return f, (0.5 * (1.0 + np.tanh(0.5 * z)))[:, None]
+        if not probabilities:
+            return float(sw @ (logsumexp(S, axis=1) - np.einsum("ij,ij->i", S, Y)))
+        lse, E, Z = logsumexp(S, axis=1, return_exp=True)
+        f = float(sw @ (lse - np.einsum("ij,ij->i", S, Y)))
+        return f, (E / Z)[:, D["free"]:]
+
     def _evaluate(self, D, S, theta):
         """(objective, smooth gradient (k, d), per-coordinate KKT violations (k, d))."""
-        lse, E, Z = logsumexp(S, axis=1, return_exp=True)
         sw, Y = D["sw"], D["Y"]
-        f = float(sw @ (lse - np.einsum("ij,ij->i", S, Y)))
+        f, P = self._loss(D, S, probabilities=True)
         W = theta.reshape(D["k"], D["d"])
         l1, l2 = D["l1"], D["l2"]
         f += float(np.sum(l1 * np.abs(W)) + 0.5 * np.sum(l2 * W * W))
-        P = E / Z
-        R = sw[:, None] * (P - Y)[:, D["free"]:]
+        R = sw[:, None] * (P - Y[:, D["free"]:])
         G = np.empty((D["k"], D["d"]))
         nf = D["nf"]
         G[:, :nf] = np.asarray(D["X"].T @ R).T
@@ -261,8 +277,7 @@ class BoundCD(Solver):
         """The objective with class c's coefficients (w, b) and scores S[:, col] + xi."""
         old = S[:, col].copy()
         S[:, col] += xi
-        lse = logsumexp(S, axis=1)
-        f = float(D["sw"] @ (lse - np.einsum("ij,ij->i", S, D["Y"])))
+        f = self._loss(D, S)
         S[:, col] = old
         keep = W[c].copy()
         W[c, :D["nf"]] = w
@@ -304,7 +319,8 @@ class BoundCD(Solver):
         f_cur = state.f
         for c in range(D["k"]):
             col = c + free
-            u = S[:, col] - logsumexp(np.delete(S, col, axis=1), axis=1)
+            u = S[:, col] if D["binary"] else \
+                S[:, col] - logsumexp(np.delete(S, col, axis=1), axis=1)
             p = 0.5 * (1.0 + np.tanh(0.5 * u))                  # expit, overflow-free
             r = sw * (p - Y[:, col])
             ws = self._working_set(state, c, W)
