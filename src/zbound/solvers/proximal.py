@@ -89,7 +89,8 @@ class BoundCD(Solver):
     """Bound majorization with coordinate-descent inner solves and working sets, for softmax
     regression with an L1 / elastic-net penalty (the module text). Options: ``max_epochs``
     (coordinate-descent epochs per class and pass), ``ws_start`` (the smallest working set),
-    ``inner_ratio`` (an inner solve stops at that fraction of the outer violation),
+    ``inner_ratio`` (an inner solve stops at that multiple of the outer violation: a
+    loose inner solve is cheaper than another pass),
     ``curvature``: "newton" (the default: each class's step first on the Hessian's weights
     s_t p_t (1 - p_t), kept when the objective does not rise, else taken again on the bound's)
     or "bound" (the bound's weights only: plain majorization, Alg. 2's scheme)."""
@@ -99,7 +100,7 @@ class BoundCD(Solver):
                       separable=True,
                       description="bound majorization (Alg. 1 per class) with coordinate-"
                                   "descent inner solves on working sets; L1 / elastic net")
-    options = {"max_epochs": 200, "ws_start": 10, "inner_ratio": 0.3, "curvature": "newton",
+    options = {"max_epochs": 200, "ws_start": 10, "inner_ratio": 3.0, "curvature": "newton",
                "anderson": 5}
     option_constraints = {"max_epochs": [POSITIVE_INT], "ws_start": [POSITIVE_INT],
                           "anderson": [NON_NEGATIVE_INT],
