@@ -17,7 +17,7 @@ from zbound_benchmarks.report import write_report
 from zbound_benchmarks.runner import load_suite, run_suite
 
 SUITES = ["logreg-small", "logreg-large", "latent", "moe", "stochastic", "scale", "chunked",
-          "estimators"]
+          "estimators", "sparse"]
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

@@ -24,6 +24,7 @@ def _configs():
         logreg_small,
         moe,
         scale,
+        sparse,
         stochastic,
     )
 
@@ -40,12 +41,13 @@ def _configs():
         "crf": (crf.tiny(), {"conll2000"}),
         "scale": (dataclasses.replace(scale.tiny(), adult=True), {"adult"}),
         "estimators": (estimators.tiny(), {"ssl-text"}),
+        "sparse": (sparse.tiny(binary=("ssl-text", "tfidf")), {"ssl-text"}),
     }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("suite", ["logreg-small", "logreg-large", "latent", "moe",
-                                   "stochastic", "crf", "scale", "estimators"])
+                                   "stochastic", "crf", "scale", "estimators", "sparse"])
 def test_suite_without_data_skips_what_needs_it_and_reports(suite, tmp_path, capsys):
     if suite == "crf":
         pytest.importorskip("pycrfsuite", reason="the crf suite compares with python-crfsuite")
