@@ -17,6 +17,7 @@ _EXPORTS = {
     "MultinomialBound": "zbound.bounds.multinomial",
     "Result": "zbound.solvers.result",
     "BoundLogisticRegression": "zbound.estimators.logistic",
+    "BoundLogisticRegressionCV": "zbound.estimators.logistic_cv",
     "BoundSGDClassifier": "zbound.estimators.sgd",
     "MixtureOfExperts": "zbound.estimators.moe",
     "LatentLogisticRegression": "zbound.estimators.latent",

@@ -14,6 +14,7 @@ import importlib
 
 _EXPORTS = {
     "BoundLogisticRegression": "zbound.estimators.logistic",
+    "BoundLogisticRegressionCV": "zbound.estimators.logistic_cv",
     "BoundSGDClassifier": "zbound.estimators.sgd",
     "MixtureOfExperts": "zbound.estimators.moe",
     "LatentLogisticRegression": "zbound.estimators.latent",
