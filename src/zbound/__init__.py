@@ -17,7 +17,7 @@ _EXPORTS = {
     "MultinomialBound": "zbound.bounds.multinomial",
     "Result": "zbound.solvers.result",
     "BoundLogisticRegression": "zbound.estimators.logistic",
-    "BoundLogisticRegressionCV": "zbound.estimators.logistic_cv",
+    "BoundLogisticRegressionCV": "zbound.estimators.logistic",
     "BoundSGDClassifier": "zbound.estimators.sgd",
     "MixtureOfExperts": "zbound.estimators.moe",
     "LatentLogisticRegression": "zbound.estimators.latent",

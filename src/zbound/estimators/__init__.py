@@ -14,7 +14,7 @@ import importlib
 
 _EXPORTS = {
     "BoundLogisticRegression": "zbound.estimators.logistic",
-    "BoundLogisticRegressionCV": "zbound.estimators.logistic_cv",
+    "BoundLogisticRegressionCV": "zbound.estimators.logistic",
     "BoundSGDClassifier": "zbound.estimators.sgd",
     "MixtureOfExperts": "zbound.estimators.moe",
     "LatentLogisticRegression": "zbound.estimators.latent",

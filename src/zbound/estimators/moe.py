@@ -341,20 +341,24 @@ class MixtureOfExperts(RenamedParameters, BaseEstimator):
             if best is None or fit.fun < best.fun:
                 best = fit
         self._store(problem, best)
+        self._warn_outcome(best, X, sw)
+        return self
+
+    def _warn_outcome(self, best, X, sw) -> None:
+        """The fit's warnings: not converged, diverged, collapsed experts."""
         if not best.converged and not best.info.get("diverged", False):
             warnings.warn(f"MixtureOfExperts ({self.solver_}) did not converge in max_iter="
                           f"{self.max_iter} iterations." + scaling_hint(X, sw),
                           ConvergenceWarning,
-                          stacklevel=STACKLEVEL)
+                          stacklevel=STACKLEVEL + 1)
         if best.info.get("diverged", False):
             warnings.warn(f"the objective became non-finite with learning_rate={self.learning_rate}"
                           "; the last finite iterate is kept", ConvergenceWarning,
-                          stacklevel=STACKLEVEL)
+                          stacklevel=STACKLEVEL + 1)
         if self.collapsed_components_:
             warnings.warn(f"experts {list(self.collapsed_components_)} collapsed (responsibility "
                           "for less than one sample, or noise variance at its floor); fewer "
-                          "experts may fit as well", UserWarning, stacklevel=STACKLEVEL)
-        return self
+                          "experts may fit as well", UserWarning, stacklevel=STACKLEVEL + 1)
 
     def _start(self, problem: MoEProblem, rng) -> np.ndarray:
         """A weight-consistent random start: a single expert fitted to all the data

@@ -567,14 +567,6 @@ def trw_bound(
     beliefs is below ``tol`` and the beliefs are locally consistent to ``tol``; otherwise after
     ``max_iter`` sweeps a ConvergenceWarning is emitted (if ``warn``) and ``converged`` is False
     (the bound is still certified, but may be far above B(theta; rho)).
-
-    Examples
-    --------
-    >>> from zbound.ising import gaussian_model, log_partition, trw_bound
-    >>> model = gaussian_model(8, random_state=0)
-    >>> res = trw_bound(model)
-    >>> res.certified, bool(res.bound >= log_partition(model))
-    (True, True)
     """
     _check_arguments(model, damping, max_iter, check_every)
     start = time.perf_counter()

@@ -38,6 +38,7 @@ from sklearn.utils._param_validation import StrOptions
 from zbound.models.base import SoftmaxData
 from zbound.solvers import _cd_kernels as K
 from zbound.solvers.base import MethodInfo, Solver, State, register
+from zbound.solvers.linesearch import armijo_search
 from zbound.solvers.result import Status
 from zbound.utils.logspace import logsumexp
 from zbound.utils.validation import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, Choices
@@ -300,15 +301,17 @@ class BoundCD(Solver):
         delta = float(r @ xi) + pen(w) - pen(w0)
         if not delta < 0.0:
             return None
-        t = 1.0
-        for _ in range(13):
-            wt, bt = w0 + t * dw, b0 + t * db
-            f_t = self._objective_with(D, S, W, c, col, wt, bt, t * xi)
+
+        def trial(t):
+            f_t = self._objective_with(D, S, W, c, col, w0 + t * dw, b0 + t * db, t * xi)
             model.count("value")
-            if f_t <= f_cur + 1e-4 * t * delta:
-                return wt, bt, t * xi, f_t
-            t *= 0.5
-        return None
+            return f_t, None
+
+        found = armijo_search(trial, f_cur, delta, 1.0, shrink="halve", trials=13)
+        if found is None:
+            return None
+        t, f_t, _ = found
+        return w0 + t * dw, b0 + t * db, t * xi, f_t
 
     def update(self, model, state):
         D = state.data

@@ -32,12 +32,10 @@ def _blas() -> list[dict]:
 def versions() -> dict:
     """System, Python, zbound, dependency versions (None: not installed) and the BLAS and
     OpenMP thread pools, as a dict."""
-    import zbound
-
     return {
         "system": {"python": sys.version.replace("\n", " "), "executable": sys.executable,
                    "machine": platform.platform()},
-        "zbound": zbound.__version__,
+        "zbound": _version("zbound"),
         "dependencies": {d: _version(d) for d in CORE},
         "optional": {d: _version(d) for d in OPTIONAL},
         "threadpools": _blas(),
