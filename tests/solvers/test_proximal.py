@@ -133,3 +133,31 @@ def test_soft_threshold_and_prox():
         ElasticNetPenalty(-1.0)
     with pytest.raises(TypeError, match="proximal"):
         pen.curvature(3)
+
+
+def test_the_interpreted_sweeps_match_the_compiled_ones():
+    """Without Numba the same sweep functions run interpreted: one source, one answer."""
+    from zbound.solvers import _cd_kernels as K
+
+    if not K.COMPILED:
+        pytest.skip("Numba is not installed: only the interpreted sweeps exist")
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 12))
+    Xc = sp.csc_matrix(np.where(rng.random(X.shape) < 0.5, X, 0.0))
+    r, a = rng.normal(size=40), rng.uniform(0.05, 0.25, size=40)
+    ws = np.arange(12, dtype=np.int64)
+    l1, l2 = np.full(12, 0.3), np.full(12, 0.1)
+    for compiled, interpreted, data in (
+            (K.sweeps_dense, K.sweeps_dense.py_func, (np.asfortranarray(X),)),
+            (K.sweeps_csc, K.sweeps_csc.py_func,
+             (Xc.indptr.astype(np.int64), Xc.indices.astype(np.int64), Xc.data))):
+        outs = []
+        for fn in (compiled, interpreted):
+            h = np.zeros(12)
+            (K.column_sq_dense if len(data) == 1 else K.column_sq_csc)(*data, ws, a, h)
+            w, xi, b = np.zeros(12), np.zeros(40), np.zeros(1)
+            ep = fn(*data, ws, w, h, l1, l2, r, a, xi, b, True, 50, 1e-12)
+            outs.append((ep, w, xi, b))
+        assert outs[0][0] == outs[1][0]
+        for x, y in zip(outs[0][1:], outs[1][1:]):
+            np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14)
