@@ -161,3 +161,23 @@ def test_the_interpreted_sweeps_match_the_compiled_ones():
         assert outs[0][0] == outs[1][0]
         for x, y in zip(outs[0][1:], outs[1][1:]):
             np.testing.assert_allclose(x, y, rtol=1e-12, atol=1e-14)
+
+
+@given(u0=st.one_of(st.floats(-700, 700), st.sampled_from([0.0, 1e-300, -1e-9, 1e-4, 3e-4,
+                                                            -1e-4, 40.0, -700.0])),
+       d=st.one_of(st.floats(-1e3, 1e3), st.sampled_from([0.0, 1e-12, -1e-6])))
+@settings(max_examples=300, deadline=None)
+def test_the_per_class_bound_lies_above_log1p_exp_and_touches_at_plus_minus_u0(u0, d):
+    """bound-cd's class bound: log(1 + e^(u0 + d)) <= log(1 + e^u0) + p d + jj(u0) d^2 / 2
+    for every d (p = expit(u0)), with equality at d = 0 and at u0 + d = -u0."""
+    from scipy.special import expit
+
+    from zbound.solvers.proximal import _jj
+
+    a = float(_jj(np.array([u0]))[0])
+    f = lambda u: float(np.logaddexp(0.0, u))           # noqa: E731
+    bound = f(u0) + float(expit(u0)) * d + 0.5 * a * d * d
+    assert f(u0 + d) <= bound + 1e-12 * max(1.0, abs(bound))
+    touch = -2.0 * u0                                    # the other point of contact
+    other = f(u0) + float(expit(u0)) * touch + 0.5 * a * touch * touch
+    assert abs(other - f(-u0)) <= 1e-9 * max(1.0, abs(other))

@@ -194,10 +194,7 @@ class ElasticNetPenalty:
         """Per coordinate, the distance from -g (the smooth part's gradient) to the penalty's
         subdifferential at theta: 0 for every coordinate exactly at an optimum (the KKT
         conditions), what the proximal methods stop on."""
-        l1 = np.broadcast_to(self.l1, theta.shape)
-        gl = g + self.l2 * theta
-        return np.where(theta != 0.0, np.abs(gl + l1 * np.sign(theta)),
-                        np.maximum(np.abs(gl) - l1, 0.0))
+        return kkt_violation(theta, g, self.l1, self.l2)
 
     def scaled(self, c: float) -> ElasticNetPenalty:
         return ElasticNetPenalty(self.l1 * c, self.l2 * c)
@@ -214,6 +211,14 @@ class ElasticNetPenalty:
 
 _NO_CURVATURE = ("an L1 penalty has no curvature: it needs a proximal method "
                  "(minimize(method='bound-cd' or 'fista'))")
+
+
+def kkt_violation(theta: np.ndarray, g: np.ndarray, l1, l2) -> np.ndarray:
+    """Per coordinate, the distance from -g to the subdifferential of
+    l1 |theta| + l2 theta^2 / 2 at theta (any shapes that broadcast)."""
+    gl = g + l2 * theta
+    return np.where(theta != 0.0, np.abs(gl + l1 * np.sign(theta)),
+                    np.maximum(np.abs(gl) - l1, 0.0))
 
 
 def soft_threshold(v: np.ndarray, t) -> np.ndarray:

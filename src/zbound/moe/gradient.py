@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import StrOptions
 from zbound.moe.em import _check_iter, _check_theta
 from zbound.moe.model import GatedMixture, MoEProblem
 from zbound.solvers.base import MethodInfo, register
-from zbound.solvers.baselines import FixedRule
+from zbound.solvers.baselines import FixedRule, GradientDescent
 from zbound.solvers.first_order import Adam, TorchRule, torch_available
 from zbound.solvers.result import Result
 from zbound.utils.validation import POSITIVE, Choices
@@ -71,22 +71,15 @@ class MixtureGradientEM(_MixtureFirstOrder):
 
 
 @register
-class MixtureGD(_MixtureFirstOrder):
-    """Gradient descent on L (Algorithm 2): theta_{t+1} = theta_t - lr grad L(theta_t)."""
+class MixtureGD(GradientDescent):
+    """Gradient descent on L (Algorithm 2): theta_{t+1} = theta_t - lr grad L(theta_t): the
+    registered "gd" on a gated mixture, with the stopping tests of the other first-order
+    mixture methods (:class:`_MixtureFirstOrder`)."""
 
     info = MethodInfo("moe-gd", peer=True, constraints="none", requires=GatedMixture,
                       step_size=True,
                       description="gradient descent on the mixture's objective "
                                   "(Fruytier et al. Alg. 2)")
-    options = {**_MixtureFirstOrder.options, "lr": 1.0}
-    option_constraints = {**_MixtureFirstOrder.option_constraints, "lr": [POSITIVE]}
-
-    def make_rule(self, model, x):
-        lr = float(self.opts["lr"])
-        return lambda theta, g: theta - lr * g
-
-    def rule_info(self):
-        return {"lr": float(self.opts["lr"])}
 
 
 def adam_backend(backend: str = "auto") -> str:

@@ -24,15 +24,25 @@ def _soft(v, t):
     return 0.0
 
 
+def _intercept(r, a, xi, b, hb):
+    """The intercept's exact step on the quadratic (its curvature hb = sum a), in place on
+    b[0] and xi; returns its scaled size sqrt(hb) |db|."""
+    g = 0.0
+    for t in range(xi.shape[0]):
+        g += r[t] + a[t] * xi[t]
+    d = -g / hb
+    b[0] += d
+    for t in range(xi.shape[0]):
+        xi[t] += d
+    return abs(d) * math.sqrt(hb)
+
+
 def sweeps_dense(X, ws, w, h, l1, l2, r, a, xi, b, fit_intercept, max_epochs, tol):
     """Epochs of coordinate descent over the columns ``ws`` of the dense X (and the
     intercept b[0] when ``fit_intercept``), in place on w, b and xi, until an epoch's
     largest scaled step sqrt(h_j) |dw_j| is <= tol or ``max_epochs``. Returns the epochs."""
     n = X.shape[0]
-    hb = 0.0
-    if fit_intercept:
-        for t in range(n):
-            hb += a[t]
+    hb = a.sum() if fit_intercept else 0.0
     for epoch in range(max_epochs):
         worst = 0.0
         for q in range(ws.shape[0]):
@@ -54,16 +64,7 @@ def sweeps_dense(X, ws, w, h, l1, l2, r, a, xi, b, fit_intercept, max_epochs, to
                 if step > worst:
                     worst = step
         if fit_intercept and hb > 0.0:
-            g = 0.0
-            for t in range(n):
-                g += r[t] + a[t] * xi[t]
-            d = -g / hb
-            b[0] += d
-            for t in range(n):
-                xi[t] += d
-            step = abs(d) * math.sqrt(hb)
-            if step > worst:
-                worst = step
+            worst = max(worst, _intercept(r, a, xi, b, hb))
         if worst <= tol:
             return epoch + 1
     return max_epochs
@@ -72,11 +73,7 @@ def sweeps_dense(X, ws, w, h, l1, l2, r, a, xi, b, fit_intercept, max_epochs, to
 def sweeps_csc(indptr, indices, data, ws, w, h, l1, l2, r, a, xi, b, fit_intercept,
                max_epochs, tol):
     """:func:`sweeps_dense` for X in CSC form (``indptr``, ``indices``, ``data``)."""
-    n = xi.shape[0]
-    hb = 0.0
-    if fit_intercept:
-        for t in range(n):
-            hb += a[t]
+    hb = a.sum() if fit_intercept else 0.0
     for epoch in range(max_epochs):
         worst = 0.0
         for q in range(ws.shape[0]):
@@ -99,16 +96,7 @@ def sweeps_csc(indptr, indices, data, ws, w, h, l1, l2, r, a, xi, b, fit_interce
                 if step > worst:
                     worst = step
         if fit_intercept and hb > 0.0:
-            g = 0.0
-            for t in range(n):
-                g += r[t] + a[t] * xi[t]
-            d = -g / hb
-            b[0] += d
-            for t in range(n):
-                xi[t] += d
-            step = abs(d) * math.sqrt(hb)
-            if step > worst:
-                worst = step
+            worst = max(worst, _intercept(r, a, xi, b, hb))
         if worst <= tol:
             return epoch + 1
     return max_epochs
@@ -140,6 +128,7 @@ try:                                    # the fast extra
 
     _jit = numba.njit(cache=True, nogil=True)
     _soft = _jit(_soft)
+    _intercept = _jit(_intercept)
     sweeps_dense = _jit(sweeps_dense)
     sweeps_csc = _jit(sweeps_csc)
     column_sq_dense = _jit(column_sq_dense)

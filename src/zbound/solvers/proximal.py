@@ -36,6 +36,7 @@ import scipy.sparse as sp
 from sklearn.utils._param_validation import StrOptions
 
 from zbound.models.base import SoftmaxData
+from zbound.models.penalty import kkt_violation
 from zbound.solvers import _cd_kernels as K
 from zbound.solvers.base import MethodInfo, Solver, State, register
 from zbound.solvers.linesearch import armijo_search
@@ -71,6 +72,22 @@ def _strengths(model) -> tuple[np.ndarray, np.ndarray]:
     return l1, l2
 
 
+class _KKTStop:
+    """The proximal methods' stopping tests: the target, the relative KKT violation (the
+    measure ``stationarity`` returns) at most ``tol``, or an objective change in
+    [0, ftol max(1, |f|)]."""
+
+    def stop_status(self, state, stat):
+        if self.target is not None and state.f <= self.target:
+            return Status.TARGET
+        if stat <= self.tol:
+            return Status.STATIONARY
+        if self.ftol > 0.0 and state.f_prev is not None and \
+                0.0 <= state.f_prev - state.f <= self.ftol * max(1.0, abs(state.f)):
+            return Status.FTOL
+        return None
+
+
 @dataclass
 class BoundCDState(State):
     """bound-cd's state: the scores of every class, the smooth gradient's KKT violations, the
@@ -86,7 +103,7 @@ class BoundCDState(State):
 
 
 @register
-class BoundCD(Solver):
+class BoundCD(_KKTStop, Solver):
     """Bound majorization with coordinate-descent inner solves and working sets, for softmax
     regression with an L1 / elastic-net penalty (the module text). Options: ``max_epochs``
     (coordinate-descent epochs per class and pass), ``ws_start`` (the smallest working set),
@@ -172,8 +189,7 @@ class BoundCD(Solver):
         G[:, :nf] = np.asarray(D["X"].T @ R).T
         if D["fit_intercept"]:
             G[:, nf] = R.sum(axis=0)
-        gl = G + l2 * W
-        viol = np.where(W != 0.0, np.abs(gl + l1 * np.sign(W)), np.maximum(np.abs(gl) - l1, 0))
+        viol = kkt_violation(W, G, l1, l2)
         return f, G, viol
 
     # ------------------------------------------------------------------ protocol
@@ -357,16 +373,6 @@ class BoundCD(Solver):
     def stationarity(self, model, state):
         return state.violation / state.data["scale"]
 
-    def stop_status(self, state, stat):
-        if self.target is not None and state.f <= self.target:
-            return Status.TARGET
-        if stat <= self.tol:
-            return Status.STATIONARY
-        if self.ftol > 0.0 and state.f_prev is not None and \
-                0.0 <= state.f_prev - state.f <= self.ftol * max(1.0, abs(state.f)):
-            return Status.FTOL
-        return None
-
     def result_info(self, state):
         return {"kkt_violation": state.violation / state.data["scale"],
                 "kkt_scale": state.data["scale"], "cd_epochs": state.epochs,
@@ -391,7 +397,7 @@ class FistaState(State):
 
 
 @register
-class FISTA(Solver):
+class FISTA(_KKTStop, Solver):
     """Accelerated proximal gradient (Beck & Teboulle 2009) with backtracking (the Lipschitz
     estimate doubles until the quadratic upper bound holds, and may shrink by ``shrink``
     after an accepted step) and a restart when the objective rises (O'Donoghue & Candes
@@ -445,9 +451,6 @@ class FISTA(Solver):
 
     def stationarity(self, model, state):
         return state.violation / state.total
-
-    def stop_status(self, state, stat):
-        return BoundCD.stop_status(self, state, stat)
 
     def result_info(self, state):
         return {"kkt_violation": state.violation / state.total, "kkt_scale": state.total,

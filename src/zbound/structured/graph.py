@@ -245,10 +245,9 @@ def _maximal_steps(order, cliques):
     top = list(range(n))
     grown = [None] * n              # per step, a child step whose clique is one node larger
     for i, c in enumerate(cliques):
-        if c.size > 1:
-            up = min(pos[u] for u in c.tolist() if u != order[i])      # the parent step
-            if c.size - 1 == cliques[up].size and grown[up] is None:
-                grown[up] = i
+        up = _parent_step(order, cliques, pos, i)
+        if up >= 0 and c.size - 1 == cliques[up].size and grown[up] is None:
+            grown[up] = i
     for i in range(n):
         c = grown[i]
         if c is not None:
@@ -260,6 +259,8 @@ def _maximal_steps(order, cliques):
 
 
 def _parent_step(order, cliques, pos, i):
+    """The step whose node is eliminated first among step i's later neighbours (its parent
+    in the elimination tree), -1 for none."""
     later = [pos[u] for u in cliques[i].tolist() if u != order[i]]
     return min(later) if later else -1
 
